@@ -1,0 +1,135 @@
+// Package columnar reads rollout datasets (Parquet, Arrow IPC, JSON Lines,
+// plain or compressed) into reusable batches of rows, and writes result
+// tables as Parquet, Arrow IPC or JSON Lines. It is the only package that
+// imports arrow-go or parquet-go.
+package columnar
+
+import "github.com/gavelhq/gavel/columnar/jsonview"
+
+// CellKind says what a Cell holds.
+type CellKind uint8
+
+// Cell kinds.
+const (
+	// CellNull is an absent field or a null value.
+	CellNull CellKind = iota
+	// CellString holds the bytes of a string value (already unescaped).
+	// For state and log fields this is JSON text still to be parsed.
+	CellString
+	// CellNumber holds the decimal text of a number as written in the
+	// input (JSON Lines) or formatted from a numeric column (Parquet, Arrow).
+	CellNumber
+	// CellBool holds "true" or "false".
+	CellBool
+	// CellJSON holds a JSON value that is an object or array (JSON Lines
+	// only): Data is its raw text and V is its indexed view.
+	CellJSON
+)
+
+// String returns the kind's name as used in error messages.
+func (k CellKind) String() string {
+	switch k {
+	case CellNull:
+		return "null"
+	case CellString:
+		return "string"
+	case CellNumber:
+		return "number"
+	case CellBool:
+		return "boolean"
+	case CellJSON:
+		return "JSON value"
+	}
+	return "unknown"
+}
+
+// Cell is one field of one row. Data points into buffers owned by the batch
+// (or by the JSON Lines line) and is valid until the batch is released.
+type Cell struct {
+	Kind CellKind
+	Data []byte
+	// V is set for CellJSON cells: the value indexed in place in its line.
+	V jsonview.Value
+}
+
+// Row is one input row. Columnar readers fill the named cells; the JSON
+// Lines reader fills only Line, and DecodeLine fills the cells from it.
+type Row struct {
+	// Index is the row's 0-based index in its file. In JSON Lines every
+	// line is counted, blank ones too.
+	Index int64
+	// Offset is the byte offset of the line in the (decompressed) file for
+	// JSON Lines rows, and -1 for columnar rows.
+	Offset int64
+	// Line is the raw JSON Lines line without its line terminator.
+	Line []byte
+
+	ID, Task, Final, Initial, Output, Log Cell
+	// Meta holds the other fields. For columnar rows it is aligned with
+	// Batch.MetaNames; for JSON Lines rows it is unused and the metadata is
+	// the line object itself.
+	Meta []Cell
+}
+
+// Batch is a run of consecutive rows of one input unit. Its buffers are
+// reused: a batch and everything its rows point to are valid only until it
+// is handed back to its reader with Release.
+type Batch struct {
+	// Rows holds the batch's rows in file order.
+	Rows []Row
+	// MetaNames names the Meta cells of columnar rows.
+	MetaNames []string
+	// JSONLines is true when rows carry raw lines to be decoded with
+	// DecodeLine.
+	JSONLines bool
+
+	release func(*Batch)
+}
+
+// Release hands the batch's buffers back to the reader that produced it.
+// It is safe to call on a batch whose reader has no pool.
+func (b *Batch) Release() {
+	if b.release != nil {
+		b.release(b)
+	}
+}
+
+// FieldNames maps each rollout field to the column (or JSON key) that
+// holds it. The zero value reads every field from the column of its own
+// name.
+type FieldNames struct {
+	ID, Task, Final, Initial, Output, Log string
+}
+
+// Standard field names (SPEC section 3.2).
+const (
+	FieldID      = "rollout_id"
+	FieldTask    = "task_id"
+	FieldFinal   = "final_state"
+	FieldInitial = "initial_state"
+	FieldOutput  = "output"
+	FieldLog     = "log"
+)
+
+// WithDefaults returns n with every empty name replaced by the standard one.
+func (n FieldNames) WithDefaults() FieldNames {
+	def := func(s, d string) string {
+		if s == "" {
+			return d
+		}
+		return s
+	}
+	return FieldNames{
+		ID:      def(n.ID, FieldID),
+		Task:    def(n.Task, FieldTask),
+		Final:   def(n.Final, FieldFinal),
+		Initial: def(n.Initial, FieldInitial),
+		Output:  def(n.Output, FieldOutput),
+		Log:     def(n.Log, FieldLog),
+	}
+}
+
+// Is reports whether column name is one of the mapped fields.
+func (n FieldNames) Is(name string) bool {
+	return name == n.ID || name == n.Task || name == n.Final || name == n.Initial || name == n.Output || name == n.Log
+}

@@ -1,0 +1,129 @@
+package verifiers
+
+import "fmt"
+
+// Outcome is the status of a whole rollout (SPEC 4.3).
+type Outcome uint8
+
+// Rollout outcomes.
+const (
+	Passed Outcome = iota
+	Failed
+	PendingOutcome
+	Errored
+)
+
+// String returns the outcome as written in the status column.
+func (o Outcome) String() string {
+	switch o {
+	case Passed:
+		return "passed"
+	case Failed:
+		return "failed"
+	case PendingOutcome:
+		return "pending"
+	case Errored:
+		return "error"
+	}
+	return "unknown"
+}
+
+// Error kinds of a rollout with status error.
+const (
+	KindInput      = "input"
+	KindNoVerifier = "no_verifier"
+	KindVerifier   = "verifier"
+)
+
+// Verdict is the result for one rollout.
+type Verdict struct {
+	Outcome Outcome
+	// Reward is checks passed / checks total; valid only when HasReward.
+	Reward    float64
+	HasReward bool
+	// Counts over the checks.
+	ChecksTotal, ChecksPassed, RequiredTotal, RequiredPassed int32
+	// ErrorKind and Error are set when Outcome is Errored.
+	ErrorKind, Error string
+}
+
+// Passed returns the passed column: true for passed, false for failed, and
+// ok false (null) otherwise.
+func (v Verdict) Passed() (passed, ok bool) {
+	switch v.Outcome {
+	case Passed:
+		return true, true
+	case Failed:
+		return false, true
+	}
+	return false, false
+}
+
+// Score computes the verdict of a verifier's checks by SPEC 4.3. gradeErr is
+// the error the verifier returned or its recovered panic; with it the
+// verdict is an error and the counts are zero.
+func Score(checks []Check, gradeErr error) Verdict {
+	if gradeErr != nil {
+		return Verdict{Outcome: Errored, ErrorKind: KindVerifier, Error: gradeErr.Error()}
+	}
+	var v Verdict
+	anyFail, anyPending := false, false
+	firstErr := -1
+	for i := range checks {
+		c := &checks[i]
+		v.ChecksTotal++
+		if c.Required {
+			v.RequiredTotal++
+		}
+		switch c.Status {
+		case Pass:
+			v.ChecksPassed++
+			if c.Required {
+				v.RequiredPassed++
+			}
+		case Fail:
+			if c.Required {
+				anyFail = true
+			}
+		case Pending:
+			anyPending = true
+		case Error:
+			if firstErr < 0 {
+				firstErr = i
+			}
+		}
+	}
+	switch {
+	case firstErr >= 0:
+		c := checks[firstErr]
+		v.Outcome, v.ErrorKind = Errored, KindVerifier
+		v.Error = fmt.Sprintf("check %q: %s", c.ID, c.Detail)
+		return v
+	case v.RequiredTotal == 0:
+		v.Outcome, v.ErrorKind = Errored, KindVerifier
+		v.Error = "verifier returned no required check"
+		return v
+	case anyFail:
+		v.Outcome = Failed
+	case anyPending:
+		v.Outcome = PendingOutcome
+	default:
+		v.Outcome = Passed
+	}
+	if anyPending {
+		return v // reward is defined only when no check is pending
+	}
+	v.Reward = float64(v.ChecksPassed) / float64(v.ChecksTotal)
+	v.HasReward = true
+	return v
+}
+
+// InputError returns the verdict of a row whose input is invalid.
+func InputError(msg string) Verdict {
+	return Verdict{Outcome: Errored, ErrorKind: KindInput, Error: msg}
+}
+
+// NoVerifier returns the verdict of a row whose task no verifier binds.
+func NoVerifier(task string) Verdict {
+	return Verdict{Outcome: Errored, ErrorKind: KindNoVerifier, Error: fmt.Sprintf("no verifier binds task %q", task)}
+}

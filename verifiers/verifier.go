@@ -1,0 +1,144 @@
+// Package verifiers holds the verifier model (checks, verdicts, scoring),
+// the registry of verifiers compiled into gavel, and the reference
+// environments. A verifier is a pure function of one rollout: the same
+// rollout always produces the same checks.
+//
+// To write a verifier, read this file and crm.go, then run
+// `gavel verifier add ID --task TASK --name NAME`.
+package verifiers
+
+import (
+	"github.com/gavelhq/gavel/columnar/jsonview"
+)
+
+// Rollout is what a verifier sees of one recorded attempt. Every value
+// points into buffers owned by the grading worker and is valid only during
+// the call to Grade: a verifier must not keep any of it.
+type Rollout struct {
+	// ID is the rollout id (or "<path>#<row>" when the input has none).
+	ID string
+	// TaskID is the task the rollout attempted.
+	TaskID string
+	// Final is the world after the attempt. A missing state is the zero
+	// Value, in which every lookup finds nothing.
+	Final jsonview.Value
+	// Initial is the world before the attempt: the row's own, else the
+	// task's from the tasks table, else missing.
+	Initial jsonview.Value
+	// Output is the agent's final answer ("" when absent).
+	Output string
+	// Log is the interaction log, an array of events (missing when absent).
+	Log jsonview.Value
+	// Task is the rollout's row of the tasks table, as an object (missing
+	// when no tasks table names the task).
+	Task jsonview.Value
+	// Meta is the row's fields as an object; it may also hold the standard
+	// fields.
+	Meta jsonview.Value
+}
+
+// Status is the outcome of one check.
+type Status uint8
+
+// Check statuses (SPEC 4.2).
+const (
+	Pass Status = iota
+	Fail
+	Pending
+	Error
+)
+
+// String returns the status as written in outputs.
+func (s Status) String() string {
+	switch s {
+	case Pass:
+		return "pass"
+	case Fail:
+		return "fail"
+	case Pending:
+		return "pending"
+	case Error:
+		return "error"
+	}
+	return "unknown"
+}
+
+// Check is one labelled judgement.
+type Check struct {
+	// ID identifies the check within its verifier; Go checks use the label.
+	ID       string
+	Label    string
+	Required bool
+	Status   Status
+	// Detail is the human-readable evidence, carrying the numbers.
+	Detail string
+	// Actual and Expected are JSON texts; empty means null.
+	Actual, Expected string
+}
+
+// Checks collects the checks of one rollout in the order the verifier adds
+// them. The grading worker reuses one Checks for many rollouts.
+type Checks struct {
+	list []Check
+}
+
+// Require adds a required check that passes when ok.
+func (c *Checks) Require(label string, ok bool, detail string) {
+	c.Add(Check{ID: label, Label: label, Required: true, Status: passFail(ok), Detail: detail})
+}
+
+// Optional adds an optional check that passes when ok: it moves the reward
+// but cannot fail the rollout.
+func (c *Checks) Optional(label string, ok bool, detail string) {
+	c.Add(Check{ID: label, Label: label, Status: passFail(ok), Detail: detail})
+}
+
+// Fault adds a check that could not be judged (status error), for example
+// because the state lacks what the task presupposes. It makes the rollout's
+// status error.
+func (c *Checks) Fault(label string, required bool, detail string) {
+	c.Add(Check{ID: label, Label: label, Required: required, Status: Error, Detail: detail})
+}
+
+// Add appends a check as given. A check without an ID takes its label.
+func (c *Checks) Add(ch Check) {
+	if ch.ID == "" {
+		ch.ID = ch.Label
+	}
+	c.list = append(c.list, ch)
+}
+
+// List returns the checks added since the last Reset. The slice is reused.
+func (c *Checks) List() []Check { return c.list }
+
+// Reset empties the collection, keeping its storage.
+func (c *Checks) Reset() {
+	clear(c.list)
+	c.list = c.list[:0]
+}
+
+func passFail(ok bool) Status {
+	if ok {
+		return Pass
+	}
+	return Fail
+}
+
+// Verifier grades the rollouts of the tasks it binds.
+type Verifier struct {
+	// ID is unique among all loaded verifiers.
+	ID string
+	// Name says in a few words what success means.
+	Name string
+	// Tasks are the task ids the verifier binds.
+	Tasks []string
+	// Grade adds the rollout's checks to c. A returned error (or a panic)
+	// makes the rollout's status error, kind verifier.
+	Grade func(r *Rollout, c *Checks) error
+	// Source says where the verifier is defined ("verifiers/crm.go:42").
+	Source string
+	// Definition is a text that changes whenever the verifier's behaviour
+	// may change; its hash is the fingerprint in manifest.json. Go
+	// verifiers use their source file's content.
+	Definition string
+}
