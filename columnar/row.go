@@ -63,6 +63,10 @@ type Row struct {
 	Offset int64
 	// Line is the raw JSON Lines line without its line terminator.
 	Line []byte
+	// Err is a problem the reader found with this row alone (a JSON Lines
+	// line over the length limit, or one that is not a JSON object after
+	// DecodeLine). The row is graded as an input error; other rows go on.
+	Err error
 
 	ID, Task, Final, Initial, Output, Log Cell
 	// Meta holds the other fields. For columnar rows it is aligned with
@@ -84,6 +88,8 @@ type Batch struct {
 	JSONLines bool
 
 	release func(*Batch)
+	arena   []byte
+	spans   []struct{ start, end int }
 }
 
 // Release hands the batch's buffers back to the reader that produced it.

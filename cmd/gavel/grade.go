@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+const gradeExamples = `  gavel grade rollouts.parquet
+  gavel grade --out results --format jsonl shards/
+  gavel grade 'shards/*.jsonl.zst' --keep model,run_id
+  gavel grade --map final_state=world_after,output=answer data.parquet
+  gavel grade --tasks tasks.parquet rollouts.parquet
+  cat rollouts.jsonl | gavel grade -`
+
+// version is the gavel version, written into manifests.
+const version = "0.1.0"
+
+// listFlag is a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for JSON Lines on\nstandard input) with the verifiers bound to their tasks, and writes rewards and checks\nparts, summary.json and manifest.json into --out.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay).", gradeExamples, stderr)
+	out := fs.String("out", "gavel-out", "output `DIR`ectory")
+	format := fs.String("format", "parquet", "output format: parquet, arrow or jsonl")
+	var specs listFlag
+	fs.Var(&specs, "spec", "declarative verifier `FILE` or directory (repeatable; not built yet)")
+	tasks := fs.String("tasks", "", "tasks table `FILE` (task_id, initial_state, other fields)")
+	mapping := fs.String("map", "", "read fields from other columns: `K=COL,...` (final_state=world_after)")
+	keep := fs.String("keep", "", "metadata `COLS` copied into the rewards (default: those of model,run_id,sample present)")
+	workers := fs.Int("workers", 0, "grading goroutines (default: number of CPUs)")
+	batch := fs.Int("batch-size", 0, "rows per batch (tuning only; results never depend on it) (default 256)")
+	maxErrors := fs.Int64("max-errors", 0, "stop after `N` rows with status error (0: no limit)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	progress := fs.Bool("progress", false, "force a progress bar on standard error")
+	shard := fs.String("shard", "", "grade only shard `I/N` (not built yet)")
+	resume := fs.Bool("resume", false, "continue an interrupted run (not built yet)")
+	timeout := fs.String("timeout", "", "per-rollout verifier time limit (not built yet)")
+	baseline := fs.String("baseline", "", "compare with an earlier result `DIR` (not built yet)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	for name, set := range map[string]bool{"--spec": len(specs) > 0, "--shard": *shard != "", "--resume": *resume, "--timeout": *timeout != "", "--baseline": *baseline != ""} {
+		if set {
+			return usagef("gavel grade --help", "%s is not built yet in this version of gavel", name)
+		}
+	}
+	if fs.NArg() == 0 {
+		return usagef("gavel grade rollouts.parquet", "no input given")
+	}
+	if *quiet && *progress {
+		return usagef("gavel grade --help", "--quiet and --progress contradict each other")
+	}
+	fields, err := parseMap(*mapping)
+	if err != nil {
+		return err
+	}
+	cfg := pipeline.Config{
+		Inputs:    fs.Args(),
+		Out:       *out,
+		Format:    *format,
+		Verifiers: verifiers.Builtin(),
+		TasksFile: *tasks,
+		Fields:    fields,
+		Workers:   *workers,
+		BatchSize: *batch,
+		MaxErrors: *maxErrors,
+		Version:   version,
+		Flags:     resultFlags(fs),
+	}
+	if *keep != "" {
+		cfg.Keep = splitList(*keep)
+	}
+	if *progress || (!*quiet && isTerminal(os.Stderr)) {
+		cfg.Progress = newProgressBar(stderr)
+	}
+	res, err := pipeline.Run(ctx, cfg)
+	var ce *pipeline.ConfigError
+	if errors.As(err, &ce) {
+		return &usageError{msg: ce.Msg, hint: ce.Hint}
+	}
+	if res != nil {
+		printSummary(stdout, res.Summary, *out)
+	}
+	if err != nil {
+		return err
+	}
+	if res.ErrorRows > 0 {
+		return &exitError{code: 3, msg: fmt.Sprintf("%d rows have status error (see error_kind and error in the rewards)", res.ErrorRows)}
+	}
+	return nil
+}
+
+// resultFlags returns the flags that may change results, as given, for the
+// manifest. Tuning flags (workers, batch size, progress) are left out so
+// that the manifest does not depend on them either.
+func resultFlags(fs *flag.FlagSet) map[string]string {
+	m := map[string]string{}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "workers", "batch-size", "quiet", "progress":
+			return
+		}
+		m[f.Name] = f.Value.String()
+	})
+	return m
+}
+
+// parseMap parses --map K=COL,... into field names.
+func parseMap(s string) (columnar.FieldNames, error) {
+	var n columnar.FieldNames
+	if s == "" {
+		return n, nil
+	}
+	for _, kv := range splitList(s) {
+		k, col, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || col == "" {
+			return n, usagef("--map final_state=world_after,output=answer", "--map %q: want FIELD=COLUMN", kv)
+		}
+		var dst *string
+		switch k {
+		case columnar.FieldID:
+			dst = &n.ID
+		case columnar.FieldTask:
+			dst = &n.Task
+		case columnar.FieldFinal:
+			dst = &n.Final
+		case columnar.FieldInitial:
+			dst = &n.Initial
+		case columnar.FieldOutput:
+			dst = &n.Output
+		case columnar.FieldLog:
+			dst = &n.Log
+		default:
+			return n, usagef("--map final_state=world_after", "--map: unknown field %q (want rollout_id, task_id, final_state, initial_state, output or log)", k)
+		}
+		if *dst != "" {
+			return n, usagef("", "--map: field %s mapped twice", k)
+		}
+		*dst = col
+	}
+	return n, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// printSummary prints the run's counts, overall and per verifier.
+func printSummary(w io.Writer, s *pipeline.Summary, out string) {
+	fmt.Fprintf(w, "graded %d rollouts (%d checks) in %.1fs, %.0f rollouts/s\n", s.Rollouts, s.Checks, s.ElapsedSeconds, s.RowsPerSecond)
+	fmt.Fprintf(w, "passed %d  failed %d  pending %d  error %d", s.Passed, s.Failed, s.Pending, s.Error)
+	if s.PassRate != nil {
+		fmt.Fprintf(w, "  pass rate %.4f", *s.PassRate)
+	}
+	if s.MeanReward != nil {
+		fmt.Fprintf(w, "  mean reward %.4f", *s.MeanReward)
+	}
+	fmt.Fprintln(w)
+	if len(s.ErrorKinds) > 0 {
+		fmt.Fprint(w, "errors by kind:")
+		for _, k := range sortedKeys(s.ErrorKinds) {
+			fmt.Fprintf(w, " %s %d", k, s.ErrorKinds[k])
+		}
+		fmt.Fprintln(w)
+	}
+	if len(s.Verifiers) > 0 {
+		fmt.Fprintf(w, "\n%-10s %9s %9s %9s %9s %9s %9s\n", "verifier", "rollouts", "passed", "failed", "pending", "error", "pass rate")
+		for _, id := range sortedKeys(s.Verifiers) {
+			c := s.Verifiers[id]
+			rate := "-"
+			if c.PassRate != nil {
+				rate = strconv.FormatFloat(*c.PassRate, 'f', 4, 64)
+			}
+			fmt.Fprintf(w, "%-10s %9d %9d %9d %9d %9d %9s\n", id, c.Rollouts, c.Passed, c.Failed, c.Pending, c.Error, rate)
+		}
+	}
+	if len(s.FilesSkipped) > 0 {
+		fmt.Fprintf(w, "\nskipped %d unsupported files\n", len(s.FilesSkipped))
+	}
+	fmt.Fprintf(w, "\nresults in %s\n", out)
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+func runVerifier(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, `Usage: gavel verifier list | add
+
+Subcommands:
+  list   the verifiers compiled into gavel: id, name, tasks, where defined
+  add    scaffold a Go verifier and register it
+
+Examples:
+  gavel verifier list
+  gavel verifier add VER-007 --task TASK-007 --name "Invoice escalated"
+`)
+		if len(args) == 0 {
+			return usagef("gavel verifier list", "verifier: no subcommand given")
+		}
+		return nil
+	}
+	switch args[0] {
+	case "list":
+		return runVerifierList(args[1:], stdout, stderr)
+	case "add":
+		return runVerifierAdd(args[1:], stdout, stderr)
+	}
+	return usagef("gavel verifier --help", "verifier: unknown subcommand %q", args[0])
+}
+
+func runVerifierList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("verifier list", "gavel verifier list\n\nLists the verifiers compiled into gavel.", "  gavel verifier list", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("gavel verifier list", "verifier list takes no arguments")
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tTASKS\tDEFINED AT")
+	for _, v := range verifiers.Builtin() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.ID, v.Name, strings.Join(v.Tasks, ","), v.Source)
+	}
+	return tw.Flush()
+}
+
+var verifierIDPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+
+const registryMarker = "// gavel:registry"
+
+func runVerifierAdd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("verifier add", "gavel verifier add ID --task TASK --name NAME [--dir MODULE]\n\nWrites verifiers/<id>.go in the gavel source tree and registers it in\nverifiers/registry.go. Its only check is required and fails on purpose until\nyou write the real ones; rebuild gavel to grade with it.", `  gavel verifier add VER-007 --task TASK-007 --name "Invoice escalated"`, stderr)
+	task := fs.String("task", "", "the task `ID` the verifier binds (required)")
+	name := fs.String("name", "", "what success means, in a few words (required)")
+	dir := fs.String("dir", "", "root of the gavel source tree (default: found from the working directory)")
+	// The ID may come before or after the flags.
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if id == "" && fs.NArg() > 0 {
+		id = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return usagef("gavel verifier add --help", "unexpected argument %q", fs.Arg(0))
+	}
+	hint := `gavel verifier add VER-007 --task TASK-007 --name "Invoice escalated"`
+	if id == "" || *task == "" || *name == "" {
+		return usagef(hint, "verifier add needs an ID, --task and --name")
+	}
+	if !verifierIDPattern.MatchString(id) {
+		return usagef(hint, "verifier id %q: use letters, digits, - and _, starting with a letter", id)
+	}
+	for _, v := range verifiers.Builtin() {
+		if v.ID == id {
+			return usagef("gavel verifier list", "verifier %s already exists (%s)", id, v.Source)
+		}
+		for _, t := range v.Tasks {
+			if t == *task {
+				return usagef("gavel verifier list", "task %s is already bound by %s (%s)", *task, v.ID, v.Source)
+			}
+		}
+	}
+	root := *dir
+	if root == "" {
+		var err error
+		if root, err = findModuleRoot(); err != nil {
+			return err
+		}
+	}
+	ident := goIdent(id)
+	file := filepath.Join(root, "verifiers", ident+".go")
+	regPath := filepath.Join(root, "verifiers", "registry.go")
+	reg, err := os.ReadFile(regPath)
+	if err != nil {
+		return fmt.Errorf("read registry: %w", err)
+	}
+	at := bytes.Index(reg, []byte(registryMarker))
+	if at < 0 {
+		return fmt.Errorf("%s has no %q marker line", regPath, registryMarker)
+	}
+	if _, err := os.Stat(file); err == nil {
+		return usagef("", "%s already exists", file)
+	}
+	lineStart := bytes.LastIndexByte(reg[:at], '\n') + 1
+	indent := reg[lineStart:at]
+	var nreg []byte
+	nreg = append(nreg, reg[:lineStart]...)
+	nreg = append(nreg, indent...)
+	nreg = append(nreg, ident+",\n"...)
+	nreg = append(nreg, reg[lineStart:]...)
+
+	src := fmt.Sprintf(`package verifiers
+
+// %[1]s grades %[3]s: %[4]q.
+var %[1]s = &Verifier{
+	ID:    %[2]q,
+	Name:  %[4]q,
+	Tasks: []string{%[3]q},
+	Grade: func(r *Rollout, c *Checks) error {
+		// Derive what should have happened from r.Initial, then check
+		// r.Final and r.Output; see crm.go for examples.
+		c.Require("TODO: define success condition", false, %[5]q)
+		return nil
+	},
+}
+`, ident, id, *task, *name, fmt.Sprintf("Verifier %q is not implemented yet.", id))
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if err := os.WriteFile(regPath, nreg, 0o644); err != nil {
+		os.Remove(file)
+		return fmt.Errorf("write %s: %w", regPath, err)
+	}
+	rel := func(p string) string {
+		if r, err := filepath.Rel(root, p); err == nil {
+			return r
+		}
+		return p
+	}
+	fmt.Fprintf(stdout, "Created %s\nRegistered %s in %s\nNext: replace the failing TODO check in %s, then rebuild gavel (make build).\n", rel(file), ident, rel(regPath), rel(file))
+	return nil
+}
+
+// goIdent turns a verifier id into a Go identifier: VER-007 -> ver007.
+func goIdent(id string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(id) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// findModuleRoot walks up from the working directory to the gavel source
+// tree: a directory with go.mod and verifiers/registry.go.
+func findModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "verifiers", "registry.go")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the gavel source tree (no go.mod with verifiers/registry.go above the working directory); run from a checkout or pass --dir")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,73 @@
+package columnar
+
+import (
+	"fmt"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
+)
+
+// DecodeLine indexes a JSON Lines row's line with doc and fills the row's
+// field cells from the members named by fields (which must have its
+// defaults applied). It returns the line's root object, which is the
+// row's metadata. A line that is not valid JSON, or not an object, is an
+// error naming the line and the byte offset; the row's cells are then
+// left null.
+//
+// Cells point into the line: a string member's Data is the string's bytes,
+// unescaped (in place when it has no escapes); any other value is a
+// CellJSON, CellNumber or CellBool cell whose V is the value itself.
+func DecodeLine(row *Row, fields *FieldNames, doc *jsonview.Doc) (jsonview.Value, error) {
+	if row.Err != nil {
+		return jsonview.Value{}, row.Err
+	}
+	root, err := doc.Parse(row.Line)
+	if err != nil {
+		if se, ok := err.(*jsonview.SyntaxError); ok {
+			return jsonview.Value{}, fmt.Errorf("line %d: invalid JSON at byte %d of the line: %s", row.Index+1, se.Offset, se.Msg)
+		}
+		return jsonview.Value{}, fmt.Errorf("line %d: %w", row.Index+1, err)
+	}
+	if root.Kind() != jsonview.Object {
+		return jsonview.Value{}, fmt.Errorf("line %d: not a JSON object", row.Index+1)
+	}
+	for m := root.First(); m.Exists(); m = m.Next() {
+		var c *Cell
+		switch {
+		case m.KeyIs(fields.ID):
+			c = &row.ID
+		case m.KeyIs(fields.Task):
+			c = &row.Task
+		case m.KeyIs(fields.Final):
+			c = &row.Final
+		case m.KeyIs(fields.Initial):
+			c = &row.Initial
+		case m.KeyIs(fields.Output):
+			c = &row.Output
+		case m.KeyIs(fields.Log):
+			c = &row.Log
+		default:
+			continue
+		}
+		if c.Kind != CellNull || c.V.Exists() {
+			continue // the first occurrence of a repeated key wins
+		}
+		*c = cellOf(m)
+	}
+	return root, nil
+}
+
+// cellOf returns the cell of one JSON value.
+func cellOf(v jsonview.Value) Cell {
+	switch v.Kind() {
+	case jsonview.String:
+		s, _ := v.Str()
+		return Cell{Kind: CellString, Data: s, V: v}
+	case jsonview.Number:
+		return Cell{Kind: CellNumber, Data: v.Raw(), V: v}
+	case jsonview.True, jsonview.False:
+		return Cell{Kind: CellBool, Data: v.Raw(), V: v}
+	case jsonview.Object, jsonview.Array:
+		return Cell{Kind: CellJSON, Data: v.Raw(), V: v}
+	}
+	return Cell{Kind: CellNull, V: v}
+}

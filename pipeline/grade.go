@@ -1,0 +1,322 @@
+package pipeline
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"unsafe"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// plan is what every worker shares, read-only, for a run.
+type plan struct {
+	fields   columnar.FieldNames // defaults applied
+	bindings map[string]*verifiers.Verifier
+	tasks    Tasks
+	keep     []string
+}
+
+// grader grades rows one at a time. Each worker owns one; its documents
+// and buffers are reused from row to row, so grading a row allocates only
+// the strings that go into the results.
+type grader struct {
+	plan *plan
+
+	line, final, initial, log, meta jsonview.Doc
+	metaBuf                         []byte
+	checks                          verifiers.Checks
+	rollout                         verifiers.Rollout
+	keepIdx                         []int // per batch: index of each keep column in MetaNames, or -1
+}
+
+// results are one batch's result rows.
+type results struct {
+	rewards []columnar.RewardRow
+	checks  []columnar.CheckRow
+}
+
+func (r *results) reset() {
+	clear(r.rewards)
+	r.rewards = r.rewards[:0]
+	clear(r.checks)
+	r.checks = r.checks[:0]
+}
+
+// gradeBatch appends the results of every row of b to out.
+func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *results) {
+	if !b.JSONLines {
+		g.keepIdx = g.keepIdx[:0]
+		for _, k := range g.plan.keep {
+			idx := -1
+			for i, name := range b.MetaNames {
+				if name == k {
+					idx = i
+					break
+				}
+			}
+			g.keepIdx = append(g.keepIdx, idx)
+		}
+	}
+	for i := range b.Rows {
+		g.gradeRow(u, b, &b.Rows[i], out)
+	}
+}
+
+func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *results) {
+	rw := columnar.RewardRow{SourceFile: u.Path, SourceRow: row.Index}
+	if len(g.plan.keep) > 0 {
+		rw.Keep = make([]columnar.NullString, len(g.plan.keep))
+	}
+	verdict, checks := g.grade(u, b, row, &rw)
+	rw.Status = verdict.Outcome.String()
+	rw.Passed, rw.PassedValid = verdict.Passed()
+	rw.Reward, rw.RewardValid = verdict.Reward, verdict.HasReward
+	rw.ChecksTotal, rw.ChecksPassed = verdict.ChecksTotal, verdict.ChecksPassed
+	rw.RequiredTotal, rw.RequiredPassed = verdict.RequiredTotal, verdict.RequiredPassed
+	if verdict.Outcome == verifiers.Errored {
+		rw.ErrorKind = columnar.Str(verdict.ErrorKind)
+		rw.Error = columnar.Str(verdict.Error)
+	}
+	out.rewards = append(out.rewards, rw)
+	for i := range checks {
+		c := &checks[i]
+		cr := columnar.CheckRow{
+			RolloutID:  rw.RolloutID,
+			TaskID:     rw.TaskID,
+			VerifierID: rw.VerifierID,
+			CheckIndex: int32(i),
+			CheckID:    c.ID,
+			Label:      c.Label,
+			Required:   c.Required,
+			Status:     c.Status.String(),
+			Detail:     c.Detail,
+		}
+		if c.Actual != "" {
+			cr.Actual = columnar.Str(c.Actual)
+		}
+		if c.Expected != "" {
+			cr.Expected = columnar.Str(c.Expected)
+		}
+		out.checks = append(out.checks, cr)
+	}
+}
+
+// grade decodes one row, runs its verifier and returns the verdict and the
+// checks to write (none on an input or verifier error). It fills the ids,
+// the verifier id and the kept columns of rw.
+func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow) (verifiers.Verdict, []verifiers.Check) {
+	r := &g.rollout
+	*r = verifiers.Rollout{}
+	fields := &g.plan.fields
+
+	if b.JSONLines {
+		root, err := columnar.DecodeLine(row, fields, &g.line)
+		if err != nil {
+			rw.RolloutID = fallbackID(u, row)
+			return verifiers.InputError(err.Error()), nil
+		}
+		r.Meta = root
+		for i, k := range g.plan.keep {
+			rw.Keep[i] = keepValue(root.Get(k))
+		}
+	} else {
+		g.buildMeta(b, row)
+		for i, idx := range g.keepIdx {
+			if idx >= 0 {
+				rw.Keep[i] = keepCell(row.Meta[idx])
+			}
+		}
+	}
+
+	id, idErr := idText(row.ID)
+	switch {
+	case idErr != "":
+		rw.RolloutID = fallbackID(u, row)
+	case row.ID.Kind == columnar.CellNull:
+		rw.RolloutID = fallbackID(u, row)
+	default:
+		rw.RolloutID = string(id)
+	}
+	task, taskErr := idText(row.Task)
+	rw.TaskID = string(task)
+	v := g.plan.bindings[rw.TaskID]
+	if v != nil {
+		rw.VerifierID = columnar.Str(v.ID)
+	}
+	switch {
+	case row.Err != nil:
+		return verifiers.InputError(row.Err.Error()), nil
+	case idErr != "":
+		return verifiers.InputError(fields.ID + ": " + idErr), nil
+	case taskErr != "":
+		return verifiers.InputError(fields.Task + ": " + taskErr), nil
+	case len(task) == 0:
+		return verifiers.InputError(fields.Task + ": missing, null or empty"), nil
+	}
+
+	var err error
+	if r.Final, err = g.state(row.Final, &g.final, fields.Final, b.JSONLines); err != nil {
+		return verifiers.InputError(err.Error()), nil
+	}
+	if r.Initial, err = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines); err != nil {
+		return verifiers.InputError(err.Error()), nil
+	}
+	if r.Log, err = g.state(row.Log, &g.log, fields.Log, b.JSONLines); err != nil {
+		return verifiers.InputError(err.Error()), nil
+	}
+	if k := r.Log.Kind(); k != jsonview.Missing && k != jsonview.Null && k != jsonview.Array {
+		return verifiers.InputError(fields.Log + ": not a JSON array"), nil
+	}
+	switch row.Output.Kind {
+	case columnar.CellNull:
+	case columnar.CellString:
+		r.Output = unsafe.String(unsafe.SliceData(row.Output.Data), len(row.Output.Data))
+	default:
+		return verifiers.InputError(fields.Output + ": not a string (" + row.Output.Kind.String() + ")"), nil
+	}
+	if t := g.plan.tasks[rw.TaskID]; t != nil {
+		r.Task = t.Fields
+		if r.Initial.IsNull() {
+			r.Initial = t.Initial
+		}
+	}
+	if r.Final.Kind() == jsonview.Null {
+		r.Final = jsonview.Value{}
+	}
+	if r.Initial.Kind() == jsonview.Null {
+		r.Initial = jsonview.Value{}
+	}
+	if v == nil {
+		return verifiers.NoVerifier(rw.TaskID), nil
+	}
+	r.ID, r.TaskID = rw.RolloutID, rw.TaskID
+
+	g.checks.Reset()
+	if err := runVerifier(v, r, &g.checks); err != nil {
+		return verifiers.Score(nil, err), nil
+	}
+	checks := g.checks.List()
+	return verifiers.Score(checks, nil), checks
+}
+
+// runVerifier calls the verifier, turning a panic into an error.
+func runVerifier(v *verifiers.Verifier, r *verifiers.Rollout, c *verifiers.Checks) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("verifier %s panicked: %v\n%s", v.ID, p, debug.Stack())
+		}
+	}()
+	if err := v.Grade(r, c); err != nil {
+		return fmt.Errorf("verifier %s: %w", v.ID, err)
+	}
+	return nil
+}
+
+// state returns the view of a state or log cell: JSON text in a string is
+// indexed with doc; a JSON Lines value is already indexed in its line.
+func (g *grader) state(c columnar.Cell, doc *jsonview.Doc, field string, jsonLines bool) (jsonview.Value, error) {
+	switch c.Kind {
+	case columnar.CellNull:
+		return jsonview.Value{}, nil
+	case columnar.CellString:
+		v, err := doc.Parse(c.Data)
+		if err != nil {
+			return jsonview.Value{}, fmt.Errorf("%s: %w", field, describeJSON(err))
+		}
+		return v, nil
+	}
+	if jsonLines {
+		return c.V, nil
+	}
+	return jsonview.Value{}, fmt.Errorf("%s: column holds a %s, want JSON text in a string or binary column", field, c.Kind)
+}
+
+// buildMeta indexes a columnar row's metadata cells as one object, in a
+// buffer reused from row to row.
+func (g *grader) buildMeta(b *columnar.Batch, row *columnar.Row) {
+	buf := append(g.metaBuf[:0], '{')
+	n := 0
+	for i, name := range b.MetaNames {
+		c := row.Meta[i]
+		if c.Kind == columnar.CellNull {
+			continue
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		n++
+		buf = appendJSONString(buf, []byte(name))
+		buf = append(buf, ':')
+		if c.Kind == columnar.CellString {
+			buf = appendJSONString(buf, c.Data)
+		} else {
+			buf = append(buf, c.Data...)
+		}
+	}
+	buf = append(buf, '}')
+	g.metaBuf = buf
+	v, err := g.meta.Parse(buf)
+	if err != nil { // cannot happen: the text is built above
+		panic(fmt.Sprintf("metadata object: %v", err))
+	}
+	g.rollout.Meta = v
+}
+
+// idText returns the text of an id cell: a string as it is, a number in
+// its decimal form. problem is set for other types.
+func idText(c columnar.Cell) (text []byte, problem string) {
+	switch c.Kind {
+	case columnar.CellNull, columnar.CellString:
+		return c.Data, ""
+	case columnar.CellNumber:
+		return decimalText(c.Data), ""
+	}
+	return nil, "want a string or a number, got " + c.Kind.String()
+}
+
+// decimalText returns a number's plain decimal form: "7" for 7.0 or 7e0.
+// Numbers that are already plain integers are returned as they are.
+func decimalText(num []byte) []byte {
+	plain := true
+	for _, ch := range num {
+		if (ch < '0' || ch > '9') && ch != '-' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return num
+	}
+	f, err := strconv.ParseFloat(string(num), 64)
+	if err != nil {
+		return num
+	}
+	return strconv.AppendFloat(nil, f, 'f', -1, 64)
+}
+
+func fallbackID(u *Unit, row *columnar.Row) string {
+	return u.Path + "#" + strconv.FormatInt(row.Index, 10)
+}
+
+// keepValue returns a kept column's value: a string as it is, null or
+// missing as null, anything else as its JSON text.
+func keepValue(v jsonview.Value) columnar.NullString {
+	switch v.Kind() {
+	case jsonview.Missing, jsonview.Null:
+		return columnar.NullString{}
+	case jsonview.String:
+		s, _ := v.Str()
+		return columnar.Str(string(s))
+	}
+	return columnar.Str(string(v.Raw()))
+}
+
+func keepCell(c columnar.Cell) columnar.NullString {
+	if c.Kind == columnar.CellNull {
+		return columnar.NullString{}
+	}
+	return columnar.Str(string(c.Data))
+}

@@ -1,0 +1,118 @@
+package pipeline
+
+import (
+	"sort"
+
+	"github.com/gavelhq/gavel/columnar"
+)
+
+// Counts are the outcome counts of a set of rollouts.
+type Counts struct {
+	Rollouts int64 `json:"rollouts"`
+	Passed   int64 `json:"passed"`
+	Failed   int64 `json:"failed"`
+	Pending  int64 `json:"pending"`
+	Error    int64 `json:"error"`
+	// ErrorKinds counts the error rows by kind.
+	ErrorKinds map[string]int64 `json:"error_kinds"`
+	// PassRate is passed / (passed + failed): pending and error rows are
+	// never in the denominator. Null when no row passed or failed.
+	PassRate *float64 `json:"pass_rate"`
+	// MeanReward is the mean over rows that have a reward (null when none).
+	MeanReward *float64 `json:"mean_reward"`
+
+	rewardSum float64
+	rewardN   int64
+}
+
+func (c *Counts) add(r *columnar.RewardRow) {
+	c.Rollouts++
+	switch r.Status {
+	case "passed":
+		c.Passed++
+	case "failed":
+		c.Failed++
+	case "pending":
+		c.Pending++
+	case "error":
+		c.Error++
+		if c.ErrorKinds == nil {
+			c.ErrorKinds = map[string]int64{}
+		}
+		c.ErrorKinds[r.ErrorKind.S]++
+	}
+	if r.RewardValid {
+		c.rewardSum += r.Reward
+		c.rewardN++
+	}
+}
+
+func (c *Counts) finish() {
+	if c.ErrorKinds == nil {
+		c.ErrorKinds = map[string]int64{}
+	}
+	if n := c.Passed + c.Failed; n > 0 {
+		rate := float64(c.Passed) / float64(n)
+		c.PassRate = &rate
+	}
+	if c.rewardN > 0 {
+		mean := c.rewardSum / float64(c.rewardN)
+		c.MeanReward = &mean
+	}
+}
+
+// Summary is summary.json: counts overall, per verifier and per task, the
+// rate of the run and the files skipped. Everything but the timing fields
+// depends only on the inputs and verifiers.
+type Summary struct {
+	Counts
+	// Verifiers counts per verifier id; rows no verifier binds are
+	// counted under "" nowhere: they appear only in the totals and tasks.
+	Verifiers map[string]*Counts `json:"verifiers"`
+	// Tasks counts per task id.
+	Tasks map[string]*Counts `json:"tasks"`
+	// Checks is the number of check rows written.
+	Checks int64 `json:"checks"`
+	// FilesSkipped lists the unsupported files found in input directories.
+	FilesSkipped []string `json:"files_skipped"`
+	// ElapsedSeconds and RowsPerSecond time the run; they are the only
+	// fields that vary between identical runs.
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	RowsPerSecond  float64 `json:"rows_per_second"`
+}
+
+func newSummary(skipped []string) *Summary {
+	if skipped == nil {
+		skipped = []string{}
+	}
+	sort.Strings(skipped)
+	return &Summary{Verifiers: map[string]*Counts{}, Tasks: map[string]*Counts{}, FilesSkipped: skipped}
+}
+
+func (s *Summary) add(r *columnar.RewardRow) {
+	s.Counts.add(r)
+	if r.VerifierID.Valid {
+		c := s.Verifiers[r.VerifierID.S]
+		if c == nil {
+			c = &Counts{}
+			s.Verifiers[r.VerifierID.S] = c
+		}
+		c.add(r)
+	}
+	c := s.Tasks[r.TaskID]
+	if c == nil {
+		c = &Counts{}
+		s.Tasks[r.TaskID] = c
+	}
+	c.add(r)
+}
+
+func (s *Summary) finish() {
+	s.Counts.finish()
+	for _, c := range s.Verifiers {
+		c.finish()
+	}
+	for _, c := range s.Tasks {
+		c.finish()
+	}
+}

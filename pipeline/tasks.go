@@ -1,0 +1,146 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
+)
+
+// Task is one row of the tasks table, indexed once and then shared
+// read-only by every worker (a jsonview.Doc may be read concurrently after
+// Parse).
+type Task struct {
+	// Fields is the task's row as an object.
+	Fields jsonview.Value
+	// Initial is the task's initial state (missing when the row has none).
+	Initial jsonview.Value
+}
+
+// Tasks maps task ids to their rows.
+type Tasks map[string]*Task
+
+// LoadTasks reads a tasks table (SPEC 3.3) in any input format. Every row
+// needs a task_id; a task id given twice, a row without one, or an
+// initial_state that is not valid JSON is an error naming the file and row.
+func LoadTasks(path string, fields columnar.FieldNames) (Tasks, error) {
+	fields = fields.WithDefaults()
+	r, err := columnar.Open(path, columnar.Options{Fields: fields})
+	if err != nil {
+		return nil, fmt.Errorf("tasks table: %w", err)
+	}
+	defer r.Close()
+	tasks := Tasks{}
+	var lineDoc jsonview.Doc
+	for {
+		b, err := r.Next(256)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tasks table: %w", err)
+		}
+		for i := range b.Rows {
+			row := &b.Rows[i]
+			where := fmt.Sprintf("tasks table %s row %d", path, row.Index)
+			var text []byte
+			if b.JSONLines {
+				where = fmt.Sprintf("tasks table %s line %d", path, row.Index+1)
+				if _, err := columnar.DecodeLine(row, &fields, &lineDoc); err != nil {
+					b.Release()
+					return nil, fmt.Errorf("%s: %w", where, err)
+				}
+				text = append([]byte(nil), row.Line...)
+			} else {
+				text = rowObject(row, b.MetaNames, &fields)
+			}
+			t, id, err := newTask(text, &fields)
+			if err != nil {
+				b.Release()
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			if _, dup := tasks[id]; dup {
+				b.Release()
+				return nil, fmt.Errorf("%s: task %q is listed twice", where, id)
+			}
+			tasks[id] = t
+		}
+		b.Release()
+	}
+	return tasks, nil
+}
+
+// newTask indexes one task row given as an object's JSON text (which it
+// keeps).
+func newTask(text []byte, fields *columnar.FieldNames) (*Task, string, error) {
+	doc := new(jsonview.Doc)
+	root, err := doc.Parse(text)
+	if err != nil {
+		return nil, "", err
+	}
+	idv := root.Get(fields.Task)
+	var id string
+	switch idv.Kind() {
+	case jsonview.String:
+		s, _ := idv.Str()
+		id = string(s)
+	case jsonview.Number:
+		id = string(idv.Raw())
+	}
+	if id == "" {
+		return nil, "", fmt.Errorf("%s is missing or empty", fields.Task)
+	}
+	t := &Task{Fields: root}
+	init := root.Get(fields.Initial)
+	switch init.Kind() {
+	case jsonview.String:
+		s, _ := init.Str()
+		s = append([]byte(nil), s...)
+		v, err := new(jsonview.Doc).Parse(s)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", fields.Initial, describeJSON(err))
+		}
+		t.Initial = v
+	case jsonview.Missing, jsonview.Null:
+	default:
+		t.Initial = init
+	}
+	return t, id, nil
+}
+
+// rowObject writes a columnar row as the JSON text of an object: states
+// and logs as their JSON text, other strings quoted, numbers and booleans
+// as they are.
+func rowObject(row *columnar.Row, metaNames []string, fields *columnar.FieldNames) []byte {
+	buf := []byte{'{'}
+	n := 0
+	add := func(name string, c columnar.Cell, jsonText bool) {
+		if c.Kind == columnar.CellNull {
+			return
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		n++
+		buf = appendJSONString(buf, []byte(name))
+		buf = append(buf, ':')
+		switch {
+		case c.Kind == columnar.CellString && !jsonText:
+			buf = appendJSONString(buf, c.Data)
+		default:
+			buf = append(buf, c.Data...)
+		}
+	}
+	add(fields.ID, row.ID, false)
+	add(fields.Task, row.Task, false)
+	add(fields.Final, row.Final, false)
+	add(fields.Initial, row.Initial, false)
+	add(fields.Output, row.Output, false)
+	add(fields.Log, row.Log, false)
+	for i, name := range metaNames {
+		add(name, row.Meta[i], false)
+	}
+	return append(buf, '}')
+}
