@@ -5,6 +5,11 @@ package verifiers
 // marker line; keep the marker.
 func registry() []*Verifier {
 	return []*Verifier{
+		ver001,
+		ver002,
+		ver003,
+		ver004,
+		ver006,
 		// gavel:registry (new verifiers are added above this line)
 	}
 }

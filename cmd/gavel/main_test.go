@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+var badRows = filepath.Join("..", "..", "testdata", "badrows", "input.jsonl")
+
+func TestGradeExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	line, _, _ := strings.Cut(mustRead(t, badRows), "\n")
+	good := filepath.Join(dir, "good.jsonl")
+	if err := os.WriteFile(good, []byte(line+"\n"+line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unsupported := filepath.Join(dir, "rollouts.csv")
+	os.WriteFile(unsupported, []byte("a,b\n"), 0o644)
+	tests := []struct {
+		name      string
+		args      []string
+		want      int
+		stderr    string
+		writesOut bool
+	}{
+		{"all graded", []string{"grade", "--quiet", good}, 0, "", true},
+		{"rows with status error", []string{"grade", "--quiet", badRows}, 3, "rows have status error", true},
+		{"no input", []string{"grade"}, 2, "no input given", false},
+		{"unknown flag", []string{"grade", "--frobnicate", good}, 2, "flag provided but not defined", false},
+		{"unsupported file", []string{"grade", unsupported}, 2, "unsupported file type", false},
+		{"missing file", []string{"grade", filepath.Join(dir, "nope.parquet")}, 2, "no such file", false},
+		{"bad format", []string{"grade", "--format", "csv", good}, 2, `unknown output format "csv"`, false},
+		{"bad map", []string{"grade", "--map", "answer", good}, 2, "want FIELD=COLUMN", false},
+		{"not built", []string{"grade", "--resume", good}, 2, "--resume is not built yet", false},
+		{"max errors", []string{"grade", "--quiet", "--max-errors", "2", badRows}, 1, "too many rows with status error", true},
+		{"unknown command", []string{"frob"}, 2, "unknown command", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			args := append([]string{tt.args[0], "--out", out}, tt.args[1:]...)
+			if tt.args[0] != "grade" {
+				args = tt.args
+			}
+			code, _, stderr := runCLI(t, args...)
+			if code != tt.want {
+				t.Errorf("gavel %v: exit %d, want %d\nstderr: %s", tt.args, code, tt.want, stderr)
+			}
+			if !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("stderr %q, want it to contain %q", stderr, tt.stderr)
+			}
+			_, err := os.Stat(out)
+			if wrote := err == nil; wrote != tt.writesOut && tt.args[0] == "grade" {
+				t.Errorf("output directory written = %v, want %v", wrote, tt.writesOut)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"grade", "--help"}, {"gen", "--help"}, {"verifier", "--help"}, {"verifier", "list", "--help"}, {"verifier", "add", "--help"}} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Errorf("gavel %v: exit %d, want 0", args, code)
+		}
+		if !strings.Contains(stderr, "Examples:") || !strings.Contains(stderr, "Usage:") {
+			t.Errorf("gavel %v: help lacks usage or examples:\n%s", args, stderr)
+		}
+	}
+}
+
+func TestVerifierList(t *testing.T) {
+	code, stdout, _ := runCLI(t, "verifier", "list")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"VER-001", "VER-002", "VER-003", "VER-004", "VER-006", "TASK-006", "verifiers/crm.go:"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("verifier list lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestVerifierAdd scaffolds a verifier in a copy of the source tree, builds
+// gavel there and checks that the new verifier is registered and fails on
+// purpose.
+func TestVerifierAdd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gavel")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := t.TempDir()
+	copyTree(t, root, tree)
+	code, stdout, stderr := runCLI(t, "verifier", "add", "VER-900", "--task", "TASK-900", "--name", "Widget filed", "--dir", tree)
+	if code != 0 {
+		t.Fatalf("verifier add: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "Registered ver900 in verifiers/registry.go") {
+		t.Errorf("verifier add output:\n%s", stdout)
+	}
+	// A second add of the same id is refused.
+	if code, _, _ := runCLI(t, "verifier", "add", "VER-900", "--task", "TASK-901", "--name", "x", "--dir", tree); code != 2 {
+		t.Errorf("second add: exit %d, want 2", code)
+	}
+	bin := filepath.Join(tree, "gavel")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/gavel")
+	build.Dir = tree
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build after verifier add: %v\n%s", err, out)
+	}
+	list, err := exec.Command(bin, "verifier", "list").Output()
+	if err != nil || !strings.Contains(string(list), "VER-900") || !strings.Contains(string(list), "verifiers/ver900.go:") {
+		t.Fatalf("verifier list after add: %v\n%s", err, list)
+	}
+	in := filepath.Join(tree, "in.jsonl")
+	os.WriteFile(in, []byte(`{"rollout_id":"r1","task_id":"TASK-900","final_state":{},"output":"done"}`+"\n"), 0o644)
+	out := filepath.Join(tree, "out")
+	cmd := exec.Command(bin, "grade", "--quiet", "--format", "jsonl", "--out", out, in)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("grade with the new verifier: %v\n%s", err, b)
+	}
+	rewards := mustRead(t, filepath.Join(out, "rewards", "part-00000.jsonl"))
+	if !strings.Contains(rewards, `"verifier_id":"VER-900","status":"failed","passed":false,"reward":0`) {
+		t.Errorf("the scaffold must fail on purpose; rewards:\n%s", rewards)
+	}
+	checks := mustRead(t, filepath.Join(out, "checks", "part-00000.jsonl"))
+	if !strings.Contains(checks, `"label":"TODO: define success condition","required":true,"status":"fail"`) {
+		t.Errorf("checks:\n%s", checks)
+	}
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "bin", "demo", "testdata", "gavel-out":
+				if rel != "." {
+					return filepath.SkipDir
+				}
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !strings.HasSuffix(path, ".go") && d.Name() != "go.mod" && d.Name() != "go.sum" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}

@@ -1,0 +1,70 @@
+package verifiers
+
+import (
+	"embed"
+	"io/fs"
+	"path"
+	"reflect"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// sources holds the package's Go files, so that a Go verifier's Definition
+// is the text of the file that defines it and its fingerprint changes with
+// its code.
+//
+//go:embed *.go
+var sources embed.FS
+
+// Builtin returns the verifiers compiled into gavel, in registry order, each
+// with Source ("verifiers/crm.go:87", where its Grade function is defined)
+// and Definition (that file's text) filled in where the verifier leaves them
+// empty. It computes them once; every call returns a new slice of the same
+// verifiers, which callers must not modify.
+func Builtin() []*Verifier {
+	return slices.Clone(builtin())
+}
+
+var builtin = sync.OnceValue(func() []*Verifier {
+	list := registry()
+	out := make([]*Verifier, len(list))
+	for i, v := range list {
+		cp := *v
+		file, line := gradeSource(v.Grade)
+		if cp.Source == "" && file != "" {
+			cp.Source = file + ":" + strconv.Itoa(line)
+		}
+		if cp.Definition == "" && file != "" {
+			if text, err := fs.ReadFile(sources, path.Base(file)); err == nil {
+				cp.Definition = string(text)
+			}
+		}
+		out[i] = &cp
+	}
+	return out
+})
+
+// gradeSource returns the file, relative to the module root
+// ("verifiers/crm.go"), and line where grade is defined. file is empty
+// when grade is nil or not defined in this package's directory.
+func gradeSource(grade func(*Rollout, *Checks) error) (file string, line int) {
+	if grade == nil {
+		return "", 0
+	}
+	fn := runtime.FuncForPC(reflect.ValueOf(grade).Pointer())
+	if fn == nil {
+		return "", 0
+	}
+	file, line = fn.FileLine(fn.Entry())
+	// The path is absolute, or module-qualified under -trimpath; either way
+	// the package directory is its last directory.
+	const dir = "verifiers/"
+	i := strings.LastIndex(file, "/"+dir)
+	if i < 0 || strings.Contains(file[i+1+len(dir):], "/") {
+		return "", 0
+	}
+	return file[i+1:], line
+}
