@@ -1,0 +1,616 @@
+package columnar
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// ArrowReader reads the rollout fields and the primitive metadata columns of
+// an Arrow IPC file (.arrow, .feather v2) or, when the file magic is absent,
+// an Arrow IPC stream. It implements Reader; make one with OpenArrow.
+//
+// Columns are picked as ParquetReader picks them: the six mapped fields (an
+// absent one is CellNull in every row) and every other top-level column of a
+// supported type as metadata. Supported types: string, large_string,
+// string_view, binary, large_binary and binary_view (CellString); signed and
+// unsigned integers, and the integer-backed date, time, timestamp and
+// duration types as their underlying integer (CellNumber); float16, float32
+// and float64 (CellNumber, shortest decimal text; NaN and infinities are
+// CellString "NaN", "+Inf", "-Inf"); bool (CellBool); null (CellNull); and
+// dictionaries of any of these.
+//
+// String and binary cells point into the record batch's buffers (no copy):
+// each batch retains the record batches its rows come from and releases them
+// in Batch.Release. Numbers are formatted into a per-batch arena that is
+// reused.
+//
+// Next is not safe for concurrent use; Release of its batches is.
+type ArrowReader struct {
+	path      string
+	f         *os.File
+	file      *ipc.FileReader // nil for a stream
+	stream    *ipc.Reader     // nil for a file
+	rows      int64
+	cols      []arrowColumn
+	metaNames []string
+
+	rec    arrow.RecordBatch // current record batch (the reader's reference)
+	recPos int64             // next row of rec
+	recIdx int               // index of the next record batch of a file
+	next   int64             // file index of the next row
+	err    error
+
+	mu   sync.Mutex
+	free []*arrowBatch
+}
+
+// arrowColumn is one column read by an ArrowReader.
+type arrowColumn struct {
+	name  string
+	index int // field index in the schema
+	slots []int
+}
+
+// arrowBatch is a Batch with the buffers an ArrowReader reuses with it.
+type arrowBatch struct {
+	b     Batch
+	arena []byte
+	meta  []Cell
+	recs  []arrow.RecordBatch // record batches retained by the cells
+	out   bool
+}
+
+// OpenArrow opens the Arrow IPC file (or stream) at path and reads its
+// schema, and for a file its footer. It fails with an error naming path when
+// the file is neither, or maps a field to a column it cannot read.
+func OpenArrow(path string, opts Options) (*ArrowReader, error) {
+	return openArrow(path, opts, memory.NewGoAllocator())
+}
+
+// openArrow is OpenArrow with a chosen allocator for record batch buffers.
+func openArrow(path string, opts Options, mem memory.Allocator) (*ArrowReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &ArrowReader{path: path, f: f, rows: -1}
+	if err := r.open(mem, opts.Fields.WithDefaults()); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return r, nil
+}
+
+func (r *ArrowReader) open(mem memory.Allocator, fields FieldNames) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("corrupt arrow data: %v", p)
+		}
+	}()
+	st, err := r.f.Stat()
+	if err != nil {
+		return err
+	}
+	// No message can be larger than the file: the limits keep a damaged or
+	// foreign file from asking for a huge buffer, and let through record
+	// batches larger than arrow-go's default limit.
+	size := st.Size()
+	opts := []ipc.Option{
+		ipc.WithAllocator(mem),
+		ipc.WithMetadataSizeLimit(max(min(64<<20, size), 1)),
+		ipc.WithBodySizeLimit(max(size, 1)),
+	}
+	var head [6]byte
+	n, _ := r.f.ReadAt(head[:], 0)
+	var schema *arrow.Schema
+	switch {
+	case n == len(head) && string(head[:]) == "ARROW1":
+		if r.file, err = ipc.NewFileReader(r.f, opts...); err != nil {
+			return fmt.Errorf("not a valid arrow ipc file (truncated?): %w", err)
+		}
+		schema = r.file.Schema()
+		if rows, ok := arrowFileRows(r.f, size); ok {
+			r.rows = rows
+		}
+	case n >= 4 && string(head[:4]) == "FEA1":
+		return errors.New("feather v1 files are not supported; rewrite as feather v2 (arrow ipc)")
+	default:
+		// NewReaderFromMessageReader, unlike NewReader, applies the limits.
+		msgs := ipc.NewMessageReader(bufio.NewReaderSize(r.f, 1<<16), opts...)
+		if r.stream, err = ipc.NewReaderFromMessageReader(msgs, opts...); err != nil { // releases msgs
+			return fmt.Errorf("not an arrow ipc file or stream: %w", err)
+		}
+		schema = r.stream.Schema()
+	}
+	names := fieldSlotNames(fields)
+	for i, field := range schema.Fields() {
+		var slots []int
+		for s, fn := range names {
+			if fn == field.Name {
+				slots = append(slots, s)
+			}
+		}
+		ok := arrowSupported(field.Type)
+		if len(slots) == 0 {
+			if !ok {
+				continue
+			}
+			slots = append(slots, numFieldSlots+len(r.metaNames))
+			r.metaNames = append(r.metaNames, field.Name)
+		} else if !ok {
+			return fmt.Errorf("column %q holds a rollout field but has type %s, not a string, number or boolean", field.Name, field.Type)
+		}
+		r.cols = append(r.cols, arrowColumn{name: field.Name, index: i, slots: slots})
+	}
+	return nil
+}
+
+// arrowSupported reports whether columns of type dt become cells.
+func arrowSupported(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW,
+		arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW,
+		arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
+		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.BOOL, arrow.NULL,
+		arrow.DATE32, arrow.DATE64, arrow.TIME32, arrow.TIME64,
+		arrow.TIMESTAMP, arrow.DURATION:
+		return true
+	case arrow.DICTIONARY:
+		vt := dt.(*arrow.DictionaryType).ValueType
+		return vt.ID() != arrow.DICTIONARY && arrowSupported(vt)
+	}
+	return false
+}
+
+// Rows returns the number of rows in an Arrow IPC file, summed from the
+// record batch headers its footer points to, or -1 for a stream (or a
+// footer whose batches could not be counted).
+func (r *ArrowReader) Rows() int64 { return r.rows }
+
+// MetaNames returns the names of the metadata columns, in schema order, as
+// every batch's MetaNames holds them.
+func (r *ArrowReader) MetaNames() []string { return r.metaNames }
+
+// Close releases the file and the reader's record batch. Batches already
+// returned stay valid until they are released.
+func (r *ArrowReader) Close() error {
+	if r.rec != nil {
+		r.rec.Release()
+		r.rec = nil
+	}
+	if r.file != nil {
+		r.file.Close()
+		r.file = nil
+	}
+	if r.stream != nil {
+		r.stream.Release()
+		r.stream = nil
+	}
+	if r.err == nil {
+		r.err = errors.New("reader is closed")
+	}
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}
+
+// Next returns the next batch of at most limit rows (at least one), in file
+// order; a batch may span record batches. At the end of the input it returns
+// nil and io.EOF.
+func (r *ArrowReader) Next(limit int) (b *Batch, err error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	n := max(limit, 1)
+	if r.rows >= 0 {
+		// The footer's count only sizes the batch: the end of the input is
+		// where the record batches end.
+		n = int(min(int64(n), max(r.rows-r.next, 1)))
+	}
+	ab := r.getBatch(n)
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("read %s record batch %d: corrupt data: %v", r.path, r.recIdx-1, p)
+		}
+		if err != nil {
+			r.err = err
+		}
+		if b == nil {
+			ab.b.Rows = ab.b.Rows[:0]
+			ab.b.Release()
+		}
+	}()
+	rows := ab.b.Rows
+	m := len(r.metaNames)
+	for i := range rows {
+		rows[i] = Row{Index: r.next + int64(i), Offset: -1, Meta: ab.meta[i*m : (i+1)*m : (i+1)*m]}
+	}
+	filled := 0
+	for filled < len(rows) {
+		if r.rec == nil || r.recPos >= r.rec.NumRows() {
+			ok, err := r.nextRecord()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			continue
+		}
+		k := int(min(int64(len(rows)-filled), r.rec.NumRows()-r.recPos))
+		r.rec.Retain()
+		ab.recs = append(ab.recs, r.rec)
+		for _, c := range r.cols {
+			arr := r.rec.Column(c.index)
+			for j := range k {
+				cell := ab.cell(arr, int(r.recPos)+j)
+				row := &rows[filled+j]
+				for _, s := range c.slots {
+					*slotCell(row, s) = cell
+				}
+			}
+		}
+		filled += k
+		r.recPos += int64(k)
+	}
+	if filled == 0 {
+		return nil, io.EOF
+	}
+	ab.b.Rows = rows[:filled]
+	r.next += int64(filled)
+	return &ab.b, nil
+}
+
+// nextRecord moves to the next non-empty record batch; false at the end.
+func (r *ArrowReader) nextRecord() (bool, error) {
+	if r.rec != nil {
+		r.rec.Release()
+		r.rec = nil
+	}
+	r.recPos = 0
+	if r.file != nil {
+		for r.recIdx < r.file.NumRecords() {
+			i := r.recIdx
+			r.recIdx++
+			rec, err := r.file.RecordBatchAt(i)
+			if err != nil {
+				return false, fmt.Errorf("read %s record batch %d: %w", r.path, i, err)
+			}
+			if rec.NumRows() == 0 {
+				rec.Release()
+				continue
+			}
+			r.rec = rec
+			return true, nil
+		}
+		return false, nil
+	}
+	for r.stream.Next() {
+		r.recIdx++
+		rec := r.stream.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		rec.Retain()
+		r.rec = rec
+		return true, nil
+	}
+	if err := r.stream.Err(); err != nil {
+		return false, fmt.Errorf("read %s record batch %d: %w", r.path, r.recIdx, err)
+	}
+	return false, nil
+}
+
+// cell converts row i of arr.
+func (ab *arrowBatch) cell(arr arrow.Array, i int) Cell {
+	if arr.IsNull(i) {
+		return Cell{}
+	}
+	switch a := arr.(type) {
+	case *array.String:
+		offs := a.ValueOffsets()
+		data := a.ValueBytes()
+		return stringCell(data[offs[i]-offs[0] : offs[i+1]-offs[0]])
+	case *array.LargeString:
+		offs := a.ValueOffsets()
+		data := a.ValueBytes()
+		return stringCell(data[offs[i]-offs[0] : offs[i+1]-offs[0]])
+	case *array.StringView:
+		s := a.Value(i)
+		return stringCell(unsafe.Slice(unsafe.StringData(s), len(s)))
+	case *array.Binary:
+		return stringCell(a.Value(i))
+	case *array.LargeBinary:
+		return stringCell(a.Value(i))
+	case *array.BinaryView:
+		return stringCell(a.Value(i))
+	case *array.Boolean:
+		return boolCell(a.Value(i))
+	case *array.Int8:
+		return ab.integer(int64(a.Value(i)))
+	case *array.Int16:
+		return ab.integer(int64(a.Value(i)))
+	case *array.Int32:
+		return ab.integer(int64(a.Value(i)))
+	case *array.Int64:
+		return ab.integer(a.Value(i))
+	case *array.Uint8:
+		return ab.unsigned(uint64(a.Value(i)))
+	case *array.Uint16:
+		return ab.unsigned(uint64(a.Value(i)))
+	case *array.Uint32:
+		return ab.unsigned(uint64(a.Value(i)))
+	case *array.Uint64:
+		return ab.unsigned(a.Value(i))
+	case *array.Date32:
+		return ab.integer(int64(a.Value(i)))
+	case *array.Date64:
+		return ab.integer(int64(a.Value(i)))
+	case *array.Time32:
+		return ab.integer(int64(a.Value(i)))
+	case *array.Time64:
+		return ab.integer(int64(a.Value(i)))
+	case *array.Timestamp:
+		return ab.integer(int64(a.Value(i)))
+	case *array.Duration:
+		return ab.integer(int64(a.Value(i)))
+	case *array.Float16:
+		return ab.float(float64(a.Value(i).Float32()), 32)
+	case *array.Float32:
+		return ab.float(float64(a.Value(i)), 32)
+	case *array.Float64:
+		return ab.float(a.Value(i), 64)
+	case *array.Dictionary:
+		return ab.cell(a.Dictionary(), a.GetValueIndex(i))
+	}
+	return Cell{}
+}
+
+// stringCell returns a CellString over b, capped so appends cannot reach
+// the bytes after it.
+func stringCell(b []byte) Cell {
+	return Cell{Kind: CellString, Data: b[:len(b):len(b)]}
+}
+
+func (ab *arrowBatch) integer(v int64) Cell {
+	start := len(ab.arena)
+	ab.arena = strconv.AppendInt(ab.arena, v, 10)
+	return Cell{Kind: CellNumber, Data: ab.arena[start:len(ab.arena):len(ab.arena)]}
+}
+
+func (ab *arrowBatch) unsigned(v uint64) Cell {
+	start := len(ab.arena)
+	ab.arena = strconv.AppendUint(ab.arena, v, 10)
+	return Cell{Kind: CellNumber, Data: ab.arena[start:len(ab.arena):len(ab.arena)]}
+}
+
+func (ab *arrowBatch) float(f float64, bitSize int) Cell {
+	var cell Cell
+	ab.arena, cell = floatCell(ab.arena, f, bitSize)
+	return cell
+}
+
+// getBatch takes a batch from the free list (or makes one) sized for n rows.
+func (r *ArrowReader) getBatch(n int) *arrowBatch {
+	r.mu.Lock()
+	var ab *arrowBatch
+	if k := len(r.free); k > 0 {
+		ab = r.free[k-1]
+		r.free[k-1] = nil
+		r.free = r.free[:k-1]
+	}
+	r.mu.Unlock()
+	if ab == nil {
+		ab = &arrowBatch{}
+		ab.b.MetaNames = r.metaNames
+		ab.b.release = func(*Batch) { r.put(ab) }
+	}
+	ab.out = true
+	if cap(ab.b.Rows) < n {
+		ab.b.Rows = make([]Row, n)
+	}
+	ab.b.Rows = ab.b.Rows[:n]
+	if m := n * len(r.metaNames); cap(ab.meta) < m {
+		ab.meta = make([]Cell, m)
+	}
+	ab.arena = ab.arena[:0]
+	return ab
+}
+
+// put releases a batch's record batches and returns it to the free list. A
+// second release of the same batch is ignored.
+func (r *ArrowReader) put(ab *arrowBatch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !ab.out {
+		return
+	}
+	ab.out = false
+	for i, rec := range ab.recs {
+		rec.Release()
+		ab.recs[i] = nil
+	}
+	ab.recs = ab.recs[:0]
+	r.free = append(r.free, ab)
+}
+
+// arrowFileRows sums the lengths of an Arrow IPC file's record batches by
+// reading the footer and each batch's message header (not its body). The
+// few flatbuffer fields needed are read by hand: arrow-go keeps its
+// flatbuffer bindings internal.
+func arrowFileRows(f io.ReaderAt, size int64) (int64, bool) {
+	// File layout: "ARROW1\0\0", messages, footer, int32 footer length, "ARROW1".
+	var tail [10]byte
+	if size < int64(8+len(tail)) {
+		return 0, false
+	}
+	if _, err := f.ReadAt(tail[:], size-int64(len(tail))); err != nil || string(tail[4:]) != "ARROW1" {
+		return 0, false
+	}
+	flen := int64(int32(binary.LittleEndian.Uint32(tail[:4])))
+	if flen <= 0 || flen > size-int64(len(tail))-8 {
+		return 0, false
+	}
+	footer := make([]byte, flen)
+	if _, err := f.ReadAt(footer, size-int64(len(tail))-flen); err != nil {
+		return 0, false
+	}
+	root, ok := fbRoot(footer)
+	if !ok {
+		return 0, false
+	}
+	// Footer: version 0, schema 1, dictionaries 2, recordBatches 3.
+	vec, n, ok := root.vector(3)
+	if !ok {
+		return 0, true // no record batches
+	}
+	const blockSize = 24 // Block struct: offset int64, metaDataLength int32, pad, bodyLength int64
+	if vec+n*blockSize > len(footer) {
+		return 0, false
+	}
+	var total int64
+	var meta []byte
+	for i := range n {
+		blk := footer[vec+i*blockSize:]
+		off := int64(binary.LittleEndian.Uint64(blk[0:]))
+		mlen := int64(int32(binary.LittleEndian.Uint32(blk[8:])))
+		if off < 0 || mlen < 8 || off+mlen > size {
+			return 0, false
+		}
+		if int64(cap(meta)) < mlen {
+			meta = make([]byte, mlen)
+		}
+		meta = meta[:mlen]
+		if _, err := f.ReadAt(meta, off); err != nil {
+			return 0, false
+		}
+		rows, ok := arrowMessageRows(meta)
+		if !ok {
+			return 0, false
+		}
+		total += rows
+	}
+	return total, true
+}
+
+// arrowMessageRows reads the length of the RecordBatch message in meta, the
+// encapsulated message's prefix and flatbuffer.
+func arrowMessageRows(meta []byte) (int64, bool) {
+	body := meta[4:]
+	if binary.LittleEndian.Uint32(meta) == 0xFFFFFFFF { // continuation marker
+		body = meta[8:]
+	}
+	msg, ok := fbRoot(body)
+	if !ok {
+		return 0, false
+	}
+	// Message: version 0, header_type 1, header 2, bodyLength 3.
+	const recordBatchHeader = 3
+	if typ, ok := msg.scalar(1, 1); !ok || typ[0] != recordBatchHeader {
+		return 0, false
+	}
+	hdr, ok := msg.table(2)
+	if !ok {
+		return 0, false
+	}
+	// RecordBatch: length 0.
+	length, ok := hdr.scalar(0, 8)
+	if !ok {
+		return 0, true // absent: the default, 0 rows
+	}
+	return int64(binary.LittleEndian.Uint64(length)), true
+}
+
+// fbTable is a flatbuffer table: the buffer and the table's position.
+type fbTable struct {
+	buf []byte
+	pos int
+}
+
+// fbRoot returns the root table of a flatbuffer.
+func fbRoot(buf []byte) (fbTable, bool) {
+	if len(buf) < 4 {
+		return fbTable{}, false
+	}
+	return fbAt(buf, int(binary.LittleEndian.Uint32(buf)))
+}
+
+// fbAt returns the table at pos after checking its vtable lies in buf.
+func fbAt(buf []byte, pos int) (fbTable, bool) {
+	if pos < 0 || pos+4 > len(buf) {
+		return fbTable{}, false
+	}
+	vt := pos - int(int32(binary.LittleEndian.Uint32(buf[pos:])))
+	if vt < 0 || vt+4 > len(buf) {
+		return fbTable{}, false
+	}
+	return fbTable{buf, pos}, true
+}
+
+// field returns the position of field i, or false when it is absent.
+func (t fbTable) field(i int) (int, bool) {
+	vt := t.pos - int(int32(binary.LittleEndian.Uint32(t.buf[t.pos:])))
+	vtLen := int(binary.LittleEndian.Uint16(t.buf[vt:]))
+	slot := 4 + 2*i
+	if slot+2 > vtLen || vt+slot+2 > len(t.buf) {
+		return 0, false
+	}
+	off := int(binary.LittleEndian.Uint16(t.buf[vt+slot:]))
+	if off == 0 {
+		return 0, false
+	}
+	return t.pos + off, true
+}
+
+// scalar returns the size bytes of scalar field i.
+func (t fbTable) scalar(i, size int) ([]byte, bool) {
+	p, ok := t.field(i)
+	if !ok || p+size > len(t.buf) {
+		return nil, false
+	}
+	return t.buf[p : p+size], true
+}
+
+// indirect follows the offset stored in field i.
+func (t fbTable) indirect(i int) (int, bool) {
+	p, ok := t.field(i)
+	if !ok || p+4 > len(t.buf) {
+		return 0, false
+	}
+	return p + int(binary.LittleEndian.Uint32(t.buf[p:])), true
+}
+
+// table returns the table field i points to.
+func (t fbTable) table(i int) (fbTable, bool) {
+	p, ok := t.indirect(i)
+	if !ok {
+		return fbTable{}, false
+	}
+	return fbAt(t.buf, p)
+}
+
+// vector returns the position of the first element of vector field i and
+// its length.
+func (t fbTable) vector(i int) (start, n int, ok bool) {
+	p, ok := t.indirect(i)
+	if !ok || p+4 > len(t.buf) {
+		return 0, 0, false
+	}
+	return p + 4, int(binary.LittleEndian.Uint32(t.buf[p:])), true
+}

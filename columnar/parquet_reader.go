@@ -1,0 +1,774 @@
+package columnar
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// ParquetReader reads the rollout fields and the primitive metadata columns
+// of a Parquet file, page by page, into reusable batches. It implements
+// Reader; make one with OpenParquet.
+//
+// Only the columns it needs are read: the six mapped fields (a field whose
+// column is absent is CellNull in every row) and, as metadata, every other
+// top-level column of a primitive type (byte arrays, booleans, 32- and 64-bit
+// integers, floats, doubles, UUIDs). Nested and repeated columns that are not
+// fields, INT96 columns, and decimals or other fixed-length values stored as
+// bytes are skipped; a mapped field stored in such a column is an error at
+// open.
+//
+// Cells: byte-array columns (strings, binary, JSON, large_string as written
+// by Arrow) give CellString with the raw bytes; integers give CellNumber with
+// their decimal text (unsigned and decimal logical types are honoured; dates
+// and timestamps are their underlying integer); floats and doubles give
+// CellNumber with the shortest decimal text that reads back to the same value
+// ("7", "0.1", no exponent); NaN and infinities have no number text and are
+// CellString "NaN", "+Inf" or "-Inf"; booleans give CellBool; UUIDs give
+// CellString with the canonical 36-character text; nulls give CellNull.
+//
+// Buffer lifetime. parquet-go decodes each page into buffers taken from
+// process-wide pools and counts references to them: the page reader holds
+// one reference to the last page it returned and drops it when it reads the
+// next page, and the caller of ReadPage holds another. When the count reaches
+// zero the buffers go back to the pools, where the next page of any column in
+// any reader may be decoded into them. A byte-array value therefore stays
+// valid after the next page is read only while someone still holds a
+// reference to its page. ParquetReader keeps that reference instead of
+// copying: a batch retains (parquet.Retain) every page its string cells point
+// into, and Batch.Release releases them (parquet.Release), so string and
+// binary cells point straight into the decoded, decompressed page. Values of
+// dictionary-encoded pages point into the column chunk's dictionary, which
+// parquet-go allocates outside the pools and never reuses. Numbers, booleans
+// and UUIDs are formatted into a per-batch arena that is reused.
+//
+// A held batch thus keeps alive the pages it points into: its own rows'
+// values plus at most the rest of one page per column at each end.
+//
+// The rejected alternative releases each page as soon as it is consumed and
+// copies every byte-array value into the per-batch arena. It is as safe but
+// copies every state once, which costs about a third more CPU per row with
+// two ~5 KB state columns (BenchmarkParquetRead measures both). The
+// reference count is the library's documented way to share a page's
+// lifetime between layers, and it is atomic, so a batch may be released
+// from any goroutine.
+//
+// Each column chunk's pages are read and decompressed ahead of Next in a
+// goroutine of their own (pqPrefetch), so the state columns decompress in
+// parallel while Next fills rows. The goroutines end at the end of their row
+// group, after the file's last row, or at Close. parquet-go's own
+// asynchronous mode does the same but lets a panic on a corrupt page crash
+// the process; pqPrefetch turns it into an error.
+//
+// Next is not safe for concurrent use; Release of its batches is.
+type ParquetReader struct {
+	path      string
+	f         *os.File
+	file      *parquet.File
+	groups    []parquet.RowGroup
+	cols      []*pqColumn
+	metaNames []string
+
+	rg     int   // current row group; -1 before the first
+	rgLeft int64 // rows of the current row group not yet read
+	rgRead int64 // rows of the current row group already read
+	next   int64 // file index of the next row
+	gen    uint64
+	vals   []parquet.Value
+	err    error
+
+	// copyValues selects the rejected design (copy byte arrays into the
+	// arena, release pages at once); kept for the benchmark.
+	copyValues bool
+
+	mu   sync.Mutex
+	free []*pqBatch
+}
+
+// pqKind says how a Parquet column's values become cells.
+type pqKind uint8
+
+const (
+	pqBytes pqKind = iota + 1
+	pqUUID
+	pqBool
+	pqInt32
+	pqInt64
+	pqUint32
+	pqUint64
+	pqFloat
+	pqDouble
+)
+
+// pqColumn is one column read by a ParquetReader, with its position in the
+// current row group's page stream.
+type pqColumn struct {
+	name  string
+	index int // leaf column index in row groups
+	kind  pqKind
+	scale int // decimal scale of integer columns, 0 otherwise
+	slots []int
+
+	pages  *pqPrefetch
+	page   parquet.Page
+	values parquet.ValueReader
+	// heldGen is the generation of the batch that retains page (0: none).
+	heldGen uint64
+}
+
+// pqBatch is a Batch with the buffers a ParquetReader reuses with it.
+type pqBatch struct {
+	b     Batch
+	arena []byte
+	meta  []Cell
+	pages []parquet.Page // pages retained by the batch's cells
+	out   bool           // handed out and not yet released
+}
+
+// pqValueChunk is how many values are read from a page at a time.
+const pqValueChunk = 512
+
+// pqInterleave is how many rows of one column Next fills before it turns
+// to the next column.
+const pqInterleave = 64
+
+// OpenParquet opens the Parquet file at path and reads its footer. It fails
+// with an error naming path when the file is not Parquet, is truncated, or
+// maps a field to a column it cannot read.
+func OpenParquet(path string, opts Options) (*ParquetReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newParquetReader(path, f, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func newParquetReader(path string, f *os.File, opts Options) (*ParquetReader, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	if err := checkParquetMagic(f, size); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	file, err := openParquetFile(f, size)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	r := &ParquetReader{
+		path:   path,
+		f:      f,
+		file:   file,
+		groups: file.RowGroups(),
+		rg:     -1,
+		gen:    1,
+		vals:   make([]parquet.Value, pqValueChunk),
+	}
+	var total int64
+	for _, g := range r.groups {
+		total += g.NumRows()
+	}
+	if total != file.NumRows() {
+		return nil, fmt.Errorf("open %s: corrupt footer: %d rows in row groups, %d in the file", path, total, file.NumRows())
+	}
+	if err := r.planColumns(opts.Fields.WithDefaults()); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// checkParquetMagic gives a clearer error than the library for files that
+// are not Parquet or were cut short.
+func checkParquetMagic(f io.ReaderAt, size int64) error {
+	const magic = "PAR1"
+	if size < 12 {
+		return fmt.Errorf("not a parquet file: only %d bytes", size)
+	}
+	var head [4]byte
+	var tail [8]byte // footer length, magic
+	if _, err := f.ReadAt(head[:], 0); err != nil {
+		return err
+	}
+	if _, err := f.ReadAt(tail[:], size-8); err != nil {
+		return err
+	}
+	switch {
+	case string(head[:]) == "PARE":
+		return errors.New("encrypted parquet files are not supported")
+	case string(head[:]) != magic:
+		return errors.New("not a parquet file: no PAR1 magic at the start")
+	case string(tail[4:]) != magic:
+		return errors.New("truncated parquet file: no PAR1 magic at the end")
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
+		return fmt.Errorf("corrupt parquet file: footer of %d bytes in a file of %d", n, size)
+	}
+	return nil
+}
+
+// openParquetFile opens the footer; the library panics on some malformed
+// schemas, which is turned into an error.
+func openParquetFile(f io.ReaderAt, size int64) (file *parquet.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			file, err = nil, fmt.Errorf("corrupt parquet footer: %v", p)
+		}
+	}()
+	return parquet.OpenFile(f, size,
+		parquet.SkipPageIndex(true),
+		parquet.SkipBloomFilters(true),
+		parquet.ReadBufferSize(64<<10),
+	)
+}
+
+// planColumns picks the columns to read and where their cells go.
+func (r *ParquetReader) planColumns(fields FieldNames) error {
+	names := fieldSlotNames(fields)
+	for _, col := range r.file.Root().Columns() {
+		name := col.Name()
+		var slots []int
+		for i, fn := range names {
+			if fn == name {
+				slots = append(slots, i)
+			}
+		}
+		kind, scale, ok := pqKindOf(col)
+		if len(slots) == 0 {
+			if !ok {
+				continue // nested, repeated or unsupported: not metadata
+			}
+			slots = append(slots, numFieldSlots+len(r.metaNames))
+			r.metaNames = append(r.metaNames, name)
+		} else if !ok {
+			return fmt.Errorf("column %q holds a rollout field but is a %s column, not a string, number or boolean", name, pqDescribe(col))
+		}
+		r.cols = append(r.cols, &pqColumn{name: name, index: col.Index(), kind: kind, scale: scale, slots: slots})
+	}
+	return nil
+}
+
+// pqKindOf says whether col is a top-level primitive column gavel reads and
+// how its values become cells.
+func pqKindOf(col *parquet.Column) (kind pqKind, scale int, ok bool) {
+	if !col.Leaf() || col.Repeated() || col.MaxRepetitionLevel() > 0 {
+		return 0, 0, false
+	}
+	typ := col.Type()
+	var lt format.LogicalTypeValue
+	if l := typ.LogicalType(); l != nil {
+		lt = l.Value
+	}
+	unsigned := false
+	switch t := lt.(type) {
+	case *format.IntType:
+		unsigned = !t.IsSigned
+	case *format.DecimalType:
+		scale = int(t.Scale)
+	}
+	switch typ.Kind() {
+	case parquet.Boolean:
+		return pqBool, 0, true
+	case parquet.Int32:
+		if unsigned {
+			return pqUint32, 0, true
+		}
+		return pqInt32, scale, true
+	case parquet.Int64:
+		if unsigned {
+			return pqUint64, 0, true
+		}
+		return pqInt64, scale, true
+	case parquet.Float:
+		return pqFloat, 0, true
+	case parquet.Double:
+		return pqDouble, 0, true
+	case parquet.ByteArray:
+		if _, dec := lt.(*format.DecimalType); dec {
+			return 0, 0, false
+		}
+		return pqBytes, 0, true
+	case parquet.FixedLenByteArray:
+		if _, uuid := lt.(*format.UUIDType); uuid && typ.Length() == 16 {
+			return pqUUID, 0, true
+		}
+	}
+	return 0, 0, false
+}
+
+// pqDescribe names a column's shape for error messages.
+func pqDescribe(col *parquet.Column) string {
+	switch {
+	case !col.Leaf():
+		return "nested"
+	case col.Repeated() || col.MaxRepetitionLevel() > 0:
+		return "repeated"
+	}
+	return col.Type().String()
+}
+
+// Rows returns the row count recorded in the file's footer.
+func (r *ParquetReader) Rows() int64 { return r.file.NumRows() }
+
+// MetaNames returns the names of the metadata columns, in file order, as
+// every batch's MetaNames holds them.
+func (r *ParquetReader) MetaNames() []string { return r.metaNames }
+
+// Close releases the file and the pages the reader still holds. Batches
+// already returned stay valid until they are released.
+func (r *ParquetReader) Close() error {
+	r.closeRowGroup()
+	if r.err == nil {
+		r.err = errors.New("reader is closed")
+	}
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}
+
+// Next returns the next batch of at most limit rows (at least one), in file
+// order; a batch may span row groups. At the end of the file it returns nil
+// and io.EOF.
+func (r *ParquetReader) Next(limit int) (b *Batch, err error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	left := r.file.NumRows() - r.next
+	if left <= 0 {
+		return nil, io.EOF
+	}
+	n := int64(max(limit, 1))
+	if left < n {
+		n = left
+	}
+	pb := r.getBatch(int(n))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("read %s row group %d: corrupt data: %v", r.path, r.rg, p)
+		}
+		if err != nil {
+			r.err = err
+			pb.b.Rows = pb.b.Rows[:0]
+			pb.b.Release()
+			b = nil
+		}
+	}()
+	rows := pb.b.Rows
+	m := len(r.metaNames)
+	for i := range rows {
+		rows[i] = Row{Index: r.next + int64(i), Offset: -1, Meta: pb.meta[i*m : (i+1)*m : (i+1)*m]}
+	}
+	filled := 0
+	for filled < len(rows) {
+		if r.rgLeft == 0 {
+			if err := r.nextRowGroup(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// Columns are filled a few rows at a time, in turn, so that every
+		// prefetch goroutine keeps decoding while the others are drained.
+		k := min(int64(len(rows)-filled), r.rgLeft, pqInterleave)
+		part := rows[filled : filled+int(k)]
+		for _, c := range r.cols {
+			if err := r.readColumn(c, part, pb); err != nil {
+				return nil, fmt.Errorf("read %s row group %d column %q: %w", r.path, r.rg, c.name, err)
+			}
+		}
+		filled += int(k)
+		r.rgLeft -= k
+		r.rgRead += k
+	}
+	r.next += int64(len(rows))
+	if r.next == r.file.NumRows() {
+		r.closeRowGroup() // end the prefetch goroutines now
+	}
+	return &pb.b, nil
+}
+
+// nextRowGroup closes the current row group's page readers and opens the
+// next non-empty row group's.
+func (r *ParquetReader) nextRowGroup() error {
+	r.closeRowGroup()
+	for {
+		r.rg++
+		if r.rg >= len(r.groups) {
+			return fmt.Errorf("read %s: row groups hold fewer rows than the footer's %d", r.path, r.file.NumRows())
+		}
+		if n := r.groups[r.rg].NumRows(); n > 0 {
+			r.rgLeft, r.rgRead = n, 0
+			break
+		}
+	}
+	chunks := r.groups[r.rg].ColumnChunks()
+	for _, c := range r.cols {
+		if c.index >= len(chunks) {
+			return fmt.Errorf("read %s row group %d column %q: missing column chunk", r.path, r.rg, c.name)
+		}
+		c.pages = startPrefetch(chunks[c.index].Pages())
+	}
+	return nil
+}
+
+// closeRowGroup drops the reader's own references to the current pages.
+func (r *ParquetReader) closeRowGroup() {
+	for _, c := range r.cols {
+		if c.page != nil {
+			parquet.Release(c.page)
+			c.page, c.values, c.heldGen = nil, nil, 0
+		}
+		if c.pages != nil {
+			c.pages.Close()
+			c.pages = nil
+		}
+	}
+}
+
+// pqPrefetch reads the pages of one column chunk ahead of its consumer, in
+// a goroutine that ends at the end of the chunk, at the first error, or at
+// Close. Pages it hands over belong to the consumer (which releases them);
+// pages still queued at Close are released by Close.
+type pqPrefetch struct {
+	ch   chan pqPage // closed when the goroutine ends
+	done chan struct{}
+	err  error // the error that ended the stream, once received
+}
+
+type pqPage struct {
+	page parquet.Page
+	err  error
+}
+
+// pqPrefetchDepth is how many decoded pages may wait for the consumer, in
+// addition to the one being decoded.
+const pqPrefetchDepth = 1
+
+func startPrefetch(pages parquet.Pages) *pqPrefetch {
+	p := &pqPrefetch{ch: make(chan pqPage, pqPrefetchDepth), done: make(chan struct{})}
+	go p.run(pages)
+	return p
+}
+
+func (p *pqPrefetch) run(pages parquet.Pages) {
+	defer close(p.ch)
+	defer pages.Close()
+	for {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		page, err := readPageSafe(pages)
+		select {
+		case p.ch <- pqPage{page, err}:
+		case <-p.done:
+			if page != nil {
+				parquet.Release(page)
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readPageSafe reads a page, turning a panic of the decoder into an error.
+func readPageSafe(pages parquet.Pages) (page parquet.Page, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			page, err = nil, fmt.Errorf("corrupt page: %v", p)
+		}
+	}()
+	return pages.ReadPage()
+}
+
+// ReadPage returns the next page, or io.EOF after the last one.
+func (p *pqPrefetch) ReadPage() (parquet.Page, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	pp, ok := <-p.ch
+	if !ok {
+		pp.err = io.EOF
+	}
+	if pp.err != nil {
+		p.err = pp.err
+	}
+	return pp.page, pp.err
+}
+
+// Close stops the goroutine, waits for it to end and releases the pages it
+// read that were not handed over.
+func (p *pqPrefetch) Close() {
+	close(p.done)
+	for pp := range p.ch {
+		if pp.page != nil {
+			parquet.Release(pp.page)
+		}
+	}
+}
+
+// readColumn reads one value of column c for each of rows.
+func (r *ParquetReader) readColumn(c *pqColumn, rows []Row, pb *pqBatch) error {
+	for i := 0; i < len(rows); {
+		if c.values == nil {
+			p, err := c.pages.ReadPage()
+			if err == io.EOF {
+				return fmt.Errorf("column chunk ends after %d of %d rows", r.rgRead+int64(i), r.rgRead+r.rgLeft)
+			}
+			if err != nil {
+				return err
+			}
+			c.page, c.values, c.heldGen = p, p.Values(), 0
+		}
+		if c.kind == pqBytes && !r.copyValues && c.heldGen != r.gen {
+			parquet.Retain(c.page)
+			pb.pages = append(pb.pages, c.page)
+			c.heldGen = r.gen
+		}
+		vals := r.vals[:min(len(rows)-i, len(r.vals))]
+		n, err := c.values.ReadValues(vals)
+		for j, v := range vals[:n] {
+			cell := c.cell(v, pb, r.copyValues)
+			row := &rows[i+j]
+			for _, s := range c.slots {
+				*slotCell(row, s) = cell
+			}
+		}
+		i += n
+		switch {
+		case err == io.EOF:
+			parquet.Release(c.page)
+			c.page, c.values, c.heldGen = nil, nil, 0
+		case err != nil:
+			return err
+		case n == 0:
+			return errors.New("page reader returned no values")
+		}
+	}
+	return nil
+}
+
+// cell converts one value of column c.
+func (c *pqColumn) cell(v parquet.Value, pb *pqBatch, copyBytes bool) Cell {
+	if v.IsNull() {
+		return Cell{}
+	}
+	switch c.kind {
+	case pqBytes:
+		b := v.ByteArray()
+		if copyBytes {
+			start := len(pb.arena)
+			pb.arena = append(pb.arena, b...)
+			b = pb.arena[start:]
+		}
+		return Cell{Kind: CellString, Data: b[:len(b):len(b)]}
+	case pqBool:
+		return boolCell(v.Boolean())
+	case pqInt32:
+		return pb.integer(int64(v.Int32()), c.scale)
+	case pqInt64:
+		return pb.integer(v.Int64(), c.scale)
+	case pqUint32:
+		start := len(pb.arena)
+		pb.arena = strconv.AppendUint(pb.arena, uint64(v.Uint32()), 10)
+		return pb.numberFrom(start)
+	case pqUint64:
+		start := len(pb.arena)
+		pb.arena = strconv.AppendUint(pb.arena, v.Uint64(), 10)
+		return pb.numberFrom(start)
+	case pqFloat:
+		var cell Cell
+		pb.arena, cell = floatCell(pb.arena, float64(v.Float()), 32)
+		return cell
+	case pqDouble:
+		var cell Cell
+		pb.arena, cell = floatCell(pb.arena, v.Double(), 64)
+		return cell
+	case pqUUID:
+		start := len(pb.arena)
+		pb.arena = appendUUID(pb.arena, v.ByteArray())
+		return Cell{Kind: CellString, Data: pb.arena[start:len(pb.arena):len(pb.arena)]}
+	}
+	return Cell{}
+}
+
+// integer appends the text of a signed (or, with scale > 0, decimal)
+// integer to the arena and returns its CellNumber.
+func (pb *pqBatch) integer(v int64, scale int) Cell {
+	start := len(pb.arena)
+	if scale > 0 {
+		pb.arena = appendDecimal(pb.arena, v, scale)
+	} else {
+		pb.arena = strconv.AppendInt(pb.arena, v, 10)
+	}
+	return pb.numberFrom(start)
+}
+
+// numberFrom returns a CellNumber for the arena bytes after start.
+func (pb *pqBatch) numberFrom(start int) Cell {
+	return Cell{Kind: CellNumber, Data: pb.arena[start:len(pb.arena):len(pb.arena)]}
+}
+
+// getBatch takes a batch from the free list (or makes one) sized for n rows.
+func (r *ParquetReader) getBatch(n int) *pqBatch {
+	r.gen++
+	r.mu.Lock()
+	var pb *pqBatch
+	if k := len(r.free); k > 0 {
+		pb = r.free[k-1]
+		r.free[k-1] = nil
+		r.free = r.free[:k-1]
+	}
+	r.mu.Unlock()
+	if pb == nil {
+		pb = &pqBatch{}
+		pb.b.MetaNames = r.metaNames
+		pb.b.release = func(*Batch) { r.put(pb) }
+	}
+	pb.out = true
+	if cap(pb.b.Rows) < n {
+		pb.b.Rows = make([]Row, n)
+	}
+	pb.b.Rows = pb.b.Rows[:n]
+	if m := n * len(r.metaNames); cap(pb.meta) < m {
+		pb.meta = make([]Cell, m)
+	}
+	pb.arena = pb.arena[:0]
+	return pb
+}
+
+// put releases a batch's pages and returns it to the free list. A second
+// release of the same batch is ignored.
+func (r *ParquetReader) put(pb *pqBatch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !pb.out {
+		return
+	}
+	pb.out = false
+	for i, p := range pb.pages {
+		parquet.Release(p)
+		pb.pages[i] = nil
+	}
+	pb.pages = pb.pages[:0]
+	r.free = append(r.free, pb)
+}
+
+// Cell slots: the six fields in Row order, then the metadata columns.
+const (
+	slotID = iota
+	slotTask
+	slotFinal
+	slotInitial
+	slotOutput
+	slotLog
+	numFieldSlots
+)
+
+// fieldSlotNames returns the column names of the field slots.
+func fieldSlotNames(f FieldNames) [numFieldSlots]string {
+	return [numFieldSlots]string{f.ID, f.Task, f.Final, f.Initial, f.Output, f.Log}
+}
+
+// slotCell returns the cell of row that slot s names.
+func slotCell(row *Row, s int) *Cell {
+	switch s {
+	case slotID:
+		return &row.ID
+	case slotTask:
+		return &row.Task
+	case slotFinal:
+		return &row.Final
+	case slotInitial:
+		return &row.Initial
+	case slotOutput:
+		return &row.Output
+	case slotLog:
+		return &row.Log
+	}
+	return &row.Meta[s-numFieldSlots]
+}
+
+var cellBoolText = [2][]byte{[]byte("false"), []byte("true")}
+
+// boolCell returns the CellBool for b; its Data is shared and read-only.
+func boolCell(b bool) Cell {
+	t := cellBoolText[0]
+	if b {
+		t = cellBoolText[1]
+	}
+	return Cell{Kind: CellBool, Data: t[:len(t):len(t)]}
+}
+
+// floatCell appends the text of f (of the given bit size) to arena and
+// returns the cell for it: CellNumber with the shortest decimal text that
+// reads back to f, without exponent; NaN and infinities, which no JSON
+// number can spell, are CellString "NaN", "+Inf" or "-Inf".
+func floatCell(arena []byte, f float64, bitSize int) ([]byte, Cell) {
+	start := len(arena)
+	kind := CellNumber
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		kind = CellString
+	}
+	arena = strconv.AppendFloat(arena, f, 'f', -1, bitSize)
+	return arena, Cell{Kind: kind, Data: arena[start:len(arena):len(arena)]}
+}
+
+// appendDecimal appends the decimal text of unscaled×10^-scale, without
+// trailing fractional zeros ("7", "1.5", "-0.05").
+func appendDecimal(dst []byte, unscaled int64, scale int) []byte {
+	u := uint64(unscaled)
+	if unscaled < 0 {
+		dst = append(dst, '-')
+		u = -u
+	}
+	var buf [24]byte
+	d := strconv.AppendUint(buf[:0], u, 10)
+	pad := 0 // zeros between the point and the digits
+	if len(d) > scale {
+		dst = append(dst, d[:len(d)-scale]...)
+		d = d[len(d)-scale:]
+	} else {
+		dst = append(dst, '0')
+		pad = scale - len(d)
+	}
+	if d = bytes.TrimRight(d, "0"); len(d) > 0 {
+		dst = append(dst, '.')
+		for range pad {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, d...)
+	}
+	return dst
+}
+
+// appendUUID appends the canonical text of a 16-byte UUID.
+func appendUUID(dst, u []byte) []byte {
+	const hex = "0123456789abcdef"
+	for i, b := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			dst = append(dst, '-')
+		}
+		dst = append(dst, hex[b>>4], hex[b&15])
+	}
+	return dst
+}
