@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -21,6 +22,10 @@ const gradeExamples = `  gavel grade rollouts.parquet
   gavel grade --map final_state=world_after,output=answer data.parquet
   gavel grade --tasks tasks.parquet rollouts.parquet
   cat rollouts.jsonl | gavel grade -`
+
+// defaultMemoryLimit is the Go soft memory limit of a grading run when the
+// GOMEMLIMIT environment variable does not set one.
+const defaultMemoryLimit = 192 << 20
 
 // version is the gavel version, written into manifests.
 const version = "0.1.0"
@@ -82,6 +87,12 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *keep != "" {
 		cfg.Keep = splitList(*keep)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Live memory is bounded by the pipeline (batches in flight, one
+		// row group per output table); a soft limit keeps the collector
+		// from letting the heap grow to twice that before it runs.
+		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
 	if *progress || (!*quiet && isTerminal(os.Stderr)) {
 		cfg.Progress = newProgressBar(stderr)
