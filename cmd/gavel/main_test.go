@@ -183,3 +183,27 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(data)
 }
+
+// TestProgressBar forces the progress bar and checks that it shows the
+// rate and, for Parquet input whose footer gives the total, the total.
+func TestProgressBar(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "r.parquet")
+	if code, _, stderr := runCLI(t, "gen", "--quiet", "--out", data, "--rollouts", "3000"); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, stderr)
+	}
+	// Exit 3: generated TASK-003 worlds without a won stage are errors.
+	code, _, stderr := runCLI(t, "grade", "--progress", "--batch-size", "16", "--out", filepath.Join(dir, "out"), data)
+	if code != 3 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"grading", "rollouts/s", "/3000"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("progress output lacks %q:\n%q", want, stderr)
+		}
+	}
+	code, _, stderr = runCLI(t, "grade", "--quiet", "--out", filepath.Join(dir, "out2"), data)
+	if code != 3 || strings.Contains(stderr, "rollouts/s") {
+		t.Errorf("--quiet: exit %d, stderr %q, want 3 and no progress bar", code, stderr)
+	}
+}

@@ -1,0 +1,110 @@
+// Package bench is a library of grading workloads: generated datasets and
+// the runs that grade them, driven by `go test -bench` in this package.
+// Each workload is a Config value; nothing is global, so a benchmark can
+// prepare several side by side and compare them in one run.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// Dataset is a generated CRM dataset on disk and what grading it must
+// report.
+type Dataset struct {
+	// Path is the dataset file; Tasks the tasks table (tasks mode only).
+	Path, Tasks string
+	// Bytes is the dataset's size on disk.
+	Bytes int64
+	// Expected holds the verdict counts known by construction.
+	Expected *gen.Expected
+}
+
+// DatasetConfig says what to generate. The zero value is 10,000 CRM
+// rollouts as Parquet, seed 1.
+type DatasetConfig struct {
+	Rollouts  int
+	Seed      uint64
+	Ext       string // ".parquet" (default), ".jsonl" or ".jsonl.zst"
+	TasksMode bool
+}
+
+// Generate writes the dataset into dir.
+func (c DatasetConfig) Generate(ctx context.Context, dir string) (*Dataset, error) {
+	if c.Rollouts == 0 {
+		c.Rollouts = 10000
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Ext == "" {
+		c.Ext = ".parquet"
+	}
+	path := filepath.Join(dir, fmt.Sprintf("crm-%d-%d%s", c.Rollouts, c.Seed, c.Ext))
+	exp, err := gen.Run(ctx, gen.Config{Out: path, Rollouts: c.Rollouts, Seed: c.Seed, TasksMode: c.TasksMode})
+	if err != nil {
+		return nil, fmt.Errorf("generate %s: %w", path, err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Dataset{Path: path, Tasks: exp.TasksTable, Bytes: info.Size(), Expected: exp}, nil
+}
+
+// GradeConfig is one grading run of a dataset.
+type GradeConfig struct {
+	Workers   int
+	BatchSize int
+	Format    string // output format (default parquet)
+}
+
+// Result is what a run measured.
+type Result struct {
+	Rollouts int64
+	Elapsed  time.Duration
+	Summary  *pipeline.Summary
+}
+
+// RolloutsPerSecond returns the run's rate.
+func (r Result) RolloutsPerSecond() float64 {
+	return float64(r.Rollouts) / r.Elapsed.Seconds()
+}
+
+// Grade grades ds into out with the built-in verifiers and checks that the
+// verdict counts are the ones the generator expects: a fast wrong answer
+// is not a result.
+func Grade(ctx context.Context, ds *Dataset, out string, c GradeConfig) (Result, error) {
+	cfg := pipeline.Config{
+		Inputs:    []string{ds.Path},
+		Out:       out,
+		Format:    c.Format,
+		Verifiers: verifiers.Builtin(),
+		TasksFile: ds.Tasks,
+		Workers:   c.Workers,
+		BatchSize: c.BatchSize,
+	}
+	if cfg.Format == "" {
+		cfg.Format = columnar.FormatParquet
+	}
+	start := time.Now()
+	res, err := pipeline.Run(ctx, cfg)
+	elapsed := time.Since(start)
+	if err != nil {
+		return Result{}, err
+	}
+	s, want := res.Summary, ds.Expected.Totals
+	if s.Passed != want.Passed || s.Failed != want.Failed || s.Error != want.Error {
+		return Result{}, fmt.Errorf("graded passed/failed/error %d/%d/%d, generator expects %d/%d/%d",
+			s.Passed, s.Failed, s.Error, want.Passed, want.Failed, want.Error)
+	}
+	return Result{Rollouts: s.Rollouts, Elapsed: elapsed, Summary: s}, nil
+}
