@@ -246,3 +246,42 @@ func TestInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestMapKeepStdin reads renamed fields with --map, keeps chosen metadata
+// columns with --keep, and reads JSON Lines from standard input.
+func TestMapKeepStdin(t *testing.T) {
+	state := `{"users":{},"stages":{"S1":{"id":"S1","probability":50,"isClosed":false}},"opportunities":{"O1":{"id":"O1","ownerId":"U1","stageId":"S1","status":"open","amount":10}}}`
+	line := `{"id":"r1","task":"TASK-004","world_after":` + state + `,"world_before":` + state + `,"answer":"5","team":"blue","sample":3}` + "\n"
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fields := columnar.FieldNames{ID: "id", Task: "task", Final: "world_after", Initial: "world_before", Output: "answer"}
+	tests := []struct {
+		name   string
+		inputs []string
+		keep   []string
+		want   map[string]any
+	}{
+		{"file, default keep", []string{in}, nil, map[string]any{"rollout_id": "r1", "status": "passed", "sample": "3", "source_file": in}},
+		{"stdin, chosen keep", []string{"-"}, []string{"team"}, map[string]any{"rollout_id": "r1", "status": "passed", "team": "blue", "source_file": "-"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := t.TempDir()
+			grade(t, Config{Inputs: tt.inputs, Out: out, Format: columnar.FormatJSONL, Fields: fields, Keep: tt.keep, Stdin: strings.NewReader(line)})
+			rows := decodeJSONL(t, filepath.Join(out, "rewards", "part-00000.jsonl"))
+			if len(rows) != 1 {
+				t.Fatalf("%d rows, want 1", len(rows))
+			}
+			got := map[string]any{}
+			for k := range tt.want {
+				got[k] = rows[0][k]
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("rewards row (-want +got):\n%s\nrow: %v", diff, rows[0])
+			}
+		})
+	}
+}
