@@ -2,6 +2,7 @@ package columnar
 
 import (
 	"io"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -124,7 +125,7 @@ func newBatchSink(w io.Writer, schema *arrow.Schema, noDict []string, opts PartO
 	if err != nil {
 		return nil, err
 	}
-	return parquetSink{fw}, nil
+	return newAsyncSink(parquetSink{fw}), nil
 }
 
 type ipcSink struct{ fw *ipc.FileWriter }
@@ -133,6 +134,76 @@ func (s ipcSink) write(rec arrow.RecordBatch) error { return s.fw.Write(rec) }
 func (s ipcSink) close() error                      { return s.fw.Close() }
 
 type parquetSink struct{ fw *pqarrow.FileWriter }
+
+// asyncSink encodes record batches on a goroutine of its own, so that the
+// rows of the next batch are appended while the previous batch is encoded
+// and compressed (for Parquet, the costliest step of writing). The channel
+// is unbuffered: at most one batch is being encoded while the builders
+// fill, which bounds memory to two row groups per table. Batches are
+// encoded one at a time in the order written, so the file is the same as
+// with a synchronous sink.
+type asyncSink struct {
+	next batchSink
+	recs chan arrow.RecordBatch
+	done chan struct{}
+	stop sync.Once
+
+	mu  sync.Mutex
+	err error // the first error of next.write
+}
+
+func newAsyncSink(next batchSink) *asyncSink {
+	a := &asyncSink{next: next, recs: make(chan arrow.RecordBatch), done: make(chan struct{})}
+	go a.run()
+	return a
+}
+
+func (a *asyncSink) run() {
+	defer close(a.done)
+	for rec := range a.recs {
+		if a.firstErr() == nil {
+			if err := a.next.write(rec); err != nil {
+				a.mu.Lock()
+				a.err = err
+				a.mu.Unlock()
+			}
+		}
+		rec.Release()
+	}
+}
+
+func (a *asyncSink) firstErr() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// write hands rec to the encoding goroutine (which releases it) and
+// returns the error of an earlier batch, if any.
+func (a *asyncSink) write(rec arrow.RecordBatch) error {
+	if err := a.firstErr(); err != nil {
+		return err
+	}
+	rec.Retain()
+	a.recs <- rec
+	return nil
+}
+
+// close waits for the batches written and writes the footer.
+func (a *asyncSink) close() error {
+	a.shutdown()
+	if err := a.firstErr(); err != nil {
+		return err
+	}
+	return a.next.close()
+}
+
+// shutdown ends the goroutine after the batches already handed over; it
+// may be called more than once.
+func (a *asyncSink) shutdown() {
+	a.stop.Do(func() { close(a.recs) })
+	<-a.done
+}
 
 // write writes rec as one row group: pqarrow starts a new row group on each
 // Write of at most MaxRowGroupLength rows.
@@ -218,7 +289,13 @@ func (t *arrowTable) finish() error {
 	return t.sink.close()
 }
 
-func (t *arrowTable) release() { t.rb.Release() }
+// release frees the builders and ends an asynchronous sink's goroutine.
+func (t *arrowTable) release() {
+	if a, ok := t.sink.(*asyncSink); ok {
+		a.shutdown()
+	}
+	t.rb.Release()
+}
 
 // arrowRewards appends rewards rows to the rewards builders.
 type arrowRewards struct {

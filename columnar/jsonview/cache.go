@@ -1,0 +1,89 @@
+package jsonview
+
+import (
+	"bytes"
+	"hash/maphash"
+	"sync"
+)
+
+// Cache indexes texts that repeat across rows once and shares the result.
+// Rollout datasets repeat the initial state of a task in every rollout of
+// that task; with a Cache each distinct state is copied and indexed once,
+// and every later row pays only a hash and a comparison of its bytes.
+//
+// A text is admitted on its second sighting, so that a dataset of unique
+// states fills neither the cache nor the heap; admitted texts are kept
+// until the Cache holds MaxBytes of them, after which no more are
+// admitted (rows then parse as without a cache). Values returned by Parse
+// for cached texts are shared and read-only, like every Value after Parse.
+//
+// A Cache is safe for concurrent use. The zero value is not: use
+// NewCache.
+type Cache struct {
+	seed     maphash.Seed
+	maxBytes int
+
+	mu    sync.RWMutex
+	docs  map[uint64]*cachedText
+	seen  map[uint64]struct{}
+	bytes int
+}
+
+type cachedText struct {
+	data []byte
+	root Value
+}
+
+// maxSeen bounds the set of hashes seen once; it is cleared when full.
+const maxSeen = 1 << 14
+
+// NewCache returns a cache that keeps at most maxBytes of texts (0: 16 MiB).
+func NewCache(maxBytes int) *Cache {
+	if maxBytes <= 0 {
+		maxBytes = 16 << 20
+	}
+	return &Cache{seed: maphash.MakeSeed(), maxBytes: maxBytes, docs: map[uint64]*cachedText{}, seen: map[uint64]struct{}{}}
+}
+
+// Parse returns the root of data: a shared cached index when data was
+// seen before, else the result of d.Parse(data). cached reports which;
+// when it is false the Value belongs to d, as with d.Parse.
+func (c *Cache) Parse(d *Doc, data []byte) (v Value, cached bool, err error) {
+	h := maphash.Bytes(c.seed, data)
+	c.mu.RLock()
+	e := c.docs[h]
+	c.mu.RUnlock()
+	if e != nil && bytes.Equal(e.data, data) {
+		return e.root, true, nil
+	}
+	v, err = d.Parse(data)
+	if err != nil || e != nil {
+		return v, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, again := c.seen[h]; !again || c.docs[h] != nil || c.bytes+len(data) > c.maxBytes {
+		if len(c.seen) >= maxSeen {
+			clear(c.seen)
+		}
+		c.seen[h] = struct{}{}
+		return v, false, nil
+	}
+	// Second sighting: keep an indexed copy for the rows to come.
+	own := bytes.Clone(data)
+	root, err := new(Doc).Parse(own)
+	if err != nil { // cannot happen: the same bytes just parsed
+		return v, false, nil
+	}
+	c.docs[h] = &cachedText{data: own, root: root}
+	c.bytes += len(own)
+	delete(c.seen, h)
+	return v, false, nil
+}
+
+// Len returns the number of texts cached.
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.docs)
+}
