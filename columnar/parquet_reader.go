@@ -82,6 +82,8 @@ type ParquetReader struct {
 	rgLeft int64 // rows of the current row group not yet read
 	rgRead int64 // rows of the current row group already read
 	next   int64 // file index of the next row
+	start  int64 // file index of the first row read (see parquet_range.go)
+	end    int64 // file index after the last row read
 	gen    uint64
 	vals   []parquet.Value
 	err    error
@@ -178,6 +180,7 @@ func newParquetReader(path string, f *os.File, opts Options) (*ParquetReader, er
 		rg:     -1,
 		gen:    1,
 		vals:   make([]parquet.Value, pqValueChunk),
+		end:    file.NumRows(),
 	}
 	var total int64
 	for _, g := range r.groups {
@@ -321,8 +324,9 @@ func pqDescribe(col *parquet.Column) string {
 	return col.Type().String()
 }
 
-// Rows returns the row count recorded in the file's footer.
-func (r *ParquetReader) Rows() int64 { return r.file.NumRows() }
+// Rows returns the number of rows the reader reads: the row count recorded
+// in the file's footer, or that of its row-group range (OpenParquetRange).
+func (r *ParquetReader) Rows() int64 { return r.end - r.start }
 
 // MetaNames returns the names of the metadata columns, in file order, as
 // every batch's MetaNames holds them.
@@ -350,7 +354,7 @@ func (r *ParquetReader) Next(limit int) (b *Batch, err error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	left := r.file.NumRows() - r.next
+	left := r.end - r.next
 	if left <= 0 {
 		return nil, io.EOF
 	}
@@ -397,7 +401,7 @@ func (r *ParquetReader) Next(limit int) (b *Batch, err error) {
 		r.rgRead += k
 	}
 	r.next += int64(len(rows))
-	if r.next == r.file.NumRows() {
+	if r.next == r.end {
 		r.closeRowGroup() // end the prefetch goroutines now
 	}
 	return &pb.b, nil

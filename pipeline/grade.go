@@ -30,6 +30,15 @@ type grader struct {
 	checks                          verifiers.Checks
 	rollout                         verifiers.Rollout
 	keepIdx                         []int // per batch: index of each keep column in MetaNames, or -1
+
+	// row is the index in its batch of the row being graded; timedOut is
+	// the index of a row whose verifier ran past the timeout in an
+	// abandoned worker (-1: none). watch and pool, when set, time each
+	// verifier call (see pool).
+	row      int
+	timedOut int
+	watch    *worker
+	pool     *pool
 }
 
 // results are one batch's result rows.
@@ -45,8 +54,9 @@ func (r *results) reset() {
 	r.checks = r.checks[:0]
 }
 
-// gradeBatch appends the results of every row of b to out.
-func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *results) {
+// gradeBatch appends the results of the rows of b, from row from on, to
+// out.
+func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *results, from int) {
 	if !b.JSONLines {
 		g.keepIdx = g.keepIdx[:0]
 		for _, k := range g.plan.keep {
@@ -60,7 +70,8 @@ func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *results) {
 			g.keepIdx = append(g.keepIdx, idx)
 		}
 	}
-	for i := range b.Rows {
+	for i := from; i < len(b.Rows); i++ {
+		g.row = i
 		g.gradeRow(u, b, &b.Rows[i], out)
 	}
 }
@@ -195,11 +206,27 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	r.ID, r.TaskID = rw.RolloutID, rw.TaskID
 
 	g.checks.Reset()
-	if err := runVerifier(v, r, &g.checks); err != nil {
+	if err := g.verify(v, r, &g.checks); err != nil {
 		return verifiers.Score(nil, err), nil
 	}
 	checks := g.checks.List()
 	return verifiers.Score(checks, nil), checks
+}
+
+// verify runs the verifier on the current row, timed by the watchdog when
+// there is one. The row a stuck worker abandoned gets a timeout error
+// without running the verifier again.
+func (g *grader) verify(v *verifiers.Verifier, r *verifiers.Rollout, c *verifiers.Checks) error {
+	if g.row == g.timedOut {
+		return fmt.Errorf("verifier %s timed out after %s", v.ID, g.pool.timeout)
+	}
+	if g.watch == nil {
+		return runVerifier(v, r, c)
+	}
+	seq := g.watch.begin(g.pool)
+	err := runVerifier(v, r, c)
+	g.watch.end(g.pool, seq)
+	return err
 }
 
 // runVerifier calls the verifier, turning a panic into an error.

@@ -17,7 +17,8 @@ import (
 // Stdin is the input name that reads JSON Lines from standard input.
 const Stdin = "-"
 
-// Unit is one input unit: a file (or standard input) graded into one part.
+// Unit is one input unit, graded into one part: a file, standard input, or
+// a range of row groups of a large Parquet file.
 type Unit struct {
 	// Index numbers the unit in input order; it names the unit's parts.
 	Index int
@@ -27,6 +28,10 @@ type Unit struct {
 	Format string
 	// Size is the file's size in bytes (-1 for standard input).
 	Size int64
+	// FirstRowGroup and RowGroups give the row-group range of a Parquet
+	// unit; RowGroups 0 means the whole file.
+	FirstRowGroup int
+	RowGroups     int
 }
 
 // ConfigError is a usage or configuration problem found before anything

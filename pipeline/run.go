@@ -2,16 +2,12 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +51,27 @@ type Config struct {
 	Version string
 	// Flags are the result-affecting flags as given, for the manifest.
 	Flags map[string]string
+	// Resume continues an interrupted run in Out: units whose part is
+	// complete are skipped. Without a manifest in Out the run starts from
+	// the beginning; with one written for other inputs, verifiers or flags
+	// it is a ConfigError.
+	Resume bool
+	// Shard, when Count > 0, grades only the units of one shard; N shard
+	// processes may write into one Out at once, and Commit joins them.
+	Shard Shard
+	// Timeout bounds one verifier call (0: 10s; negative: no limit). A row
+	// whose verifier runs longer has status error, kind verifier.
+	Timeout time.Duration
+	// MaxStuck is the number of verifier calls that may be stuck past the
+	// timeout at once before the run stops (0: Workers).
+	MaxStuck int
+	// RowGroupsPerUnit splits Parquet files with more row groups than this
+	// into units of that many row groups (0: 16). It decides the parts
+	// written, so it must be the same across shards and resumed runs.
+	RowGroupsPerUnit int
+	// MaxLineBytes bounds one JSON Lines line (0: 64 MiB); a longer line
+	// is a row with status error.
+	MaxLineBytes int
 }
 
 // Progress receives the progress of a run from one goroutine.
@@ -72,13 +89,24 @@ var ErrMaxErrors = errors.New("too many rows with status error")
 
 // Result is what a run did.
 type Result struct {
+	// Summary counts every completed part of the run (of the shard, for a
+	// sharded run), including parts completed by an earlier, resumed run.
 	Summary *Summary
-	// ErrorRows is the number of rows with status error.
+	// ErrorRows is the number of rows with status error in Summary.
 	ErrorRows int64
+	// Complete reports whether every unit of the run (of the shard) has
+	// its part.
+	Complete bool
 }
 
+// ErrInterrupted is returned, wrapped, when the run's context was
+// cancelled (SIGINT, SIGTERM): the parts completed so far are in place and
+// --resume continues the run.
+var ErrInterrupted = errors.New("interrupted")
+
 // Run grades every input of cfg into cfg.Out. It returns after every
-// goroutine it started has exited. A ConfigError means nothing was
+// goroutine it started has exited, except verifier calls abandoned past
+// the timeout (see Config.MaxStuck). A ConfigError means nothing was
 // written; any other error means the run stopped, with the parts completed
 // so far in place and listed in the manifest.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -92,11 +120,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // runner holds one run's state.
 type runner struct {
 	cfg      Config
-	units    []Unit
+	units    []Unit // every unit of the run, whatever the shard
 	plan     *plan
-	summary  *Summary
+	skipped  []string
 	manifest *Manifest
 	start    time.Time
+
+	// stats holds the statistics of every completed part of this process's
+	// units, by unit index; failed lists the units that could not be read.
+	stats  map[int]*partStats
+	failed []FailedInput
 }
 
 func prepare(cfg Config) (*runner, error) {
@@ -120,12 +153,24 @@ func prepare(cfg Config) (*runner, error) {
 	if cfg.Stdin == nil {
 		cfg.Stdin = os.Stdin
 	}
-	units, skipped, err := Inputs(cfg.Inputs)
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxStuck <= 0 {
+		cfg.MaxStuck = cfg.Workers
+	}
+	if cfg.RowGroupsPerUnit <= 0 {
+		cfg.RowGroupsPerUnit = DefaultRowGroupsPerUnit
+	}
+	if cfg.Shard.Count > 0 && (cfg.Shard.Index < 0 || cfg.Shard.Index >= cfg.Shard.Count) {
+		return nil, &ConfigError{Msg: fmt.Sprintf("shard %d/%d: the index must be between 0 and %d", cfg.Shard.Index, cfg.Shard.Count, cfg.Shard.Count-1)}
+	}
+	files, skipped, err := Inputs(cfg.Inputs)
 	if err != nil {
 		return nil, err
 	}
 	stdins := 0
-	for _, u := range units {
+	for _, u := range files {
 		if u.Path == Stdin {
 			stdins++
 		}
@@ -133,6 +178,10 @@ func prepare(cfg Config) (*runner, error) {
 	if stdins > 1 {
 		return nil, &ConfigError{Msg: "standard input (-) is named more than once"}
 	}
+	if stdins > 0 && cfg.Shard.Count > 1 {
+		return nil, &ConfigError{Msg: "--shard cannot split standard input (-) between processes"}
+	}
+	units := splitUnits(files, cfg.RowGroupsPerUnit)
 	bindings, err := Bind(cfg.Verifiers)
 	if err != nil {
 		return nil, err
@@ -146,17 +195,14 @@ func prepare(cfg Config) (*runner, error) {
 		p.tasks = tasks
 	}
 	if p.keep == nil {
-		p.keep, err = defaultKeep(units, p.fields)
-		if err != nil {
-			return nil, err
-		}
+		p.keep = defaultKeep(files, p.fields)
 	}
 	for _, k := range p.keep {
 		if p.fields.Is(k) {
 			return nil, &ConfigError{Msg: fmt.Sprintf("--keep %s: %s is a rollout field, not metadata", k, k)}
 		}
 	}
-	r := &runner{cfg: cfg, units: units, plan: p, summary: newSummary(skipped)}
+	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*partStats{}}
 	r.manifest = newManifest(cfg, units)
 	return r, nil
 }
@@ -184,8 +230,9 @@ func Bind(vs []*verifiers.Verifier) (map[string]*verifiers.Verifier, error) {
 
 // defaultKeep returns those of model, run_id and sample that any input
 // has: the columns of Parquet and Arrow files, the keys of the first
-// object line of JSON Lines files. Standard input is not probed.
-func defaultKeep(units []Unit, fields columnar.FieldNames) ([]string, error) {
+// object line of JSON Lines files. Standard input is not probed, nor is a
+// file that cannot be read: grading it fails later, as that unit's error.
+func defaultKeep(units []Unit, fields columnar.FieldNames) []string {
 	want := []string{"model", "run_id", "sample"}
 	found := map[string]bool{}
 	for _, u := range units {
@@ -194,19 +241,19 @@ func defaultKeep(units []Unit, fields columnar.FieldNames) ([]string, error) {
 		}
 		names, err := columnar.ProbeColumns(u.Path)
 		if err != nil {
-			return nil, fmt.Errorf("probe %s: %w", u.Path, err)
+			continue
 		}
 		for _, n := range names {
 			found[n] = true
 		}
 	}
-	var keep []string
+	keep := []string{}
 	for _, w := range want {
 		if found[w] && !fields.Is(w) {
 			keep = append(keep, w)
 		}
 	}
-	return keep, nil
+	return keep
 }
 
 // job is one unit of work: a batch of a unit, or (batch nil) the end of a
@@ -216,20 +263,35 @@ type job struct {
 	unit  *Unit
 	batch *columnar.Batch
 	rows  int64 // rows of the unit, on the end-of-unit job
+	err   error // on the end-of-unit job: the unit could not be read
 	res   *results
+}
+
+// todo returns the units this process grades: those of its shard whose
+// part is not complete.
+func (r *runner) todo() []*Unit {
+	var units []*Unit
+	for i := range r.units {
+		u := &r.units[i]
+		if r.cfg.Shard.Has(u.Index) && r.stats[u.Index] == nil {
+			units = append(units, u)
+		}
+	}
+	return units
 }
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.start = time.Now()
-	if err := prepareOut(r.cfg.Out); err != nil {
+	if err := r.prepareOut(); err != nil {
 		return nil, err
 	}
-	if err := r.manifest.write(r.cfg.Out); err != nil {
+	if err := r.writeManifest(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	todo := r.todo()
 	workers := r.cfg.Workers
 	// tokens bounds the batches in flight (read, being graded, or waiting
 	// to be put in order), and so the memory, whatever the speed of each
@@ -237,7 +299,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	tokens := make(chan struct{}, 2*workers+2)
 	jobs := make(chan *job, workers)
 	done := make(chan *job, 2*workers+2)
-	resultPool := sync.Pool{New: func() any { return new(results) }}
+	resultPool := &sync.Pool{New: func() any { return new(results) }}
 
 	var readErr error
 	var wg sync.WaitGroup
@@ -245,33 +307,27 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	go func() {
 		defer wg.Done()
 		defer close(jobs)
-		readErr = r.produce(ctx, tokens, jobs)
+		readErr = r.produce(ctx, todo, tokens, jobs)
 	}()
-	var workerWG sync.WaitGroup
-	for range workers {
-		workerWG.Add(1)
-		go func() {
-			defer workerWG.Done()
-			g := &grader{plan: r.plan}
-			for j := range jobs {
-				if j.batch != nil {
-					res := resultPool.Get().(*results)
-					res.reset()
-					g.gradeBatch(j.unit, j.batch, res)
-					j.batch.Release()
-					j.batch = nil
-					j.res = res
-				}
-				done <- j
-			}
-		}()
+	wp := &pool{r: r, jobs: jobs, done: done, results: resultPool, maxStuck: r.cfg.MaxStuck, base: time.Now(), cancel: cancel}
+	if r.cfg.Timeout > 0 {
+		wp.timeout = r.cfg.Timeout
 	}
+	wp.start(workers)
+	stopWatch := make(chan struct{})
+	watchDone := make(chan struct{})
 	go func() {
-		workerWG.Wait()
+		defer close(watchDone)
+		if wp.timeout > 0 {
+			wp.supervise(stopWatch)
+		}
+	}()
+	go func() {
+		wp.wg.Wait()
 		close(done)
 	}()
 
-	errRows, writeErr := r.write(ctx, done, tokens, &resultPool)
+	writeErr := r.write(ctx, done, tokens, resultPool)
 	if writeErr != nil {
 		cancel()
 	}
@@ -281,37 +337,68 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			resultPool.Put(j.res)
 		}
 	}
+	close(stopWatch)
+	<-watchDone
 	wg.Wait()
 	if r.cfg.Progress != nil {
 		r.cfg.Progress.Finish()
 	}
 
-	elapsed := time.Since(r.start)
-	r.summary.finish()
-	r.summary.ElapsedSeconds = elapsed.Seconds()
-	if elapsed > 0 {
-		r.summary.RowsPerSecond = float64(r.summary.Rollouts) / elapsed.Seconds()
+	err := wp.failure()
+	if err == nil {
+		err = writeErr
 	}
-	res := &Result{Summary: r.summary, ErrorRows: errRows}
-	err := writeErr
 	if err == nil && readErr != nil {
 		err = readErr
 	}
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
-	if mErr := r.manifest.write(r.cfg.Out); mErr != nil && err == nil {
+	complete := err == nil && len(r.failed) == 0
+	if errors.Is(err, context.Canceled) {
+		done, total := r.progress()
+		err = fmt.Errorf("%w: %d of %d parts complete; run again with --resume to continue", ErrInterrupted, done, total)
+	}
+	if mErr := r.writeManifest(); mErr != nil && err == nil {
 		err = mErr
 	}
-	if sErr := writeJSON(filepath.Join(r.cfg.Out, "summary.json"), r.summary); sErr != nil && err == nil {
+	summary, sErr := r.finishSummary(complete)
+	if sErr != nil && err == nil {
 		err = sErr
 	}
-	return res, err
+	if err == nil && len(r.failed) > 0 {
+		msgs := make([]string, len(r.failed))
+		for i, f := range r.failed {
+			msgs[i] = f.Error
+		}
+		err = fmt.Errorf("%d input units could not be read (their parts are absent; the other inputs are graded):\n  %s", len(r.failed), strings.Join(msgs, "\n  "))
+	}
+	if complete && sErr == nil {
+		if mErr := r.markSuccess(); mErr != nil && err == nil {
+			err = mErr
+		}
+	}
+	return &Result{Summary: summary, ErrorRows: summary.Error, Complete: complete}, err
 }
 
-// produce reads every unit in order and sends its batches, then an
-// end-of-unit job, taking a token for each.
-func (r *runner) produce(ctx context.Context, tokens chan struct{}, jobs chan<- *job) error {
+// progress returns how many of this process's units have their part.
+func (r *runner) progress() (done, total int) {
+	for i := range r.units {
+		if r.cfg.Shard.Has(i) {
+			total++
+			if r.stats[i] != nil {
+				done++
+			}
+		}
+	}
+	return done, total
+}
+
+// produce reads the units in order and sends their batches, then an
+// end-of-unit job, taking a token for each. A unit that cannot be opened
+// or read to the end gets an end-of-unit job carrying the error, and the
+// next unit is read; only cancellation stops it early.
+func (r *runner) produce(ctx context.Context, units []*Unit, tokens chan struct{}, jobs chan<- *job) error {
 	var seq int64
 	send := func(j *job) bool {
 		select {
@@ -328,60 +415,69 @@ func (r *runner) produce(ctx context.Context, tokens chan struct{}, jobs chan<- 
 			return false
 		}
 	}
-	opts := columnar.Options{Fields: r.plan.fields}
+	opts := columnar.Options{Fields: r.plan.fields, MaxLineBytes: r.cfg.MaxLineBytes}
 	if r.cfg.Progress != nil {
-		r.cfg.Progress.SetTotal(r.totalRows(opts))
+		r.cfg.Progress.SetTotal(r.totalRows(units, opts))
 	}
-	for i := range r.units {
-		u := &r.units[i]
-		rd, err := r.open(u, opts)
-		if err != nil {
-			return err
+	for _, u := range units {
+		rows, err, ok := r.produceUnit(u, opts, send)
+		if !ok {
+			return ctx.Err()
 		}
-		var rows int64
-		for {
-			b, err := rd.Next(r.cfg.BatchSize)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				rd.Close()
-				return err
-			}
-			rows += int64(len(b.Rows))
-			if !send(&job{unit: u, batch: b}) {
-				b.Release()
-				rd.Close()
-				return ctx.Err()
-			}
-		}
-		if err := rd.Close(); err != nil {
-			return fmt.Errorf("close %s: %w", u.Path, err)
-		}
-		if !send(&job{unit: u, rows: rows}) {
+		if !send(&job{unit: u, rows: rows, err: err}) {
 			return ctx.Err()
 		}
 	}
 	return nil
 }
 
+// produceUnit sends the batches of one unit. ok is false when the run was
+// cancelled; err is the unit's read error.
+func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) bool) (rows int64, err error, ok bool) {
+	rd, err := r.open(u, opts)
+	if err != nil {
+		return 0, err, true
+	}
+	defer rd.Close()
+	for {
+		b, err := rd.Next(r.cfg.BatchSize)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return rows, err, true
+		}
+		rows += int64(len(b.Rows))
+		if !send(&job{unit: u, batch: b}) {
+			b.Release()
+			return rows, nil, false
+		}
+	}
+	if err := rd.Close(); err != nil {
+		return rows, fmt.Errorf("close %s: %w", u.Path, err), true
+	}
+	return rows, nil, true
+}
+
 func (r *runner) open(u *Unit, opts columnar.Options) (columnar.Reader, error) {
 	if u.Path == Stdin {
 		return columnar.NewJSONLReader("-", r.cfg.Stdin, opts)
+	}
+	if u.RowGroups > 0 {
+		return columnar.OpenParquetRange(u.Path, u.FirstRowGroup, u.RowGroups, opts)
 	}
 	return columnar.Open(u.Path, opts)
 }
 
 // totalRows sums the row counts recorded in the inputs' footers, or
 // returns -1 when an input does not record one.
-func (r *runner) totalRows(opts columnar.Options) int64 {
+func (r *runner) totalRows(units []*Unit, opts columnar.Options) int64 {
 	var total int64
-	for i := range r.units {
-		u := &r.units[i]
+	for _, u := range units {
 		if u.Format == columnar.InputJSONL {
 			return -1
 		}
-		rd, err := columnar.Open(u.Path, opts)
+		rd, err := r.open(u, opts)
 		if err != nil {
 			return -1 // the producer reports the error when it gets there
 		}
@@ -397,13 +493,21 @@ func (r *runner) totalRows(opts columnar.Options) int64 {
 
 // write puts finished jobs back in input order (a reorder buffer keyed by
 // seq) and writes them: it is the only goroutine that touches parts, the
-// summary and the manifest, so their contents follow input order whatever
-// the order in which workers finish. Each job's token is returned once the
-// job is written, which bounds the reorder buffer.
-func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan struct{}, pool *sync.Pool) (errRows int64, err error) {
+// part statistics and the manifest, so their contents follow input order
+// whatever the order in which workers finish. Each job's token is returned
+// once the job is written, which bounds the reorder buffer.
+//
+// A part is completed in this order: its statistics file is written, the
+// part files are renamed into place (checks, then rewards), the manifest
+// is rewritten. The rewards rename is the commit point: a part counts as
+// complete when both its files and its statistics file exist, so a crash
+// between any two steps leaves the unit either complete or to be redone.
+func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan struct{}, pool *sync.Pool) (err error) {
 	pending := map[int64]*job{}
 	var next int64
 	var part *columnar.Part
+	var cur *Summary // counts of the part being written
+	var errRows int64
 	defer func() {
 		if part != nil {
 			part.Abort()
@@ -419,28 +523,32 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 			}
 			delete(pending, next)
 			next++
-			if part == nil {
+			if part == nil && j.err == nil {
 				part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, partOpts)
 				if err != nil {
-					return errRows, err
+					return err
 				}
+				cur = newSummary(nil)
 			}
-			if j.res != nil {
+			switch {
+			case j.res != nil:
 				res := j.res
 				j.res = nil
-				for i := range res.rewards {
-					rw := &res.rewards[i]
-					r.summary.add(rw)
-					if rw.Status == "error" {
-						errRows++
+				if part != nil {
+					for i := range res.rewards {
+						rw := &res.rewards[i]
+						cur.add(rw)
+						if rw.Status == "error" {
+							errRows++
+						}
 					}
-				}
-				r.summary.Checks += int64(len(res.checks))
-				if err := part.WriteRewards(res.rewards); err != nil {
-					return errRows, err
-				}
-				if err := part.WriteChecks(res.checks); err != nil {
-					return errRows, err
+					cur.Checks += int64(len(res.checks))
+					if err := part.WriteRewards(res.rewards); err != nil {
+						return err
+					}
+					if err := part.WriteChecks(res.checks); err != nil {
+						return err
+					}
 				}
 				if r.cfg.Progress != nil {
 					r.cfg.Progress.Add(len(res.rewards))
@@ -448,52 +556,40 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				pool.Put(res)
 				if r.cfg.MaxErrors > 0 && errRows >= r.cfg.MaxErrors {
 					<-tokens
-					return errRows, fmt.Errorf("%w: stopped after %d (--max-errors %d)", ErrMaxErrors, errRows, r.cfg.MaxErrors)
+					return fmt.Errorf("%w: stopped after %d (--max-errors %d)", ErrMaxErrors, errRows, r.cfg.MaxErrors)
 				}
-			} else {
-				if err := part.Close(); err != nil {
-					return errRows, err
+			case j.err != nil:
+				if part != nil {
+					part.Abort()
+					part = nil
 				}
+				f := FailedInput{Path: j.unit.Path, Part: columnar.PartName(j.unit.Index, r.cfg.Format), Error: j.err.Error()}
+				r.failed = append(r.failed, f)
+				r.manifest.Inputs[j.unit.Index].Error = f.Error
+				if err := r.writeManifest(); err != nil {
+					return err
+				}
+			default:
+				ps := newPartStats(j.unit, j.rows, cur)
+				if err := writeStats(r.cfg.Out, ps); err != nil {
+					return err
+				}
+				err := part.Close()
 				part = nil
+				if err != nil {
+					os.Remove(statsPath(r.cfg.Out, j.unit.Index))
+					return err
+				}
+				r.stats[j.unit.Index] = ps
 				r.manifest.complete(j.unit.Index, j.rows)
-				if err := r.manifest.write(r.cfg.Out); err != nil {
-					return errRows, err
+				if err := r.writeManifest(); err != nil {
+					return err
 				}
 			}
 			<-tokens
 		}
 		if ctx.Err() != nil {
-			return errRows, ctx.Err()
-		}
-	}
-	return errRows, nil
-}
-
-// prepareOut creates the output directory and removes the results of an
-// earlier run in it (parts, summary, manifest); other files are left alone.
-func prepareOut(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create output directory: %w", err)
-	}
-	for _, sub := range []string{"rewards", "checks"} {
-		entries, err := os.ReadDir(filepath.Join(dir, sub))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read output directory: %w", err)
-		}
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), "part-") || strings.HasPrefix(e.Name(), ".part-") {
-				if err := os.Remove(filepath.Join(dir, sub, e.Name())); err != nil {
-					return fmt.Errorf("clear output directory: %w", err)
-				}
-			}
-		}
-	}
-	for _, f := range []string{"summary.json", "manifest.json"} {
-		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("clear output directory: %w", err)
+			return ctx.Err()
 		}
 	}
 	return nil
@@ -509,66 +605,11 @@ func writeJSON(path string, v any) error {
 	data = append(data, '\n')
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
-}
-
-// Manifest is manifest.json: what produced the results and which parts
-// are complete.
-type Manifest struct {
-	Version   string             `json:"gavel_version"`
-	Verifiers []ManifestVerifier `json:"verifiers"`
-	Flags     map[string]string  `json:"flags"`
-	Inputs    []ManifestInput    `json:"inputs"`
-}
-
-// ManifestVerifier identifies one loaded verifier.
-type ManifestVerifier struct {
-	ID          string   `json:"id"`
-	Name        string   `json:"name"`
-	Tasks       []string `json:"tasks"`
-	Source      string   `json:"source"`
-	Fingerprint string   `json:"fingerprint"`
-}
-
-// ManifestInput is one input unit and the state of its part.
-type ManifestInput struct {
-	Path string `json:"path"`
-	Size int64  `json:"size"`
-	// Rows is the number of rows read (null until the part is complete).
-	Rows     *int64 `json:"rows"`
-	Part     string `json:"part"`
-	Complete bool   `json:"complete"`
-}
-
-func newManifest(cfg Config, units []Unit) *Manifest {
-	m := &Manifest{Version: cfg.Version, Flags: cfg.Flags}
-	if m.Flags == nil {
-		m.Flags = map[string]string{}
-	}
-	for _, v := range cfg.Verifiers {
-		sum := sha256.Sum256([]byte(v.Definition))
-		m.Verifiers = append(m.Verifiers, ManifestVerifier{
-			ID: v.ID, Name: v.Name, Tasks: v.Tasks, Source: v.Source,
-			Fingerprint: "sha256:" + hex.EncodeToString(sum[:]),
-		})
-	}
-	sort.Slice(m.Verifiers, func(i, j int) bool { return m.Verifiers[i].ID < m.Verifiers[j].ID })
-	for _, u := range units {
-		m.Inputs = append(m.Inputs, ManifestInput{Path: u.Path, Size: u.Size, Part: columnar.PartName(u.Index, cfg.Format)})
-	}
-	return m
-}
-
-func (m *Manifest) complete(unit int, rows int64) {
-	m.Inputs[unit].Rows = &rows
-	m.Inputs[unit].Complete = true
-}
-
-func (m *Manifest) write(dir string) error {
-	return writeJSON(filepath.Join(dir, "manifest.json"), m)
 }

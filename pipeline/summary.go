@@ -75,6 +75,13 @@ type Summary struct {
 	Checks int64 `json:"checks"`
 	// FilesSkipped lists the unsupported files found in input directories.
 	FilesSkipped []string `json:"files_skipped"`
+	// DuplicateIDs counts the rows whose rollout_id an earlier row already
+	// had; DuplicateIDList names up to 100 such ids, sorted.
+	DuplicateIDs    int64    `json:"duplicate_ids"`
+	DuplicateIDList []string `json:"duplicate_id_list"`
+	// FailedInputs lists the input units that could not be read to the
+	// end (a corrupt or truncated file); their parts are absent.
+	FailedInputs []FailedInput `json:"failed_inputs"`
 	// ElapsedSeconds and RowsPerSecond time the run; they are the only
 	// fields that vary between identical runs.
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
@@ -86,7 +93,8 @@ func newSummary(skipped []string) *Summary {
 		skipped = []string{}
 	}
 	sort.Strings(skipped)
-	return &Summary{Verifiers: map[string]*Counts{}, Tasks: map[string]*Counts{}, FilesSkipped: skipped}
+	return &Summary{Verifiers: map[string]*Counts{}, Tasks: map[string]*Counts{}, FilesSkipped: skipped,
+		DuplicateIDList: []string{}, FailedInputs: []FailedInput{}}
 }
 
 func (s *Summary) add(r *columnar.RewardRow) {
@@ -115,4 +123,11 @@ func (s *Summary) finish() {
 	for _, c := range s.Tasks {
 		c.finish()
 	}
+}
+
+// FailedInput is an input unit that could not be graded to the end.
+type FailedInput struct {
+	Path  string `json:"path"`
+	Part  string `json:"part"`
+	Error string `json:"error"`
 }

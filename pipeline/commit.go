@@ -1,0 +1,135 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+var shardManifestName = regexp.MustCompile(`^shard-(\d+)-of-(\d+)\.manifest\.json$`)
+
+// Commit joins the shards of a sharded run in dir: it checks that every
+// shard's manifest is there and describes the same run, and that every
+// unit's part is complete; then it writes manifest.json and summary.json,
+// as one process grading every unit would have (the timing fields aside:
+// elapsed_seconds is the longest shard's), and finally _SUCCESS. A missing
+// shard or part is an error that names them, and nothing is written.
+func Commit(dir string) (*Summary, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, shardsDir))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("commit %s: %w", dir, err)
+	}
+	manifests := map[int]*Manifest{}
+	count := 0
+	for _, e := range entries {
+		m := shardManifestName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		i, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(m[2])
+		if count != 0 && n != count {
+			return nil, fmt.Errorf("commit %s: shards of two runs (of %d and of %d shards) in %s", dir, count, n, filepath.Join(dir, shardsDir))
+		}
+		count = n
+		mf, err := readManifest(filepath.Join(dir, shardsDir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: %w", dir, err)
+		}
+		manifests[i] = mf
+	}
+	if count == 0 {
+		return nil, fmt.Errorf("commit %s: no shard manifests in %s (grade with --shard I/N first)", dir, filepath.Join(dir, shardsDir))
+	}
+	var missing []string
+	for i := 0; i < count; i++ {
+		if manifests[i] == nil {
+			missing = append(missing, fmt.Sprintf("%d/%d", i, count))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("commit %s: shard %s missing: no manifest (did every shard run?)", dir, strings.Join(missing, ", "))
+	}
+	base := manifests[0]
+	for i := 1; i < count; i++ {
+		if diff := base.sameRun(manifests[i]); diff != "" {
+			return nil, fmt.Errorf("commit %s: shard %d/%d was run with %s than shard 0/%d", dir, i, count, diff, count)
+		}
+	}
+
+	merged := *base
+	merged.Shard = ""
+	merged.Inputs = make([]ManifestInput, len(base.Inputs))
+	var stats []*partStats
+	var units []int
+	incomplete := map[int][]string{}
+	for u, in := range base.Inputs {
+		ps := partDone(dir, u, in.Part)
+		if ps == nil {
+			incomplete[u%count] = append(incomplete[u%count], in.Part)
+			continue
+		}
+		in.Rows, in.Complete, in.Error = &ps.Rows, true, ""
+		merged.Inputs[u] = in
+		stats = append(stats, ps)
+		units = append(units, u)
+	}
+	if len(incomplete) > 0 {
+		var msgs []string
+		shards := make([]int, 0, len(incomplete))
+		for s := range incomplete {
+			shards = append(shards, s)
+		}
+		sort.Ints(shards)
+		for _, s := range shards {
+			parts := incomplete[s]
+			more := ""
+			if len(parts) > 5 {
+				more = fmt.Sprintf(" and %d more", len(parts)-5)
+				parts = parts[:5]
+			}
+			msgs = append(msgs, fmt.Sprintf("shard %d/%d lacks %s%s", s, count, strings.Join(parts, ", "), more))
+		}
+		return nil, fmt.Errorf("commit %s: incomplete: %s (run those shards again with --resume)", dir, strings.Join(msgs, "; "))
+	}
+
+	var skipped []string
+	var elapsed float64
+	for i := 0; i < count; i++ {
+		path := filepath.Join(dir, shardsDir, shardBase(Shard{Index: i, Count: count})+".summary.json")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: shard %d/%d: %w", dir, i, count, err)
+		}
+		var s Summary
+		if err := json.Unmarshal(data, &s); err != nil {
+			return nil, fmt.Errorf("commit %s: read %s: %w", dir, path, err)
+		}
+		if i == 0 {
+			skipped = s.FilesSkipped
+		}
+		elapsed = max(elapsed, s.ElapsedSeconds)
+	}
+	format := strings.TrimPrefix(filepath.Ext(base.Inputs[0].Part), ".")
+	s := mergeStats(stats, skipped)
+	s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(dir, format, units)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", dir, err)
+	}
+	s.ElapsedSeconds = elapsed
+	if elapsed > 0 {
+		s.RowsPerSecond = float64(s.Rollouts) / elapsed
+	}
+	if err := writeJSON(filepath.Join(dir, manifestFile), &merged); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(dir, summaryFile), s); err != nil {
+		return nil, err
+	}
+	return s, writeSuccess(dir)
+}

@@ -1,0 +1,335 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gavelhq/gavel/columnar"
+)
+
+// Files of the output directory besides the parts.
+const (
+	manifestFile = "manifest.json"
+	summaryFile  = "summary.json"
+	successFile  = "_SUCCESS"
+	shardsDir    = "_shards"
+)
+
+// Manifest is manifest.json: what produced the results and which parts
+// are complete. A shard process writes its own manifest under _shards; it
+// lists every unit of the run, complete or not, and Commit joins them.
+type Manifest struct {
+	Version   string             `json:"gavel_version"`
+	Shard     string             `json:"shard,omitempty"`
+	Verifiers []ManifestVerifier `json:"verifiers"`
+	Flags     map[string]string  `json:"flags"`
+	Inputs    []ManifestInput    `json:"inputs"`
+}
+
+// ManifestVerifier identifies one loaded verifier.
+type ManifestVerifier struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Tasks       []string `json:"tasks"`
+	Source      string   `json:"source"`
+	Fingerprint string   `json:"fingerprint"`
+}
+
+// ManifestInput is one input unit and the state of its part.
+type ManifestInput struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// FirstRowGroup and RowGroups give the row-group range of a unit that
+	// is part of a large Parquet file (absent: the whole file).
+	FirstRowGroup int `json:"first_row_group,omitempty"`
+	RowGroups     int `json:"row_groups,omitempty"`
+	// Rows is the number of rows read (null until the part is complete).
+	Rows     *int64 `json:"rows"`
+	Part     string `json:"part"`
+	Complete bool   `json:"complete"`
+	// Error says why the unit could not be graded, when it could not.
+	Error string `json:"error,omitempty"`
+}
+
+// notInManifest are flags that change neither results nor parts: a resumed
+// or sharded run has the manifest of a single uninterrupted run.
+var notInManifest = []string{"resume", "shard"}
+
+func newManifest(cfg Config, units []Unit) *Manifest {
+	m := &Manifest{Version: cfg.Version, Flags: map[string]string{}, Shard: cfg.Shard.String()}
+	if cfg.Shard.Count <= 1 {
+		m.Shard = ""
+	}
+	for k, v := range cfg.Flags {
+		m.Flags[k] = v
+	}
+	for _, k := range notInManifest {
+		delete(m.Flags, k)
+	}
+	for _, v := range cfg.Verifiers {
+		sum := sha256.Sum256([]byte(v.Definition))
+		m.Verifiers = append(m.Verifiers, ManifestVerifier{
+			ID: v.ID, Name: v.Name, Tasks: v.Tasks, Source: v.Source,
+			Fingerprint: "sha256:" + hex.EncodeToString(sum[:]),
+		})
+	}
+	sort.Slice(m.Verifiers, func(i, j int) bool { return m.Verifiers[i].ID < m.Verifiers[j].ID })
+	for _, u := range units {
+		m.Inputs = append(m.Inputs, ManifestInput{Path: u.Path, Size: u.Size, FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups,
+			Part: columnar.PartName(u.Index, cfg.Format)})
+	}
+	return m
+}
+
+func (m *Manifest) complete(unit int, rows int64) {
+	m.Inputs[unit].Rows = &rows
+	m.Inputs[unit].Complete = true
+	m.Inputs[unit].Error = ""
+}
+
+// sameRun reports how o, read from an output directory, differs from m in
+// what decides the results ("" when it does not).
+func (m *Manifest) sameRun(o *Manifest) string {
+	strip := func(in []ManifestInput) []ManifestInput {
+		out := make([]ManifestInput, len(in))
+		for i, x := range in {
+			out[i] = ManifestInput{Path: x.Path, Size: x.Size, FirstRowGroup: x.FirstRowGroup, RowGroups: x.RowGroups, Part: x.Part}
+		}
+		return out
+	}
+	switch {
+	case m.Version != o.Version:
+		return fmt.Sprintf("gavel version %s, not %s", o.Version, m.Version)
+	case !reflect.DeepEqual(m.Verifiers, o.Verifiers):
+		return "other verifiers"
+	case !reflect.DeepEqual(m.Flags, o.Flags):
+		return fmt.Sprintf("other flags (%s given, %s there)", flagText(m.Flags), flagText(o.Flags))
+	case !reflect.DeepEqual(strip(m.Inputs), strip(o.Inputs)):
+		return "other inputs (paths, sizes or row groups differ)"
+	}
+	return ""
+}
+
+func flagText(f map[string]string) string {
+	var parts []string
+	for _, k := range sortedKeys(f) {
+		parts = append(parts, "--"+k+"="+f[k])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
+func readManifest(path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return &m, nil
+}
+
+// shardBase returns the file name prefix of a shard's manifest and summary.
+func shardBase(s Shard) string {
+	return fmt.Sprintf("shard-%d-of-%d", s.Index, s.Count)
+}
+
+func (r *runner) sharded() bool { return r.cfg.Shard.Count > 1 }
+
+func (r *runner) manifestPath() string {
+	if r.sharded() {
+		return filepath.Join(r.cfg.Out, shardsDir, shardBase(r.cfg.Shard)+".manifest.json")
+	}
+	return filepath.Join(r.cfg.Out, manifestFile)
+}
+
+func (r *runner) summaryPath() string {
+	if r.sharded() {
+		return filepath.Join(r.cfg.Out, shardsDir, shardBase(r.cfg.Shard)+".summary.json")
+	}
+	return filepath.Join(r.cfg.Out, summaryFile)
+}
+
+func (r *runner) writeManifest() error {
+	return writeJSON(r.manifestPath(), r.manifest)
+}
+
+// prepareOut creates the output directory and decides what is left to do.
+// A fresh run removes the results of an earlier run in it (all of them;
+// for a shard, its own units' parts and files); other files are left
+// alone. A resumed run keeps the complete parts of its units, after
+// checking that the directory's manifest describes the same run, and
+// removes the rest. Either way the files of a finished run (_SUCCESS,
+// and for a shard the joined manifest and summary) are removed first.
+func (r *runner) prepareOut() error {
+	dir := r.cfg.Out
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create output directory: %w", err)
+	}
+	if r.sharded() {
+		if err := os.MkdirAll(filepath.Join(dir, shardsDir), 0o755); err != nil {
+			return fmt.Errorf("create output directory: %w", err)
+		}
+	}
+	finished := []string{successFile}
+	if r.sharded() {
+		finished = append(finished, manifestFile, summaryFile)
+	}
+	for _, f := range finished {
+		if err := removeIfExists(filepath.Join(dir, f)); err != nil {
+			return err
+		}
+	}
+	if r.cfg.Resume {
+		old, err := readManifest(r.manifestPath())
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			// Nothing to resume: start from the beginning.
+		case err != nil:
+			return err
+		default:
+			if diff := r.manifest.sameRun(old); diff != "" {
+				return &ConfigError{
+					Msg:  fmt.Sprintf("--resume: %s was written by another run: %s", dir, diff),
+					Hint: "give the inputs, verifiers and flags of the interrupted run, or drop --resume to start over",
+				}
+			}
+			return r.resume()
+		}
+	}
+	if r.sharded() {
+		for i := range r.units {
+			if r.cfg.Shard.Has(i) {
+				if err := removeUnit(dir, i); err != nil {
+					return err
+				}
+			}
+		}
+		return removeIfExists(r.summaryPath())
+	}
+	return clearOut(dir)
+}
+
+// resume records the complete parts of this process's units and removes
+// what is left of the others.
+func (r *runner) resume() error {
+	for i := range r.units {
+		if !r.cfg.Shard.Has(i) {
+			continue
+		}
+		if ps := partDone(r.cfg.Out, i, r.manifest.Inputs[i].Part); ps != nil {
+			r.stats[i] = ps
+			r.manifest.complete(i, ps.Rows)
+			continue
+		}
+		if err := removeUnit(r.cfg.Out, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeUnit removes a unit's part files, in every format, and statistics.
+func removeUnit(dir string, unit int) error {
+	for _, sub := range []string{"rewards", "checks"} {
+		for _, f := range []string{columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL} {
+			if err := removeIfExists(filepath.Join(dir, sub, columnar.PartName(unit, f))); err != nil {
+				return err
+			}
+		}
+	}
+	return removeIfExists(statsPath(dir, unit))
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("clear output directory: %w", err)
+	}
+	return nil
+}
+
+// clearOut removes the results of an earlier run in dir: parts, their
+// statistics, shard files, summary and manifest.
+func clearOut(dir string) error {
+	for _, sub := range []string{"rewards", "checks", statsDir, shardsDir} {
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read output directory: %w", err)
+		}
+		for _, e := range entries {
+			n := e.Name()
+			if strings.HasPrefix(n, "part-") || strings.HasPrefix(n, ".part-") || strings.HasPrefix(n, "shard-") {
+				if err := removeIfExists(filepath.Join(dir, sub, n)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, f := range []string{summaryFile, manifestFile} {
+		if err := removeIfExists(filepath.Join(dir, f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishSummary merges the statistics of this process's complete parts
+// into the summary and writes it. Duplicate ids are looked for only when
+// every unit is complete: they need every part read back.
+func (r *runner) finishSummary(complete bool) (*Summary, error) {
+	var parts []*partStats
+	var units []int
+	for i := range r.units {
+		if ps := r.stats[i]; ps != nil {
+			parts = append(parts, ps)
+			units = append(units, i)
+		}
+	}
+	s := mergeStats(parts, r.skipped)
+	s.FailedInputs = append(s.FailedInputs, r.failed...)
+	var err error
+	if complete {
+		s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(r.cfg.Out, r.cfg.Format, units)
+	}
+	elapsed := time.Since(r.start)
+	s.ElapsedSeconds = elapsed.Seconds()
+	if elapsed > 0 {
+		s.RowsPerSecond = float64(s.Rollouts) / elapsed.Seconds()
+	}
+	if wErr := writeJSON(r.summaryPath(), s); wErr != nil && err == nil {
+		err = wErr
+	}
+	return s, err
+}
+
+// markSuccess writes _SUCCESS after an unsharded run completed; a sharded
+// run's is written by Commit.
+func (r *runner) markSuccess() error {
+	if r.sharded() {
+		return nil
+	}
+	return writeSuccess(r.cfg.Out)
+}
+
+func writeSuccess(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, successFile), nil, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, successFile), err)
+	}
+	return nil
+}

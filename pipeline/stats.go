@@ -1,0 +1,252 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
+)
+
+// statsDir holds one statistics file per completed part, written before the
+// part is renamed into place. summary.json is always the merge of these
+// files in unit order, whether the parts were written by one process, by a
+// resumed run or by shard processes, so the summary of any of these runs is
+// the same, float for float.
+const statsDir = "_stats"
+
+// maxDuplicateList bounds the duplicate rollout ids listed in the summary.
+const maxDuplicateList = 100
+
+// rawCounts is Counts with the sums that merging needs; float64 values
+// survive the JSON round trip exactly.
+type rawCounts struct {
+	Rollouts   int64            `json:"rollouts"`
+	Passed     int64            `json:"passed"`
+	Failed     int64            `json:"failed"`
+	Pending    int64            `json:"pending"`
+	Error      int64            `json:"error"`
+	ErrorKinds map[string]int64 `json:"error_kinds,omitempty"`
+	RewardSum  float64          `json:"reward_sum"`
+	RewardN    int64            `json:"reward_n"`
+}
+
+func (c *Counts) raw() rawCounts {
+	return rawCounts{c.Rollouts, c.Passed, c.Failed, c.Pending, c.Error, c.ErrorKinds, c.rewardSum, c.rewardN}
+}
+
+// merge adds r to c.
+func (c *Counts) merge(r rawCounts) {
+	c.Rollouts += r.Rollouts
+	c.Passed += r.Passed
+	c.Failed += r.Failed
+	c.Pending += r.Pending
+	c.Error += r.Error
+	for k, n := range r.ErrorKinds {
+		if c.ErrorKinds == nil {
+			c.ErrorKinds = map[string]int64{}
+		}
+		c.ErrorKinds[k] += n
+	}
+	c.rewardSum += r.RewardSum
+	c.rewardN += r.RewardN
+}
+
+// partStats are the statistics of one completed part.
+type partStats struct {
+	Unit      int                  `json:"unit"`
+	Path      string               `json:"path"`
+	Rows      int64                `json:"rows"`
+	Checks    int64                `json:"checks"`
+	Total     rawCounts            `json:"total"`
+	Verifiers map[string]rawCounts `json:"verifiers"`
+	Tasks     map[string]rawCounts `json:"tasks"`
+}
+
+// newPartStats returns the statistics of a part from the counts gathered
+// while it was written.
+func newPartStats(u *Unit, rows int64, s *Summary) *partStats {
+	ps := &partStats{Unit: u.Index, Path: u.Path, Rows: rows, Checks: s.Checks, Total: s.Counts.raw(),
+		Verifiers: map[string]rawCounts{}, Tasks: map[string]rawCounts{}}
+	for k, c := range s.Verifiers {
+		ps.Verifiers[k] = c.raw()
+	}
+	for k, c := range s.Tasks {
+		ps.Tasks[k] = c.raw()
+	}
+	return ps
+}
+
+func statsPath(dir string, unit int) string {
+	return filepath.Join(dir, statsDir, fmt.Sprintf("part-%05d.json", unit))
+}
+
+func writeStats(dir string, ps *partStats) error {
+	if err := os.MkdirAll(filepath.Join(dir, statsDir), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Join(dir, statsDir), err)
+	}
+	return writeJSON(statsPath(dir, ps.Unit), ps)
+}
+
+func readStats(dir string, unit int) (*partStats, error) {
+	data, err := os.ReadFile(statsPath(dir, unit))
+	if err != nil {
+		return nil, err
+	}
+	var ps partStats
+	if err := json.Unmarshal(data, &ps); err != nil {
+		return nil, fmt.Errorf("read %s: %w", statsPath(dir, unit), err)
+	}
+	if ps.Unit != unit {
+		return nil, fmt.Errorf("read %s: holds unit %d", statsPath(dir, unit), ps.Unit)
+	}
+	return &ps, nil
+}
+
+// partDone returns the statistics of unit's part, named name, when the
+// part is complete in dir: its statistics file and both part files exist
+// under their final names. It returns nil when the part is absent or
+// incomplete.
+func partDone(dir string, unit int, name string) *partStats {
+	for _, sub := range []string{"rewards", "checks"} {
+		if _, err := os.Stat(filepath.Join(dir, sub, name)); err != nil {
+			return nil
+		}
+	}
+	ps, err := readStats(dir, unit)
+	if err != nil {
+		return nil
+	}
+	return ps
+}
+
+// mergeStats merges part statistics, which must be in unit order, into a
+// summary.
+func mergeStats(parts []*partStats, skipped []string) *Summary {
+	s := newSummary(skipped)
+	for _, ps := range parts {
+		s.Counts.merge(ps.Total)
+		s.Checks += ps.Checks
+		for _, k := range sortedKeys(ps.Verifiers) {
+			c := s.Verifiers[k]
+			if c == nil {
+				c = &Counts{}
+				s.Verifiers[k] = c
+			}
+			c.merge(ps.Verifiers[k])
+		}
+		for _, k := range sortedKeys(ps.Tasks) {
+			c := s.Tasks[k]
+			if c == nil {
+				c = &Counts{}
+				s.Tasks[k] = c
+			}
+			c.merge(ps.Tasks[k])
+		}
+	}
+	s.finish()
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// findDuplicates reads the rollout ids back from the rewards parts of units
+// and counts the rows whose id appeared in an earlier row, listing up to
+// maxDuplicateList of the ids concerned in lexicographic order. Ids are
+// first counted by a 64-bit hash; only when hashes repeat are the ids
+// themselves compared, in a second pass.
+func findDuplicates(dir, format string, units []int) (count int64, list []string, err error) {
+	seen := map[uint64]uint8{}
+	repeated := false
+	err = eachRolloutID(dir, format, units, func(id []byte) {
+		h := fnv.New64a()
+		h.Write(id)
+		k := h.Sum64()
+		if seen[k] < 2 {
+			seen[k]++
+		}
+		if seen[k] == 2 {
+			repeated = true
+		}
+	})
+	if err != nil || !repeated {
+		return 0, []string{}, err
+	}
+	ids := map[string]int{}
+	err = eachRolloutID(dir, format, units, func(id []byte) {
+		h := fnv.New64a()
+		h.Write(id)
+		if seen[h.Sum64()] < 2 {
+			return
+		}
+		if n := ids[string(id)]; n > 0 {
+			count++
+		}
+		ids[string(id)]++
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	list = []string{}
+	for id, n := range ids {
+		if n > 1 {
+			list = append(list, id)
+		}
+	}
+	sort.Strings(list)
+	if len(list) > maxDuplicateList {
+		list = list[:maxDuplicateList]
+	}
+	return count, list, nil
+}
+
+// eachRolloutID calls fn with the rollout id of every row of the rewards
+// parts of units, in order. The slice is valid only during the call.
+func eachRolloutID(dir, format string, units []int, fn func(id []byte)) error {
+	fields := columnar.FieldNames{}.WithDefaults()
+	var doc jsonview.Doc
+	for _, u := range units {
+		path := filepath.Join(dir, "rewards", columnar.PartName(u, format))
+		rd, err := columnar.Open(path, columnar.Options{})
+		if err != nil {
+			return fmt.Errorf("read back %s: %w", path, err)
+		}
+		for {
+			b, err := rd.Next(1024)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				rd.Close()
+				return fmt.Errorf("read back %s: %w", path, err)
+			}
+			for i := range b.Rows {
+				row := &b.Rows[i]
+				if b.JSONLines {
+					if _, err := columnar.DecodeLine(row, &fields, &doc); err != nil {
+						b.Release()
+						rd.Close()
+						return fmt.Errorf("read back %s: %w", path, err)
+					}
+				}
+				fn(row.ID.Data)
+			}
+			b.Release()
+		}
+		rd.Close()
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package pipeline
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/gavelhq/gavel/columnar"
+)
+
+// DefaultRowGroupsPerUnit is Config.RowGroupsPerUnit when it is 0.
+const DefaultRowGroupsPerUnit = 16
+
+// splitUnits cuts every Parquet file with more than perUnit row groups into
+// units of perUnit consecutive row groups (the last may hold fewer), and
+// numbers the units in input order. The cut depends only on the files and
+// perUnit, never on --shard, so that a sharded run writes exactly the parts
+// of an unsharded one. A file whose footer cannot be read stays one unit:
+// reading it fails later, as that unit's error.
+func splitUnits(files []Unit, perUnit int) []Unit {
+	var units []Unit
+	for _, u := range files {
+		if u.Format != columnar.InputParquet || u.Path == Stdin {
+			u.Index = len(units)
+			units = append(units, u)
+			continue
+		}
+		groups, err := columnar.ParquetRowGroups(u.Path)
+		if err != nil || groups <= perUnit {
+			u.Index = len(units)
+			units = append(units, u)
+			continue
+		}
+		for first := 0; first < groups; first += perUnit {
+			r := u
+			r.Index = len(units)
+			r.FirstRowGroup = first
+			r.RowGroups = min(perUnit, groups-first)
+			units = append(units, r)
+		}
+	}
+	return units
+}
+
+// Shard selects the input units of one shard process: those whose index
+// modulo Count is Index. The zero value (Count 0) selects every unit.
+type Shard struct {
+	Index int
+	Count int
+}
+
+// String returns "I/N", or "" for the zero Shard.
+func (s Shard) String() string {
+	if s.Count == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", s.Index, s.Count)
+}
+
+// Has reports whether the shard grades unit index.
+func (s Shard) Has(index int) bool {
+	return s.Count <= 1 || index%s.Count == s.Index
+}
+
+// arrayIndexVars are the environment variables that number the tasks of an
+// array job, in the order they are tried. Slurm's is handled apart: its
+// task ids need not start at 0.
+var arrayIndexVars = []string{"JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX", "CLOUD_RUN_TASK_INDEX"}
+
+// ParseShard parses "I/N" (0 <= I < N) or "auto/N", which takes I from the
+// environment of an array job through getenv: JOB_COMPLETION_INDEX
+// (Kubernetes Indexed Job), SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN
+// (Slurm array), AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch) or
+// CLOUD_RUN_TASK_INDEX (Cloud Run jobs). getenv nil means os.Getenv.
+func ParseShard(s string, getenv func(string) string) (Shard, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	is, ns, ok := strings.Cut(s, "/")
+	n, err := strconv.Atoi(ns)
+	if !ok || err != nil || n < 1 {
+		return Shard{}, &ConfigError{Msg: fmt.Sprintf("--shard %q: want I/N or auto/N with N >= 1", s), Hint: "--shard 0/4 or --shard auto/4"}
+	}
+	var i int
+	if is == "auto" {
+		i, err = shardFromEnv(getenv)
+		if err != nil {
+			return Shard{}, err
+		}
+	} else if i, err = strconv.Atoi(is); err != nil {
+		return Shard{}, &ConfigError{Msg: fmt.Sprintf("--shard %q: want I/N or auto/N with N >= 1", s), Hint: "--shard 0/4 or --shard auto/4"}
+	}
+	if i < 0 || i >= n {
+		return Shard{}, &ConfigError{Msg: fmt.Sprintf("--shard %d/%d: the index must be between 0 and %d", i, n, n-1)}
+	}
+	return Shard{Index: i, Count: n}, nil
+}
+
+func shardFromEnv(getenv func(string) string) (int, error) {
+	atoi := func(name string) (int, error) {
+		v := getenv(name)
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return 0, &ConfigError{Msg: fmt.Sprintf("--shard auto: %s=%q is not a number", name, v)}
+		}
+		return n, nil
+	}
+	for _, name := range arrayIndexVars {
+		if getenv(name) != "" {
+			return atoi(name)
+		}
+	}
+	if getenv("SLURM_ARRAY_TASK_ID") != "" {
+		id, err := atoi("SLURM_ARRAY_TASK_ID")
+		if err != nil {
+			return 0, err
+		}
+		lo := 0
+		if getenv("SLURM_ARRAY_TASK_MIN") != "" {
+			if lo, err = atoi("SLURM_ARRAY_TASK_MIN"); err != nil {
+				return 0, err
+			}
+		}
+		return id - lo, nil
+	}
+	return 0, &ConfigError{
+		Msg:  "--shard auto: no array-job index in the environment",
+		Hint: "set JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID, AWS_BATCH_JOB_ARRAY_INDEX or CLOUD_RUN_TASK_INDEX, or give --shard I/N",
+	}
+}
