@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/gen"
+)
+
+// runGenCalendar is `gavel gen --env calendar`: a dataset of TASK-C01
+// rollouts for the built-in calendar spec (SPEC 7.2), with the expected
+// verdicts by construction. It reads the flags runGen parsed; those that
+// only the CRM environment has are refused.
+func runGenCalendar(ctx context.Context, fs *flag.FlagSet, stdout, stderr io.Writer) error {
+	const hint = "gavel gen --env calendar --out calendar.parquet --rollouts 1000"
+	var bad string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "env", "out", "rollouts", "seed", "format", "row-group-rows", "expected", "quiet":
+		default:
+			bad = f.Name
+		}
+	})
+	if bad != "" {
+		return usagef(hint, "--%s is not supported with --env calendar", bad)
+	}
+	get := func(name string) string { return fs.Lookup(name).Value.String() }
+	out := get("out")
+	if out == "" {
+		return usagef(hint, "--out must not be empty")
+	}
+	rollouts, _ := strconv.Atoi(get("rollouts"))
+	seed, _ := strconv.ParseUint(get("seed"), 10, 64)
+	rowGroup, _ := strconv.Atoi(get("row-group-rows"))
+	if rollouts < 1 {
+		return usagef(hint, "--rollouts must be at least 1, got %d", rollouts)
+	}
+	format := columnar.DatasetFormat(get("format"))
+	if format == "" {
+		f, ok := columnar.DatasetFormatOf(out)
+		if !ok {
+			return usagef(hint, "--out %s: unknown dataset extension (use .parquet, .jsonl or .jsonl.zst, or --format)", out)
+		}
+		format = f
+	}
+	expPath := get("expected")
+	if expPath == "" {
+		expPath = out + ".expected.json"
+	}
+	cfg := gen.CalendarConfig{Format: format, Rollouts: rollouts, Seed: seed, RowGroupRows: rowGroup}
+	var exp *gen.CalendarExpected
+	err := writeAtomic(out, func(w io.Writer) error {
+		var err error
+		exp, err = gen.GenerateCalendar(ctx, cfg, w)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	exp.Dataset = out
+	js, err := json.MarshalIndent(exp, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(expPath, func(w io.Writer) error {
+		_, err := w.Write(append(js, '\n'))
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := exp.WriteTable(stdout); err != nil {
+		return err
+	}
+	if get("quiet") != "true" {
+		fmt.Fprintf(stderr, "wrote %s and %s\ngrade it with: gavel grade %s\n", out, expPath, out)
+	}
+	return nil
+}
+
+// writeAtomic writes a file under a temporary name in its directory and
+// renames it into place when write succeeds.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,32 @@
+package spec
+
+import (
+	_ "embed"
+	"sync"
+
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// calendarSpec is the calendar reference environment (SPEC 7.2).
+//
+//go:embed calendar.yaml
+var calendarSpec []byte
+
+// CalendarSource is the name the built-in calendar spec is loaded under; it
+// is the Source prefix of its verifiers.
+const CalendarSource = "verifiers/spec/calendar.yaml"
+
+// Builtin returns the spec verifiers built into gavel: the calendar
+// reference environment. It loads them once; every call returns a new
+// slice of the same verifiers, which callers must not modify.
+func Builtin() []*verifiers.Verifier {
+	return append([]*verifiers.Verifier(nil), builtin()...)
+}
+
+var builtin = sync.OnceValue(func() []*verifiers.Verifier {
+	vs, err := Parse(CalendarSource, calendarSpec)
+	if err != nil {
+		panic("spec: built-in calendar spec: " + err.Error())
+	}
+	return vs
+})

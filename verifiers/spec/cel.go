@@ -1,0 +1,793 @@
+package spec
+
+// CEL expressions (SPEC 5.2 `expr` checks, `detail`, and `{expr: ...}`
+// values) read the rollout through lazy wrappers over jsonview values, not
+// through maps built from whole states:
+//
+//   - An object is a *celObj, a CEL map (traits.Mapper) whose field access
+//     and `in` call jsonview's Get on the state bytes where they lie, and
+//     whose iteration (all, exists, filter, map) yields its keys in
+//     document order. An array is a *celList (traits.Lister). Scalars are
+//     converted only when read: strings to types.String (a view of the
+//     state bytes, not a copy, valid during the evaluation), numbers to
+//     types.Double (so numbers compare by value: 1 == 1.0), booleans, null.
+//   - The wrappers live in a per-Grade arena (celScratch), so that walking
+//     into an object allocates nothing; it is reset after each evaluation,
+//     whose result is converted to Go or JSON text before it is.
+//   - A missing state, task or meta reads as an empty map, a missing log as
+//     an empty list, so `has(final.events)` is false for a missing state.
+//
+// Programs are compiled and planned once, at load, with a cost limit: an
+// evaluation whose cost exceeds it (a runaway comprehension) stops with an
+// error, which makes the check's status error, never a hang.
+//
+// Rejected: converting states to map[string]any (or structpb) per rollout,
+// which parses and allocates the whole state for expressions that usually
+// read a few fields.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+	"cel.dev/cel-go/ext"
+	"cel.dev/cel-go/interpreter"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// CostLimit is the CEL cost limit of one evaluation: roughly the number of
+// operations, each comprehension step and function call counting at least
+// one. An expression exceeding it ends its check in status error.
+const CostLimit = 1_000_000
+
+// celEnv is the environment every spec expression is compiled in.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(append(celLibrary(),
+		cel.Variable("final", cel.DynType),
+		cel.Variable("initial", cel.DynType),
+		cel.Variable("output", cel.StringType),
+		cel.Variable("log", cel.DynType),
+		cel.Variable("task", cel.DynType),
+		cel.Variable("meta", cel.DynType))...)
+})
+
+// letEnv is the environment of let expressions: only the initial state and
+// the task are in scope, which is what makes their values shareable by
+// every rollout of one initial state.
+var letEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(append(celLibrary(),
+		cel.Variable("initial", cel.DynType),
+		cel.Variable("task", cel.DynType))...)
+})
+
+// celLibrary returns the options and functions every spec environment has.
+func celLibrary() []cel.EnvOption {
+	return []cel.EnvOption{
+		cel.CrossTypeNumericComparisons(true),
+		ext.Strings(),
+		ext.Bindings(),
+		ext.TwoVarComprehensions(),
+		cel.OptionalTypes(),
+		cel.Function("object_contains",
+			cel.Overload("object_contains_dyn_dyn", []*cel.Type{cel.DynType, cel.DynType}, cel.BoolType,
+				cel.BinaryBinding(celObjectContains))),
+		cel.Function("count",
+			cel.Overload("count_dyn", []*cel.Type{cel.DynType}, cel.IntType,
+				cel.UnaryBinding(celCount))),
+		cel.Function("numbers_in",
+			cel.Overload("numbers_in_string", []*cel.Type{cel.StringType}, cel.ListType(cel.DoubleType),
+				cel.UnaryBinding(celNumbersIn))),
+		cel.Function("states_number",
+			cel.Overload("states_number_string_dyn", []*cel.Type{cel.StringType, cel.DynType}, cel.BoolType,
+				cel.BinaryBinding(func(text, value ref.Val) ref.Val {
+					return celStatesNumber(text, value, types.Double(verifiers.DefaultTolerance))
+				})),
+			cel.Overload("states_number_string_dyn_dyn", []*cel.Type{cel.StringType, cel.DynType, cel.DynType}, cel.BoolType,
+				cel.FunctionBinding(func(args ...ref.Val) ref.Val {
+					return celStatesNumber(args[0], args[1], args[2])
+				}))),
+	}
+}
+
+// program is a compiled CEL expression.
+type program struct {
+	prg cel.Program
+	src string
+}
+
+// compile compiles a CEL expression found at node n. wantBool requires a
+// bool (or dyn) result type.
+func (l *loader) compile(n *yaml.Node, src string, wantBool bool) *program {
+	env := l.env
+	if env == nil {
+		var err error
+		if env, err = celEnv(); err != nil {
+			l.problem(n, "", "CEL environment: %v", err)
+			return nil
+		}
+	}
+	return l.compileIn(env, n, src, wantBool)
+}
+
+// compileIn compiles a CEL expression in env.
+func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool bool) *program {
+	ast, iss := env.Compile(src)
+	if iss.Err() != nil {
+		l.problem(n, "CEL variables: final, initial, output, log, task, meta; functions: object_contains, count, numbers_in, states_number",
+			"CEL expression does not compile: %v", iss.Err())
+		return nil
+	}
+	if wantBool {
+		if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
+			l.problem(n, "compare the value, e.g. count(x) > 0", "expr must evaluate to a bool, not %s", t)
+			return nil
+		}
+	}
+	prg, err := env.Program(ast, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		l.problem(n, "", "CEL expression: %v", err)
+		return nil
+	}
+	return &program{prg: prg, src: src}
+}
+
+// eval evaluates the program on rollout r and hands the result to use
+// before the arena is reset.
+func (p *program) eval(r *verifiers.Rollout, s *scratch, use func(ref.Val) error) error {
+	act := s.cel.bind(r)
+	defer s.cel.reset()
+	out, _, err := p.prg.Eval(act)
+	if err != nil {
+		var cancelled interpreter.EvalCancelledError
+		if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
+			return fmt.Errorf("expression exceeded the cost limit (%d)", CostLimit)
+		}
+		return err
+	}
+	return use(out)
+}
+
+// evalJSON evaluates the program and returns its value parsed into the
+// scratch's expression document, and as JSON text.
+func (p *program) evalJSON(r *verifiers.Rollout, s *scratch) (jsonview.Value, string, error) {
+	var text string
+	err := p.eval(r, s, func(v ref.Val) error {
+		b, err := appendCEL(s.buf[:0], v)
+		s.buf = b[:0]
+		text = string(b)
+		return err
+	})
+	if err != nil {
+		return jsonview.Value{}, "", err
+	}
+	v, err := s.exprDoc.Parse([]byte(text))
+	if err != nil {
+		return jsonview.Value{}, "", fmt.Errorf("value is not JSON: %w", err)
+	}
+	return v, text, nil
+}
+
+// gradeExpr runs an expr check.
+func (c *check) gradeExpr(r *verifiers.Rollout, s *scratch, out verifiers.Check) verifiers.Check {
+	var ok bool
+	err := c.expr.eval(r, s, func(v ref.Val) error {
+		b, isBool := v.(types.Bool)
+		if !isBool {
+			return fmt.Errorf("expr evaluated to %s, not a bool", v.Type().TypeName())
+		}
+		ok = bool(b)
+		return nil
+	})
+	if err != nil {
+		out.Status, out.Detail = verifiers.Error, "expr: "+err.Error()
+		return out
+	}
+	out.Status = verifiers.Fail
+	out.Actual = "false"
+	if ok {
+		out.Status, out.Actual = verifiers.Pass, "true"
+	}
+	out.Detail = "expr is " + out.Actual
+	if c.detail != nil {
+		err := c.detail.eval(r, s, func(v ref.Val) error {
+			if str, isStr := v.(types.String); isStr {
+				out.Detail = string(str) // copied: it may view the state
+				out.Detail = string([]byte(out.Detail))
+				return nil
+			}
+			b, err := appendCEL(nil, v)
+			out.Detail = string(b)
+			return err
+		})
+		if err != nil {
+			out.Detail = "expr is " + out.Actual + " (detail: " + err.Error() + ")"
+		}
+	}
+	return out
+}
+
+// celScratch is the per-Grade memory of CEL evaluations: the activation and
+// an arena of wrappers.
+type celScratch struct {
+	act   activation
+	objs  []celObj
+	lists []celList
+	lets  *letValues // the let values of the rollout being graded, if any
+}
+
+// arenaChunk is how many wrappers of a kind one arena block holds.
+const arenaChunk = 256
+
+func (c *celScratch) bind(r *verifiers.Rollout) *activation {
+	c.act = activation{s: c}
+	c.act.final = c.obj(r.Final)
+	c.act.initial = c.obj(r.Initial)
+	c.act.output = types.String(r.Output)
+	c.act.log = c.list(r.Log)
+	c.act.task = c.obj(r.Task)
+	c.act.meta = c.obj(r.Meta)
+	return &c.act
+}
+
+// reset forgets the wrappers of the last evaluation. Blocks that filled up
+// were replaced by new ones and are left to the collector, since values of
+// the evaluation could still point into them until it returned.
+func (c *celScratch) reset() {
+	c.objs = c.objs[:0]
+	c.lists = c.lists[:0]
+	c.act = activation{}
+}
+
+func (c *celScratch) obj(v jsonview.Value) *celObj {
+	if len(c.objs) == cap(c.objs) {
+		c.objs = make([]celObj, 0, arenaChunk)
+	}
+	c.objs = append(c.objs, celObj{v: v, s: c})
+	return &c.objs[len(c.objs)-1]
+}
+
+func (c *celScratch) list(v jsonview.Value) *celList {
+	if len(c.lists) == cap(c.lists) {
+		c.lists = make([]celList, 0, arenaChunk)
+	}
+	c.lists = append(c.lists, celList{v: v, s: c})
+	return &c.lists[len(c.lists)-1]
+}
+
+// wrap converts a state value to a CEL value.
+func (c *celScratch) wrap(v jsonview.Value) ref.Val {
+	switch v.Kind() {
+	case jsonview.Missing, jsonview.Null:
+		return types.NullValue
+	case jsonview.True:
+		return types.True
+	case jsonview.False:
+		return types.False
+	case jsonview.Number:
+		f, _ := v.Float()
+		return types.Double(f)
+	case jsonview.String:
+		b, _ := v.Str()
+		return types.String(unsafe.String(unsafe.SliceData(b), len(b)))
+	case jsonview.Array:
+		return c.list(v)
+	}
+	return c.obj(v)
+}
+
+// activation resolves the CEL variables of one rollout.
+type activation struct {
+	s                          *celScratch
+	final, initial, task, meta *celObj
+	log                        *celList
+	output                     types.String
+}
+
+// resolveLet resolves a let name of the verifier being graded.
+func (a *activation) resolveLet(name string) (any, bool) {
+	lv := a.s.lets
+	if lv == nil {
+		return nil, false
+	}
+	for i, n := range lv.set.names {
+		if n == name {
+			if lv.err != nil {
+				return types.NewErr("%v", lv.err), true
+			}
+			return a.s.wrap(lv.vals[i]), true
+		}
+	}
+	return nil, false
+}
+
+// ResolveName implements interpreter.Activation.
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case "final":
+		return a.final, true
+	case "initial":
+		return a.initial, true
+	case "output":
+		return a.output, true
+	case "log":
+		return a.log, true
+	case "task":
+		return a.task, true
+	case "meta":
+		return a.meta, true
+	}
+	return a.resolveLet(name)
+}
+
+// Parent implements interpreter.Activation.
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// celObj is a JSON object (or a missing value, read as an empty object) as
+// a CEL map.
+type celObj struct {
+	v jsonview.Value
+	s *celScratch
+}
+
+var (
+	_ traits.Mapper   = (*celObj)(nil)
+	_ traits.Lister   = (*celList)(nil)
+	_ traits.Foldable = (*celObj)(nil)
+	_ traits.Foldable = (*celList)(nil)
+)
+
+func (o *celObj) ConvertToNative(t reflect.Type) (any, error) { return convertNative(o.v, t) }
+
+func (o *celObj) ConvertToType(t ref.Type) ref.Val {
+	switch t {
+	case types.MapType:
+		return o
+	case types.TypeType:
+		return types.MapType
+	}
+	return types.NewErr("type conversion error from map to '%s'", t)
+}
+
+func (o *celObj) Equal(other ref.Val) ref.Val {
+	if x, ok := other.(*celObj); ok {
+		return types.Bool(jsonview.Equal(o.object(), x.object()))
+	}
+	m, ok := other.(traits.Mapper)
+	if !ok {
+		return types.False
+	}
+	if m.Size() != o.Size() {
+		return types.False
+	}
+	it := m.Iterator()
+	for it.HasNext() == types.True {
+		k := it.Next()
+		mine, found := o.Find(k)
+		if !found || types.Equal(mine, m.Get(k)) != types.True {
+			return types.False
+		}
+	}
+	return types.True
+}
+
+// object returns the object, or an empty object for a missing value, so
+// that two missing states compare equal as two empty objects do.
+func (o *celObj) object() jsonview.Value {
+	if !o.v.Exists() {
+		return emptyObject
+	}
+	return o.v
+}
+
+var emptyObject = constant([]byte("{}"))
+
+func (o *celObj) Type() ref.Type { return types.MapType }
+func (o *celObj) Value() any     { return o.v }
+
+func (o *celObj) Contains(key ref.Val) ref.Val {
+	_, found := o.Find(key)
+	return types.Bool(found)
+}
+
+func (o *celObj) Get(key ref.Val) ref.Val {
+	v, found := o.Find(key)
+	if !found {
+		if types.IsError(v) {
+			return v
+		}
+		return types.NewErr("no such key: %v", key)
+	}
+	return v
+}
+
+func (o *celObj) Find(key ref.Val) (ref.Val, bool) {
+	k, ok := key.(types.String)
+	if !ok {
+		return nil, false // JSON objects have only string keys
+	}
+	v := o.v.Get(string(k))
+	if !v.Exists() {
+		return nil, false
+	}
+	return o.s.wrap(v), true
+}
+
+func (o *celObj) Size() ref.Val { return types.Int(o.v.Len()) }
+
+// Fold implements traits.Foldable: comprehensions visit the members in
+// document order without looking each key up again.
+func (o *celObj) Fold(f traits.Folder) {
+	keyOnly := false
+	if kf, ok := f.(interface{ FoldKeyOnly() bool }); ok {
+		keyOnly = kf.FoldKeyOnly()
+	}
+	for m := o.v.First(); m.Exists(); m = m.Next() {
+		k := m.Key()
+		key := types.String(unsafe.String(unsafe.SliceData(k), len(k)))
+		var val ref.Val
+		if !keyOnly {
+			val = o.s.wrap(m)
+		}
+		if !f.FoldEntry(key, val) {
+			return
+		}
+	}
+}
+
+func (o *celObj) Iterator() traits.Iterator {
+	return &celIter{next: o.v.First(), keys: true, s: o.s}
+}
+
+// celList is a JSON array (or a missing value, read as an empty list) as a
+// CEL list.
+type celList struct {
+	v jsonview.Value
+	s *celScratch
+}
+
+func (l *celList) ConvertToNative(t reflect.Type) (any, error) { return convertNative(l.v, t) }
+
+func (l *celList) ConvertToType(t ref.Type) ref.Val {
+	switch t {
+	case types.ListType:
+		return l
+	case types.TypeType:
+		return types.ListType
+	}
+	return types.NewErr("type conversion error from list to '%s'", t)
+}
+
+func (l *celList) Equal(other ref.Val) ref.Val {
+	if x, ok := other.(*celList); ok {
+		if l.v.Len() == 0 && x.v.Len() == 0 {
+			return types.True
+		}
+		return types.Bool(jsonview.Equal(l.v, x.v))
+	}
+	o, ok := other.(traits.Lister)
+	if !ok || o.Size() != l.Size() {
+		return types.False
+	}
+	i := 0
+	for e := l.v.First(); e.Exists(); e = e.Next() {
+		if types.Equal(l.s.wrap(e), o.Get(types.Int(i))) != types.True {
+			return types.False
+		}
+		i++
+	}
+	return types.True
+}
+
+func (l *celList) Type() ref.Type { return types.ListType }
+func (l *celList) Value() any     { return l.v }
+
+func (l *celList) Add(other ref.Val) ref.Val {
+	elems := make([]ref.Val, 0, l.v.Len())
+	for e := l.v.First(); e.Exists(); e = e.Next() {
+		elems = append(elems, l.s.wrap(e))
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, elems).Add(other)
+}
+
+func (l *celList) Contains(elem ref.Val) ref.Val {
+	for e := l.v.First(); e.Exists(); e = e.Next() {
+		if types.Equal(l.s.wrap(e), elem) == types.True {
+			return types.True
+		}
+	}
+	return types.False
+}
+
+func (l *celList) Get(index ref.Val) ref.Val {
+	var i int64
+	switch x := index.(type) {
+	case types.Int:
+		i = int64(x)
+	case types.Uint:
+		i = int64(x)
+	case types.Double:
+		if float64(x) != math.Trunc(float64(x)) {
+			return types.NewErr("unsupported index value %v in list", x)
+		}
+		i = int64(x)
+	default:
+		return types.MaybeNoSuchOverloadErr(index)
+	}
+	if i < 0 || i >= int64(l.v.Len()) {
+		return types.NewErr("index out of bounds: %d", i)
+	}
+	return l.s.wrap(l.v.Index(int(i)))
+}
+
+func (l *celList) Size() ref.Val { return types.Int(l.v.Len()) }
+
+// Fold implements traits.Foldable over (index, element) pairs.
+func (l *celList) Fold(f traits.Folder) {
+	i := 0
+	for e := l.v.First(); e.Exists(); e = e.Next() {
+		if !f.FoldEntry(types.Int(i), l.s.wrap(e)) {
+			return
+		}
+		i++
+	}
+}
+
+func (l *celList) Iterator() traits.Iterator {
+	return &celIter{next: l.v.First(), s: l.s}
+}
+
+// celIter iterates the keys of an object or the elements of an array.
+type celIter struct {
+	next jsonview.Value
+	keys bool
+	s    *celScratch
+}
+
+func (it *celIter) ConvertToNative(reflect.Type) (any, error) {
+	return nil, errors.New("iterator cannot be converted")
+}
+func (it *celIter) ConvertToType(ref.Type) ref.Val {
+	return types.NewErr("iterator cannot be converted")
+}
+func (it *celIter) Equal(ref.Val) ref.Val { return types.NewErr("iterators cannot be compared") }
+func (it *celIter) Type() ref.Type        { return types.IteratorType }
+func (it *celIter) Value() any            { return nil }
+
+func (it *celIter) HasNext() ref.Val { return types.Bool(it.next.Exists()) }
+
+func (it *celIter) Next() ref.Val {
+	v := it.next
+	if !v.Exists() {
+		return types.NewErr("iterator exhausted")
+	}
+	it.next = v.Next()
+	if it.keys {
+		k := v.Key()
+		return types.String(unsafe.String(unsafe.SliceData(k), len(k)))
+	}
+	return it.s.wrap(v)
+}
+
+// convertNative decodes a state value into a Go value of type t.
+func convertNative(v jsonview.Value, t reflect.Type) (any, error) {
+	raw := v.Raw()
+	if raw == nil {
+		raw = []byte("null")
+	}
+	p := reflect.New(t)
+	if err := json.Unmarshal(raw, p.Interface()); err != nil {
+		return nil, fmt.Errorf("convert to %s: %w", t, err)
+	}
+	return p.Elem().Interface(), nil
+}
+
+// appendCEL appends a CEL value as JSON text.
+func appendCEL(b []byte, v ref.Val) ([]byte, error) {
+	switch x := v.(type) {
+	case *celObj:
+		if !x.v.Exists() {
+			return append(b, "{}"...), nil
+		}
+		return appendCompact(b, x.v.Raw()), nil
+	case *celList:
+		if !x.v.Exists() {
+			return append(b, "[]"...), nil
+		}
+		return appendCompact(b, x.v.Raw()), nil
+	case types.Bool:
+		return strconv.AppendBool(b, bool(x)), nil
+	case types.Int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case types.Uint:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case types.Double:
+		f := float64(x)
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return b, fmt.Errorf("%v is not a JSON number", f)
+		}
+		if math.Abs(f) < 1e21 {
+			return strconv.AppendFloat(b, f, 'f', -1, 64), nil
+		}
+		return strconv.AppendFloat(b, f, 'g', -1, 64), nil
+	case types.String:
+		q, _ := json.Marshal(string(x))
+		return append(b, q...), nil
+	case types.Null:
+		return append(b, "null"...), nil
+	case traits.Lister:
+		b = append(b, '[')
+		n := int64(x.Size().(types.Int))
+		for i := int64(0); i < n; i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendCEL(b, x.Get(types.Int(i))); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
+	case traits.Mapper:
+		// Keys are sorted: a CEL map's iteration order is not fixed, and
+		// outputs must be byte-identical from run to run.
+		var keys []string
+		it := x.Iterator()
+		for it.HasNext() == types.True {
+			k := it.Next()
+			ks, ok := k.(types.String)
+			if !ok {
+				return b, fmt.Errorf("map key %v is not a string", k)
+			}
+			keys = append(keys, string(ks))
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			q, _ := json.Marshal(k)
+			b = append(append(b, q...), ':')
+			var err error
+			if b, err = appendCEL(b, x.Get(types.String(k))); err != nil {
+				return b, err
+			}
+		}
+		return append(b, '}'), nil
+	}
+	if types.IsError(v) {
+		return b, fmt.Errorf("%v", v)
+	}
+	return b, fmt.Errorf("a %s value cannot be written as JSON", v.Type().TypeName())
+}
+
+func appendCompact(b, raw []byte) []byte {
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, raw); err != nil {
+		return append(b, raw...)
+	}
+	return buf.Bytes()
+}
+
+// celObjectContains implements object_contains(x, pattern): when x is a
+// list, true when some element contains the pattern; otherwise whether x
+// contains it (SPEC 5.3 containment).
+func celObjectContains(x, pattern ref.Val) ref.Val {
+	if l, ok := x.(traits.Lister); ok {
+		if cl, ok := l.(*celList); ok {
+			if cp, ok := pattern.(*celObj); ok {
+				for e := cl.v.First(); e.Exists(); e = e.Next() {
+					if contains(e, cp.v) {
+						return types.True
+					}
+				}
+				return types.False
+			}
+		}
+		it := l.Iterator()
+		for it.HasNext() == types.True {
+			if celContains(it.Next(), pattern) {
+				return types.True
+			}
+		}
+		return types.False
+	}
+	return types.Bool(celContains(x, pattern))
+}
+
+// celContains is containment over CEL values.
+func celContains(v, pattern ref.Val) bool {
+	if a, ok := v.(*celObj); ok {
+		if b, ok := pattern.(*celObj); ok {
+			return contains(a.v, b.v)
+		}
+	}
+	pm, ok := pattern.(traits.Mapper)
+	if !ok {
+		return types.Equal(v, pattern) == types.True
+	}
+	vm, ok := v.(traits.Mapper)
+	if !ok {
+		return false
+	}
+	it := pm.Iterator()
+	for it.HasNext() == types.True {
+		k := it.Next()
+		x, found := vm.Find(k)
+		if !found || !celContains(x, pm.Get(k)) {
+			return false
+		}
+	}
+	return true
+}
+
+// celCount implements count(x): the size of a list or map, 0 for null.
+func celCount(x ref.Val) ref.Val {
+	if x == types.NullValue {
+		return types.Int(0)
+	}
+	if s, ok := x.(traits.Sizer); ok {
+		if _, isStr := x.(types.String); !isStr {
+			return s.Size()
+		}
+	}
+	return types.NewErr("count needs a list or a map, not %s", x.Type().TypeName())
+}
+
+// celNumbersIn implements numbers_in(text) with verifiers.NumbersIn.
+func celNumbersIn(text ref.Val) ref.Val {
+	s, ok := text.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(text)
+	}
+	nums := verifiers.NumbersIn(string(s))
+	elems := make([]ref.Val, len(nums))
+	for i, f := range nums {
+		elems[i] = types.Double(f)
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, elems)
+}
+
+// celStatesNumber implements states_number(text, value[, tol]) with
+// verifiers.StatesNumber.
+func celStatesNumber(text, value, tol ref.Val) ref.Val {
+	s, ok := text.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(text)
+	}
+	v, ok := celNumber(value)
+	if !ok {
+		return types.NewErr("states_number needs a number, not %s", value.Type().TypeName())
+	}
+	t, ok := celNumber(tol)
+	if !ok {
+		return types.NewErr("states_number needs a number tolerance, not %s", tol.Type().TypeName())
+	}
+	return types.Bool(verifiers.StatesNumber(string(s), v, t))
+}
+
+func celNumber(v ref.Val) (float64, bool) {
+	switch x := v.(type) {
+	case types.Double:
+		return float64(x), true
+	case types.Int:
+		return float64(x), true
+	case types.Uint:
+		return float64(x), true
+	}
+	return 0, false
+}

@@ -1,0 +1,572 @@
+package spec
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// checkKind is a check's type.
+type checkKind uint8
+
+const (
+	kindState checkKind = iota
+	kindLog
+	kindSequential
+	kindManual
+	kindRubric
+	kindExpr
+)
+
+var checkKinds = map[string]checkKind{
+	"state": kindState, "log": kindLog, "sequential": kindSequential,
+	"manual": kindManual, "rubric": kindRubric, "expr": kindExpr,
+}
+
+// comparator is an assert's comparator.
+type comparator uint8
+
+const (
+	cmpEq comparator = iota
+	cmpNeq
+	cmpGt
+	cmpGte
+	cmpLt
+	cmpLte
+	cmpIn
+	cmpContains
+	cmpRegex
+	cmpDeepEqual
+)
+
+var comparators = map[string]comparator{
+	"eq": cmpEq, "neq": cmpNeq, "gt": cmpGt, "gte": cmpGte, "lt": cmpLt, "lte": cmpLte,
+	"in": cmpIn, "contains": cmpContains, "regex": cmpRegex, "deep_equal": cmpDeepEqual,
+}
+
+// function is an assert's function.
+type function uint8
+
+const (
+	fnNone function = iota
+	fnObjectContains
+	fnCount
+	fnSum
+	fnMin
+	fnMax
+	fnExists
+	fnGet
+)
+
+var functions = map[string]function{
+	"object_contains": fnObjectContains, "count": fnCount, "sum": fnSum,
+	"min": fnMin, "max": fnMax, "exists": fnExists, "get": fnGet,
+}
+
+// check is one compiled check.
+type check struct {
+	id, label string
+	required  bool
+	kind      checkKind
+
+	table     []string // state: the dotted table path
+	tableText string
+	initial   bool // state: read the initial state
+
+	manual *ManualFunc // manual
+	args   []jsonview.Value
+
+	steps     []jsonview.Value // sequential
+	stepsText string
+
+	rubric string // rubric
+
+	expr, detail *program // expr
+
+	asserts []*assert
+}
+
+// assert is one compiled assert.
+type assert struct {
+	cmp     comparator
+	cmpName string
+	fn      function
+	path    Path
+	pattern jsonview.Value // object_contains
+
+	value     jsonview.Value // a literal value
+	valueText string         // its compact JSON text
+	valueExpr *program       // or {expr: ...}
+	re        *regexp.Regexp // regex with a literal pattern
+
+	call string // the compared expression for details: "count(_result)"
+}
+
+// loader collects the problems of one file.
+type loader struct {
+	file     string
+	problems Problems
+	env      *cel.Env // the verifier's CEL environment (with its lets); nil: celEnv
+}
+
+func (l *loader) problem(n *yaml.Node, hint, format string, args ...any) {
+	p := Problem{File: l.file, Msg: fmt.Sprintf(format, args...), Hint: hint}
+	if n != nil {
+		p.Line, p.Column = n.Line, n.Column
+	}
+	l.problems = append(l.problems, p)
+}
+
+// fields checks that n is a mapping with known keys and returns its
+// members by key. Unknown keys and repeated keys are problems.
+func (l *loader) fields(n *yaml.Node, what string, known ...string) (map[string]*yaml.Node, bool) {
+	if n.Kind != yaml.MappingNode {
+		l.problem(n, "", "%s must be an object, not %s", what, kindName(n))
+		return nil, false
+	}
+	m := make(map[string]*yaml.Node, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		if _, dup := m[k.Value]; dup {
+			l.problem(k, "remove one of them", "duplicate key %q in %s", k.Value, what)
+			continue
+		}
+		if !slices.Contains(known, k.Value) {
+			l.problem(k, "known fields: "+strings.Join(known, ", "), "unknown field %q in %s", k.Value, what)
+			continue
+		}
+		m[k.Value] = v
+	}
+	return m, true
+}
+
+// str reads a required (or optional) string field.
+func (l *loader) str(m map[string]*yaml.Node, parent *yaml.Node, key, what string, required bool) (string, *yaml.Node) {
+	n := m[key]
+	if n == nil {
+		if required {
+			l.problem(parent, "add "+key+": ...", "%s has no %s", what, key)
+		}
+		return "", nil
+	}
+	if !isString(n) || (required && n.Value == "") {
+		l.problem(n, "", "%s of %s must be a non-empty string, not %s", key, what, kindName(n))
+		return "", nil
+	}
+	return n.Value, n
+}
+
+// Parse reads one spec file's text and returns its verifiers; name is the
+// file's path, used in Source and in problems. An invalid spec returns nil
+// and a Problems.
+func Parse(name string, data []byte) ([]*verifiers.Verifier, error) {
+	l := &loader{file: name}
+	root, err := parseYAML(data)
+	if err != nil {
+		line := 0
+		fmt.Sscanf(yamlErrLine(err.Error()), "%d", &line)
+		l.problems = append(l.problems, Problem{File: name, Line: line, Column: 1, Msg: "not valid YAML or JSON: " + err.Error()})
+		return nil, l.problems
+	}
+	if root == nil {
+		l.problems = append(l.problems, Problem{File: name, Msg: "empty spec file", Hint: "a spec file holds verifiers: [...]"})
+		return nil, l.problems
+	}
+	if root.Kind == yaml.SequenceNode {
+		l.problem(root, `wrap the checks: {"verifiers": [{"id": ..., "task": ..., "name": ..., "checks": [...]}]}`, "the spec file must be an object holding verifiers, not a list")
+		return nil, l.problems
+	}
+	top, ok := l.fields(root, "the spec file", "verifiers")
+	if !ok {
+		return nil, l.problems
+	}
+	list := top["verifiers"]
+	if list == nil {
+		l.problem(root, "a spec file holds verifiers: [...]", "the spec file has no verifiers")
+		return nil, l.problems
+	}
+	if list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
+		l.problem(list, "", "verifiers must be a non-empty list, not %s", kindName(list))
+		return nil, l.problems
+	}
+	var out []*verifiers.Verifier
+	ids := map[string]*yaml.Node{}
+	for _, vn := range list.Content {
+		v := l.verifier(resolve(vn))
+		if v == nil {
+			continue
+		}
+		if prev := ids[v.ID]; prev != nil {
+			l.problem(vn, "give each verifier its own id", "duplicate verifier id %q (also at line %d)", v.ID, prev.Line)
+			continue
+		}
+		ids[v.ID] = vn
+		out = append(out, v)
+	}
+	if len(l.problems) > 0 {
+		return nil, l.problems
+	}
+	return out, nil
+}
+
+// yamlErrLine extracts the line number of a yaml error ("yaml: line 3: ...").
+func yamlErrLine(msg string) string {
+	if _, rest, ok := strings.Cut(msg, "line "); ok {
+		if end := strings.IndexAny(rest, ": "); end > 0 {
+			return rest[:end]
+		}
+	}
+	return "0"
+}
+
+// verifier compiles one verifier node; nil when it has problems.
+func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
+	before := len(l.problems)
+	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "description")
+	if !ok {
+		return nil
+	}
+	id, _ := l.str(m, n, "id", "a verifier", true)
+	what := "verifier " + strconv.Quote(id)
+	lets := l.lets(m["let"], what)
+	defer func() { l.env = nil }()
+	name, _ := l.str(m, n, "name", what, true)
+	var tasks []string
+	switch t, ts := m["task"], m["tasks"]; {
+	case t != nil && ts != nil:
+		l.problem(ts, "use task: for one task, tasks: for several", "%s has both task and tasks", what)
+	case t != nil:
+		if s, _ := l.str(m, n, "task", what, true); s != "" {
+			tasks = []string{s}
+		}
+	case ts != nil:
+		if ts.Kind != yaml.SequenceNode || len(ts.Content) == 0 {
+			l.problem(ts, "", "tasks of %s must be a non-empty list of task ids", what)
+			break
+		}
+		for _, c := range ts.Content {
+			c = resolve(c)
+			if !isString(c) || c.Value == "" {
+				l.problem(c, "", "a task id must be a non-empty string, not %s", kindName(c))
+				continue
+			}
+			tasks = append(tasks, c.Value)
+		}
+	default:
+		l.problem(n, "add task: TASK-ID", "%s binds no task", what)
+	}
+	var checks []*check
+	cn := m["checks"]
+	if cn == nil {
+		l.problem(n, "add checks: [...]", "%s has no checks", what)
+	} else if cn.Kind != yaml.SequenceNode || len(cn.Content) == 0 {
+		l.problem(cn, "", "checks of %s must be a non-empty list, not %s", what, kindName(cn))
+	} else {
+		seen := map[string]int{}
+		for _, c := range cn.Content {
+			c = resolve(c)
+			ch := l.check(c, what)
+			if ch == nil {
+				continue
+			}
+			if line, dup := seen[ch.id]; dup {
+				l.problem(c, "give each check of a verifier its own id", "duplicate check id %q in %s (also at line %d)", ch.id, what, line)
+				continue
+			}
+			seen[ch.id] = c.Line
+			checks = append(checks, ch)
+		}
+		required := false
+		for _, ch := range checks {
+			required = required || ch.required
+		}
+		if len(checks) > 0 && !required {
+			l.problem(cn, "a verifier needs a check without optional: true", "%s has no required check", what)
+		}
+	}
+	if len(l.problems) > before {
+		return nil
+	}
+	def, _, err := jsonText(n, true)
+	if err != nil {
+		l.problem(n, "", "%s: %v", what, err)
+		return nil
+	}
+	return &verifiers.Verifier{
+		ID:         id,
+		Name:       name,
+		Tasks:      tasks,
+		Grade:      newGrader(checks, lets),
+		Source:     l.file + ":" + strconv.Itoa(n.Line),
+		Definition: string(def),
+	}
+}
+
+var checkFields = []string{"id", "type", "label", "optional", "asserts", "table", "state",
+	"function", "function_args", "steps", "rubric", "expr", "detail", "description"}
+
+// check compiles one check node; nil when it has problems.
+func (l *loader) check(n *yaml.Node, verifier string) *check {
+	before := len(l.problems)
+	m, ok := l.fields(n, "a check of "+verifier, checkFields...)
+	if !ok {
+		return nil
+	}
+	c := &check{required: true}
+	c.id, _ = l.str(m, n, "id", "a check of "+verifier, true)
+	what := "check " + strconv.Quote(c.id)
+	typ, tn := l.str(m, n, "type", what, true)
+	if tn != nil {
+		k, ok := checkKinds[typ]
+		if !ok {
+			l.problem(tn, "one of state, log, sequential, manual, rubric, expr", "unknown check type %q", typ)
+			return nil
+		}
+		c.kind = k
+	}
+	c.label = c.id
+	if s, _ := l.str(m, n, "label", what, false); s != "" {
+		c.label = s
+	}
+	if on := m["optional"]; on != nil {
+		var opt bool
+		if on.Kind != yaml.ScalarNode || on.ShortTag() != "!!bool" || on.Decode(&opt) != nil {
+			l.problem(on, "optional: true or optional: false", "optional of %s must be a boolean, not %s", what, kindName(on))
+		}
+		c.required = !opt
+	}
+	// Fields that belong to other types are problems: they would be ignored.
+	allowed := map[checkKind][]string{
+		kindState:      {"table", "state"},
+		kindManual:     {"function", "function_args"},
+		kindSequential: {"steps"},
+		kindRubric:     {"rubric"},
+		kindExpr:       {"expr", "detail"},
+	}
+	for _, f := range []string{"table", "state", "function", "function_args", "steps", "rubric", "expr", "detail"} {
+		if fn := m[f]; fn != nil && !slices.Contains(allowed[c.kind], f) {
+			l.problem(fn, "remove it, or change the check's type", "%s is not a field of %s checks", f, typ)
+		}
+	}
+	switch c.kind {
+	case kindState:
+		table, tn := l.str(m, n, "table", what, true)
+		if tn != nil {
+			fields, err := parseFields(table)
+			if err != nil {
+				l.problem(tn, "a table is a dotted path such as crm.deals", "table %q: %v", table, err)
+			}
+			c.table, c.tableText = fields, table
+		}
+		if s, sn := l.str(m, n, "state", what, false); sn != nil {
+			switch s {
+			case "initial":
+				c.initial = true
+			case "final":
+			default:
+				l.problem(sn, "state: initial or state: final", "state of %s must be initial or final, not %q", what, s)
+			}
+		}
+	case kindManual:
+		name, fnode := l.str(m, n, "function", what, true)
+		if fnode != nil {
+			f := lookupManual(name)
+			if f == nil {
+				l.problem(fnode, "known manual functions: "+strings.Join(manualNames(), ", "), "unknown manual function %q", name)
+			} else {
+				c.manual = f
+			}
+		}
+		var argNodes []*yaml.Node
+		if an := m["function_args"]; an != nil {
+			if an.Kind != yaml.SequenceNode {
+				l.problem(an, "", "function_args of %s must be a list, not %s", what, kindName(an))
+			} else {
+				for _, a := range an.Content {
+					text, bad, err := jsonText(a, false)
+					if err != nil {
+						l.problem(bad, "", "%v", err)
+						continue
+					}
+					c.args = append(c.args, constant(text))
+					argNodes = append(argNodes, resolve(a))
+				}
+			}
+		}
+		if c.manual != nil && len(l.problems) == before {
+			if err := c.manual.checkArgs(c.args); err != nil {
+				at := fnode
+				if an := m["function_args"]; an != nil {
+					at = an
+				}
+				l.problem(at, c.manual.Usage, "%s: %v", c.manual.Name, err)
+			}
+		}
+	case kindSequential:
+		sn := m["steps"]
+		if sn == nil {
+			l.problem(n, `add steps: [{"eventType": "click", ...}, ...]`, "%s has no steps", what)
+		} else if sn.Kind != yaml.SequenceNode || len(sn.Content) == 0 {
+			l.problem(sn, "", "steps of %s must be a non-empty list of patterns", what)
+		} else {
+			for _, s := range sn.Content {
+				text, bad, err := jsonText(s, false)
+				if err != nil {
+					l.problem(bad, "", "%v", err)
+					continue
+				}
+				c.steps = append(c.steps, constant(text))
+			}
+			text, _, _ := jsonText(sn, false)
+			c.stepsText = string(text)
+		}
+	case kindRubric:
+		c.rubric, _ = l.str(m, n, "rubric", what, true)
+	case kindExpr:
+		src, en := l.str(m, n, "expr", what, true)
+		if en != nil {
+			c.expr = l.compile(en, src, true)
+		}
+		if src, dn := l.str(m, n, "detail", what, false); dn != nil {
+			c.detail = l.compile(dn, src, false)
+		}
+	}
+	an := m["asserts"]
+	switch {
+	case an == nil:
+		switch c.kind {
+		case kindSequential, kindRubric, kindExpr:
+		default:
+			l.problem(n, "add asserts: [{comparator: eq, value: ...}]", "%s has no asserts", what)
+		}
+	case an.Kind != yaml.SequenceNode:
+		l.problem(an, "", "asserts of %s must be a list, not %s", what, kindName(an))
+	case len(an.Content) == 0:
+		l.problem(an, "add an assert, or remove asserts", "%s has an empty asserts list", what)
+	default:
+		if c.kind == kindRubric || c.kind == kindExpr {
+			l.problem(an, "remove asserts", "%s checks take no asserts", typ)
+			break
+		}
+		for _, a := range an.Content {
+			if as := l.assert(resolve(a), what); as != nil {
+				c.asserts = append(c.asserts, as)
+			}
+		}
+	}
+	if len(l.problems) > before {
+		return nil
+	}
+	return c
+}
+
+// assert compiles one assert node; nil when it has problems.
+func (l *loader) assert(n *yaml.Node, check string) *assert {
+	before := len(l.problems)
+	what := "an assert of " + check
+	m, ok := l.fields(n, what, "comparator", "value", "function", "function_args")
+	if !ok {
+		return nil
+	}
+	a := &assert{}
+	name, cn := l.str(m, n, "comparator", what, true)
+	if cn != nil {
+		c, ok := comparators[name]
+		if !ok {
+			l.problem(cn, "one of eq, neq, gt, gte, lt, lte, in, contains, regex, deep_equal", "unknown comparator %q", name)
+		}
+		a.cmp, a.cmpName = c, name
+	}
+	vn := m["value"]
+	if vn == nil {
+		l.problem(n, "add value: ...", "%s has no value", what)
+	} else if vn.Kind == yaml.MappingNode && len(vn.Content) == 2 && resolve(vn.Content[0]).Value == "expr" {
+		src := resolve(vn.Content[1])
+		if !isString(src) || src.Value == "" {
+			l.problem(src, "", "expr must be a non-empty string")
+		} else {
+			a.valueExpr = l.compile(src, src.Value, false)
+			a.valueText = "{expr: " + strconv.Quote(src.Value) + "}"
+		}
+	} else {
+		text, bad, err := jsonText(vn, false)
+		if err != nil {
+			l.problem(bad, "", "%v", err)
+		} else {
+			a.value, a.valueText = constant(text), string(text)
+			switch {
+			case a.cmp == cmpIn && a.value.Kind() != jsonview.Array:
+				l.problem(vn, "in needs a list value: value: [a, b]", "in compares with a list, not %s", kindName(vn))
+			case a.cmp == cmpRegex && a.value.Kind() != jsonview.String:
+				l.problem(vn, "", "regex needs a string pattern, not %s", kindName(vn))
+			case a.cmp == cmpRegex:
+				s, _ := a.value.Str()
+				re, err := regexp.Compile(string(s))
+				if err != nil {
+					l.problem(vn, "patterns are RE2 syntax", "bad regex: %v", err)
+				}
+				a.re = re
+			}
+		}
+	}
+	if fname, fnode := l.str(m, n, "function", what, false); fnode != nil {
+		f, ok := functions[fname]
+		if !ok {
+			l.problem(fnode, "one of object_contains, count, sum, min, max, exists, get", "unknown function %q", fname)
+			return nil
+		}
+		a.fn = f
+		want := 1
+		usage := fname + `(path): function_args: ["_result[*]"]`
+		if f == fnObjectContains {
+			want = 2
+			usage = `object_contains(path, pattern): function_args: ["_result[*]", {"title": "Team Meeting"}]`
+		}
+		args := m["function_args"]
+		if args == nil || args.Kind != yaml.SequenceNode || len(args.Content) != want {
+			at := fnode
+			if args != nil {
+				at = args
+			}
+			l.problem(at, usage, "%s takes %d function_args", fname, want)
+			return nil
+		}
+		pn := resolve(args.Content[0])
+		if !isString(pn) {
+			l.problem(pn, `a path such as "_result[*]"`, "the path of %s must be a string, not %s", fname, kindName(pn))
+			return nil
+		}
+		p, err := ParsePath(pn.Value)
+		if err != nil {
+			l.problem(pn, `paths: _result, _result[*], _result[*].a.b, _result[N], _result[N].a.b`, "malformed path %q: %v", pn.Value, err)
+			return nil
+		}
+		a.path = p
+		a.call = fname + "(" + p.text + ")"
+		if f == fnObjectContains {
+			text, bad, err := jsonText(args.Content[1], false)
+			if err != nil {
+				l.problem(bad, "", "%v", err)
+				return nil
+			}
+			a.pattern = constant(text)
+			a.call = fname + "(" + p.text + ", " + string(text) + ")"
+		}
+	} else if an := m["function_args"]; an != nil {
+		l.problem(an, "add function: ..., or remove function_args", "function_args without a function")
+	} else {
+		a.call = "_result"
+	}
+	if len(l.problems) > before {
+		return nil
+	}
+	return a
+}
