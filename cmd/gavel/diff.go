@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gavelhq/gavel/report"
+)
+
+const diffExamples = `  gavel diff baseline/ gavel-out/
+  gavel diff --fail-on 1% baseline/ gavel-out/       # fail when more than 1% of rollouts regressed
+  gavel diff --markdown baseline/ gavel-out/ > comment.md
+  gavel diff --json --fail-on 10 baseline/ gavel-out/`
+
+const diffSynopsis = `gavel diff [flags] BASE CUR
+
+Compares two result directories rollout by rollout (by rollout_id): per verifier
+and per check, flips from pass to fail and from fail to pass, other status changes
+(to or from error and pending), reward changes, rollouts on one side only, whether
+each change comes with a changed verifier (fingerprint in manifest.json) or a changed
+input file (size or row count in manifest.json), and an exact McNemar test per
+verifier on the paired pass/fail outcomes.
+
+A regression is a rollout that passed in BASE and is failed or error in CUR.
+
+Exit status: 0 the regressions do not exceed --fail-on; 1 they do (or an error);
+2 usage error.`
+
+func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("diff", diffSynopsis, diffExamples, stderr)
+	asJSON := fs.Bool("json", false, "print the diff as JSON")
+	asMarkdown := fs.Bool("markdown", false, "print the diff as Markdown (for a CI comment)")
+	failOn := fs.String("fail-on", "0", "exit 1 when the regressions exceed this `LIMIT`: a count (0: any regression) or a rate of paired rollouts (1% or 0.01)")
+	examples := fs.Int("examples", 10, "list `N` changed rollouts, regressions first (0: none)")
+	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("gavel diff baseline/ gavel-out/", "diff needs two result directories, BASE and CUR")
+	}
+	if *asJSON && *asMarkdown {
+		return usagef("gavel diff --help", "--json and --markdown contradict each other")
+	}
+	th, err := report.ParseThreshold(*failOn)
+	if err != nil {
+		return usagef("gavel diff --fail-on 1% BASE CUR", "%v", err)
+	}
+	format := "text"
+	switch {
+	case *asJSON:
+		format = "json"
+	case *asMarkdown:
+		format = "markdown"
+	}
+	return diffAndReport(fs.Arg(0), fs.Arg(1), th, *examples, format, stdout)
+}
+
+// diffAndReport compares two result directories, prints the diff in
+// format and returns an exitError with status 1 when the regressions
+// exceed th.
+func diffAndReport(base, cur string, th report.Threshold, examples int, format string, w io.Writer) error {
+	if examples == 0 {
+		examples = -1 // report.DiffConfig: 0 means the default
+	}
+	d, err := report.Compare(base, cur, report.DiffConfig{FailOn: th, Examples: examples})
+	if err != nil {
+		return fmt.Errorf("diff: %w", err)
+	}
+	switch format {
+	case "json":
+		err = d.WriteJSON(w)
+	case "markdown":
+		err = d.WriteMarkdown(w)
+	default:
+		err = d.WriteText(w)
+	}
+	if err != nil {
+		return err
+	}
+	if d.Failed {
+		return &exitError{code: 1, msg: fmt.Sprintf("%d regressions (%.2f%% of %d paired rollouts) exceed --fail-on %s", d.Regressions, 100*d.RegressionRate, d.Paired, th)}
+	}
+	return nil
+}
+
+// interleaved moves the flags of args before its positional arguments, so
+// that `gavel diff BASE CUR --json` works as `gavel diff --json BASE CUR`.
+// A flag's value stays with it; "--" ends the flags.
+func interleaved(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if hasValue || f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	return append(append(flags, "--"), pos...)
+}
+
+// checkBaseline validates grade's --baseline and --fail-on before anything
+// is written: the baseline must be a result directory other than --out
+// (grading into it would replace it).
+func checkBaseline(baseline, out, failOn string) (report.Threshold, error) {
+	th, err := report.ParseThreshold(failOn)
+	if err != nil {
+		return th, usagef("gavel grade --baseline baseline/ --fail-on 1% INPUT", "%v", err)
+	}
+	if baseline == "" {
+		return th, nil
+	}
+	if _, err := os.Stat(filepath.Join(baseline, "manifest.json")); err != nil {
+		return th, usagef("gavel grade --baseline baseline/ INPUT", "--baseline %s is not a result directory (no manifest.json in it)", baseline)
+	}
+	b, errB := filepath.Abs(baseline)
+	o, errO := filepath.Abs(out)
+	if errB == nil && errO == nil && b == o {
+		return th, usagef("gavel grade --baseline baseline/ --out gavel-out INPUT", "--baseline and --out are the same directory: grading would replace the baseline")
+	}
+	return th, nil
+}
+
+// baselineExit is grade's exit when the diff against the baseline failed:
+// regressions over --fail-on exit 1 and win over status 3 (rows with status
+// error), whose count the message adds.
+func baselineExit(err error, errorRows int64) error {
+	var ee *exitError
+	if errors.As(err, &ee) && errorRows > 0 {
+		return &exitError{code: ee.code, msg: fmt.Sprintf("%s; also %d rows have status error", ee.msg, errorRows)}
+	}
+	return err
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gavelhq/gavel/report"
+)
+
+const leaderboardExamples = `  gavel leaderboard gavel-out/
+  gavel leaderboard --by model,task run-a/ run-b/
+  gavel leaderboard --k 1,5,10 --format csv gavel-out/ > leaderboard.csv
+  gavel leaderboard --format html --out leaderboard.html gavel-out/`
+
+const leaderboardSynopsis = `gavel leaderboard [flags] DIR...
+
+Reads the rewards of one or more result directories and prints one row per group
+(--by): rollouts; passed, failed, pending and error apart; the pass rate
+passed/(passed+failed) with a 95% Wilson interval; the mean reward with a 95%
+bootstrap interval over tasks (seeded: the same --seed gives the same interval);
+pass@k (Chen et al. 2021) and pass^k (tau-bench) over repeated samples of each
+task. Pending and error rows are never in a denominator. Every format states
+these conventions except CSV, whose column names carry them.
+
+--by takes task (task_id), verifier (verifier_id) or any rewards column, such
+as the metadata columns kept by gavel grade --keep (model, run_id, ...).`
+
+func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("leaderboard", leaderboardSynopsis, leaderboardExamples, stderr)
+	by := fs.String("by", "model", "group by these `COLUMNS`, comma-separated")
+	ks := fs.String("k", "1,5", "sample counts `K,...` of pass@k and pass^k")
+	format := fs.String("format", "table", "output format: table, csv, json, markdown or html")
+	out := fs.String("out", "", "write to `FILE` instead of standard output")
+	seed := fs.Uint64("seed", 1, "bootstrap `SEED`")
+	resamples := fs.Int("resamples", 2000, "bootstrap resamples `N`")
+	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usagef("gavel leaderboard gavel-out/", "leaderboard needs at least one result directory")
+	}
+	var kList []int
+	for _, s := range splitList(*ks) {
+		k, err := strconv.Atoi(s)
+		if err != nil || k < 1 {
+			return usagef("gavel leaderboard --k 1,5 DIR", "--k %q: want whole numbers of 1 or more", s)
+		}
+		kList = append(kList, k)
+	}
+	byList := splitList(*by)
+	if len(byList) == 0 {
+		return usagef("gavel leaderboard --by model DIR", "--by needs at least one column")
+	}
+	if *resamples < 1 {
+		return usagef("gavel leaderboard --resamples 2000 DIR", "--resamples must be 1 or more")
+	}
+	var write func(*report.Leaderboard, io.Writer) error
+	switch strings.ToLower(*format) {
+	case "table", "text":
+		write = (*report.Leaderboard).WriteText
+	case "csv":
+		write = (*report.Leaderboard).WriteCSV
+	case "json":
+		write = (*report.Leaderboard).WriteJSON
+	case "markdown", "md":
+		write = (*report.Leaderboard).WriteMarkdown
+	case "html":
+		write = (*report.Leaderboard).WriteHTML
+	default:
+		return usagef("gavel leaderboard --format html --out leaderboard.html DIR", "unknown format %q (want table, csv, json, markdown or html)", *format)
+	}
+	for _, dir := range fs.Args() {
+		if st, err := os.Stat(filepath.Join(dir, "rewards")); err != nil || !st.IsDir() {
+			return usagef("gavel leaderboard gavel-out/", "%s is not a result directory (no rewards/ in it)", dir)
+		}
+	}
+	lb, err := report.BuildLeaderboard(fs.Args(), report.LeaderboardConfig{By: byList, K: kList, Seed: *seed, Resamples: *resamples})
+	if err != nil {
+		return fmt.Errorf("leaderboard: %w", err)
+	}
+	if *out == "" {
+		return write(lb, stdout)
+	}
+	tmp := *out + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("leaderboard: %w", err)
+	}
+	if err := write(lb, f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", *out, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", *out, err)
+	}
+	if err := os.Rename(tmp, *out); err != nil {
+		return fmt.Errorf("write %s: %w", *out, err)
+	}
+	fmt.Fprintf(stderr, "wrote %s\n", *out)
+	return nil
+}

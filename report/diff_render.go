@@ -1,0 +1,223 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the diff as indented JSON.
+func (d *Diff) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(d)
+}
+
+func (d *Diff) verdictLine() string {
+	state := "ok"
+	if d.Failed {
+		state = "FAILED"
+	}
+	return fmt.Sprintf("regressions: %d of %d paired rollouts (%s) passed before and are failed or error now; --fail-on %s: %s",
+		d.Regressions, d.Paired, pct(d.RegressionRate), d.FailOn, state)
+}
+
+func pct(r float64) string { return strconv.FormatFloat(100*r, 'f', 2, 64) + "%" }
+
+func formatStatusChanges(m map[string]int64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (v *VerifierDiff) causes() string {
+	var parts []string
+	for _, c := range []struct {
+		name string
+		n    int64
+	}{{"verifier", v.ChangedVerifierOnly}, {"input", v.ChangedInputOnly}, {"both", v.ChangedBoth}, {"unexplained", v.ChangedUnexplained}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c.name, c.n))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (v *VerifierDiff) row() []string {
+	delta := "-"
+	if v.MeanRewardDelta != nil {
+		delta = strconv.FormatFloat(*v.MeanRewardDelta, 'f', 4, 64)
+		if *v.MeanRewardDelta >= 0 {
+			delta = "+" + delta
+		}
+	}
+	fp := "same"
+	if v.FingerprintChanged {
+		fp = "changed"
+	}
+	name := v.Verifier
+	if name == "" {
+		name = "(none)"
+	}
+	return []string{name, itoa(v.Paired), itoa(v.BaseOnly), itoa(v.CurOnly), itoa(v.PassToFail), itoa(v.FailToPass),
+		formatStatusChanges(v.StatusChanges), itoa(v.RewardChanged), delta, formatP(v.McNemarP), fp, v.causes()}
+}
+
+var verifierDiffHeader = []string{"verifier", "paired", "base only", "current only", "pass->fail", "fail->pass", "other status changes", "reward changed", "mean reward delta", "McNemar p", "fingerprint", "changes by cause"}
+
+var checkDiffHeader = []string{"verifier", "check", "pass->fail", "fail->pass", "other status changes", "added", "removed"}
+
+func (c *CheckDiff) row() []string {
+	return []string{c.Verifier, c.Check, itoa(c.PassToFail), itoa(c.FailToPass), formatStatusChanges(c.StatusChanges), itoa(c.Added), itoa(c.Removed)}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// formatP prints a p-value with four significant digits.
+func formatP(p float64) string {
+	if p < 1e-4 {
+		return strconv.FormatFloat(p, 'e', 2, 64)
+	}
+	return strconv.FormatFloat(p, 'f', 4, 64)
+}
+
+func (d *Diff) header() []string {
+	lines := []string{
+		fmt.Sprintf("base %s (%d rollouts), current %s (%d rollouts)", d.Base, d.BaseRollouts, d.Current, d.CurRollouts),
+		fmt.Sprintf("paired %d, base only %d, current only %d", d.Paired, d.BaseOnly, d.CurOnly),
+	}
+	if d.DuplicateIDs > 0 {
+		lines = append(lines, fmt.Sprintf("duplicate rollout ids left out: %d", d.DuplicateIDs))
+	}
+	if d.BaseVersion != d.CurVersion {
+		lines = append(lines, fmt.Sprintf("gavel version changed: %s -> %s", d.BaseVersion, d.CurVersion))
+	}
+	return append(lines, d.verdictLine())
+}
+
+const diffConventions = "McNemar p: exact two-sided binomial test on the rollouts that flipped between passed and failed. " +
+	"Causes: verifier = its fingerprint in manifest.json changed; input = the rollout's input file has another size or row count; " +
+	"unexplained = neither (a change in gavel itself, or nondeterminism)."
+
+// WriteText writes the diff as terminal tables.
+func (d *Diff) WriteText(w io.Writer) error {
+	for _, l := range d.header() {
+		fmt.Fprintln(w, l)
+	}
+	changedChecks := d.changedChecks()
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, strings.Join(verifierDiffHeader, "\t"))
+	for i := range d.Verifiers {
+		fmt.Fprintln(tw, strings.Join(d.Verifiers[i].row(), "\t"))
+	}
+	if len(changedChecks) > 0 {
+		fmt.Fprintln(tw, "\nchecks that changed")
+		fmt.Fprintln(tw, strings.Join(checkDiffHeader, "\t"))
+		for _, c := range changedChecks {
+			fmt.Fprintln(tw, strings.Join(c.row(), "\t"))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(d.Examples) > 0 {
+		fmt.Fprintln(w, "\nchanged rollouts (regressions first)")
+		for _, c := range d.Examples {
+			fmt.Fprintf(w, "  %s  %s  %s -> %s  (%s)", c.RolloutID, c.Verifier, c.From, c.To, c.Cause)
+			if len(c.Checks) > 0 {
+				fmt.Fprintf(w, ": %s", strings.Join(c.Checks, "; "))
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", diffConventions)
+	return err
+}
+
+func (d *Diff) changedChecks() []*CheckDiff {
+	var out []*CheckDiff
+	for i := range d.Checks {
+		c := &d.Checks[i]
+		if c.PassToFail+c.FailToPass+c.Added+c.Removed > 0 || len(c.StatusChanges) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// WriteMarkdown writes the diff as GitHub-flavoured Markdown, for a CI
+// comment.
+func (d *Diff) WriteMarkdown(w io.Writer) error {
+	title := "no regression over the limit"
+	if d.Failed {
+		title = "regressions over the limit"
+	}
+	fmt.Fprintf(w, "### gavel diff: %s\n\n", title)
+	for _, l := range d.header() {
+		fmt.Fprintf(w, "- %s\n", mdEscape(l))
+	}
+	fmt.Fprintln(w)
+	writeMDTable(w, verifierDiffHeader, func(yield func([]string)) {
+		for i := range d.Verifiers {
+			yield(d.Verifiers[i].row())
+		}
+	})
+	if cs := d.changedChecks(); len(cs) > 0 {
+		fmt.Fprintln(w, "\n#### Checks that changed")
+		fmt.Fprintln(w)
+		writeMDTable(w, checkDiffHeader, func(yield func([]string)) {
+			for _, c := range cs {
+				yield(c.row())
+			}
+		})
+	}
+	if len(d.Examples) > 0 {
+		fmt.Fprintln(w, "\n#### Changed rollouts (regressions first)")
+		fmt.Fprintln(w)
+		writeMDTable(w, []string{"rollout", "verifier", "from", "to", "cause", "checks"}, func(yield func([]string)) {
+			for _, c := range d.Examples {
+				yield([]string{c.RolloutID, c.Verifier, c.From, c.To, c.Cause, strings.Join(c.Checks, "; ")})
+			}
+		})
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", mdEscape(diffConventions))
+	return err
+}
+
+func writeMDTable(w io.Writer, header []string, rows func(yield func([]string))) {
+	esc := func(cells []string) []string {
+		out := make([]string, len(cells))
+		for i, c := range cells {
+			out[i] = mdEscape(c)
+		}
+		return out
+	}
+	fmt.Fprintf(w, "| %s |\n", strings.Join(esc(header), " | "))
+	fmt.Fprintf(w, "|%s\n", strings.Repeat(" --- |", len(header)))
+	rows(func(r []string) {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(esc(r), " | "))
+	})
+}
+
+var mdReplacer = strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "\\`")
+
+// mdEscape makes text safe in a Markdown table cell.
+func mdEscape(s string) string { return mdReplacer.Replace(s) }

@@ -1,0 +1,228 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rr is one reward row of a hand-written result directory.
+type rr struct {
+	id, task, verifier, status string
+	reward                     any // nil: null
+	source                     string
+	model                      string
+	checks                     []string // "check-id=status"
+}
+
+// writeResults writes a result directory in JSON Lines with the given
+// rows, fingerprints (verifier id -> fingerprint) and inputs (path ->
+// size).
+func writeResults(t *testing.T, rows []rr, fps map[string]string, inputs map[string]int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, sub := range []string{"rewards", "checks"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rw, cw bytes.Buffer
+	for _, r := range rows {
+		var passed any
+		switch r.status {
+		case StatusPassed:
+			passed = true
+		case StatusFailed:
+			passed = false
+		}
+		var verifier any
+		if r.verifier != "" {
+			verifier = r.verifier
+		}
+		line, _ := json.Marshal(map[string]any{"rollout_id": r.id, "task_id": r.task, "verifier_id": verifier, "status": r.status,
+			"passed": passed, "reward": r.reward, "source_file": r.source, "source_row": 0, "model": r.model})
+		rw.Write(append(line, '\n'))
+		for i, c := range r.checks {
+			id, st, _ := strings.Cut(c, "=")
+			line, _ := json.Marshal(map[string]any{"rollout_id": r.id, "task_id": r.task, "verifier_id": verifier, "check_index": i,
+				"check_id": id, "label": id, "required": true, "status": st, "detail": "", "actual": nil, "expected": nil})
+			cw.Write(append(line, '\n'))
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "rewards", "part-00000.jsonl"), rw.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "checks", "part-00000.jsonl"), cw.Bytes(), 0o644)
+	var vs, ins []map[string]any
+	for id, fp := range fps {
+		vs = append(vs, map[string]any{"id": id, "fingerprint": fp})
+	}
+	for path, size := range inputs {
+		ins = append(ins, map[string]any{"path": path, "size": size, "rows": 10, "complete": true})
+	}
+	m := map[string]any{"gavel_version": "0.1.0", "verifiers": vs, "inputs": ins}
+	data, _ := json.Marshal(m)
+	os.WriteFile(filepath.Join(dir, "manifest.json"), data, 0o644)
+	return dir
+}
+
+func TestCompare(t *testing.T) {
+	base := writeResults(t, []rr{
+		{"r1", "T1", "V1", StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass"}},
+		{"r2", "T1", "V1", StatusFailed, 0.5, "a.jsonl", "", []string{"c1=fail", "c2=pass"}},
+		{"r3", "T2", "V2", StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
+		{"r4", "T2", "V2", StatusError, nil, "b.jsonl", "", []string{"d1=error"}},
+		{"r5", "T2", "V2", StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
+		{"r7", "T1", "V1", StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass"}},
+		{"r8", "T2", "V2", StatusFailed, 0.0, "a.jsonl", "", []string{"d1=fail"}},
+	}, map[string]string{"V1": "sha256:one", "V2": "sha256:two"}, map[string]int64{"a.jsonl": 100, "b.jsonl": 200})
+	cur := writeResults(t, []rr{
+		{"r1", "T1", "V1", StatusFailed, 0.5, "a.jsonl", "", []string{"c1=fail", "c2=pass"}},
+		{"r2", "T1", "V1", StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass"}},
+		{"r3", "T2", "V2", StatusError, nil, "b.jsonl", "", []string{"d1=error"}},
+		{"r4", "T2", "V2", StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
+		{"r6", "T2", "V2", StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
+		{"r7", "T1", "V1", StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass", "c3=pass"}},
+		{"r8", "T2", "V2", StatusPassed, 1.0, "a.jsonl", "", []string{"d1=pass"}},
+	}, map[string]string{"V1": "sha256:ONE", "V2": "sha256:two"}, map[string]int64{"a.jsonl": 100, "b.jsonl": 201})
+
+	d, err := Compare(base, cur, DiffConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("paired %d base-only %d cur-only %d regressions %d failed %v", d.Paired, d.BaseOnly, d.CurOnly, d.Regressions, d.Failed)
+	if want := "paired 6 base-only 1 cur-only 1 regressions 2 failed true"; got != want {
+		t.Errorf("totals: %s, want %s", got, want)
+	}
+	if len(d.Verifiers) != 2 {
+		t.Fatalf("verifiers: %+v", d.Verifiers)
+	}
+	v1, v2 := d.Verifiers[0], d.Verifiers[1]
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"V1 pass->fail", v1.PassToFail, int64(1)},
+		{"V1 fail->pass", v1.FailToPass, int64(1)},
+		{"V1 regressions", v1.Regressions, int64(1)},
+		{"V1 fingerprint changed", v1.FingerprintChanged, true},
+		{"V1 changed by verifier", v1.ChangedVerifierOnly, int64(2)},
+		{"V1 reward changed", v1.RewardChanged, int64(2)},
+		{"V1 mean reward delta", *v1.MeanRewardDelta, 0.0}, // (-0.5 + 0.5 + 0) / 3
+		{"V1 McNemar p", v1.McNemarP, 1.0},
+		{"V2 fingerprint changed", v2.FingerprintChanged, false},
+		{"V2 status changes", formatStatusChanges(v2.StatusChanges), "error->passed 1, passed->error 1"},
+		{"V2 fail->pass", v2.FailToPass, int64(1)},
+		{"V2 regressions", v2.Regressions, int64(1)},
+		{"V2 changed by input", v2.ChangedInputOnly, int64(2)}, // b.jsonl grew
+		{"V2 unexplained", v2.ChangedUnexplained, int64(1)},    // r8: a.jsonl and V2 unchanged
+		{"V2 base only", v2.BaseOnly, int64(1)},
+		{"V2 current only", v2.CurOnly, int64(1)},
+		{"V2 McNemar p", v2.McNemarP, 1.0}, // b=0, c=1
+		{"first example", d.Examples[0].RolloutID + " " + d.Examples[0].Cause, "r1 verifier changed"},
+		{"examples", len(d.Examples), 5},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+	checks := map[string]CheckDiff{}
+	for _, c := range d.Checks {
+		checks[c.Verifier+"/"+c.Check] = c
+	}
+	if c := checks["V1/c1"]; c.PassToFail != 1 || c.FailToPass != 1 {
+		t.Errorf("V1/c1 = %+v, want one flip each way", c)
+	}
+	if c := checks["V1/c3"]; c.Added != 1 {
+		t.Errorf("V1/c3 = %+v, want added 1", c)
+	}
+	if c := checks["V2/d1"]; c.StatusChanges["pass->error"] != 1 || c.StatusChanges["error->pass"] != 1 || c.FailToPass != 1 {
+		t.Errorf("V2/d1 = %+v", c)
+	}
+
+	for _, format := range []string{"text", "markdown", "json"} {
+		var buf bytes.Buffer
+		var err error
+		switch format {
+		case "text":
+			err = d.WriteText(&buf)
+		case "markdown":
+			err = d.WriteMarkdown(&buf)
+		case "json":
+			err = d.WriteJSON(&buf)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if !strings.Contains(buf.String(), "r1") || !strings.Contains(buf.String(), "V2") {
+			t.Errorf("%s output lacks the changes:\n%s", format, buf.String())
+		}
+	}
+}
+
+func TestThreshold(t *testing.T) {
+	tests := []struct {
+		name            string
+		in              string
+		regress, paired int64
+		want            bool
+		wantErr         bool
+	}{
+		{"zero fails on any", "0", 1, 100, true, false},
+		{"zero passes none", "0", 0, 100, false, false},
+		{"count at limit", "5", 5, 100, false, false},
+		{"count over limit", "5", 6, 100, true, false},
+		{"percent at limit", "1%", 1, 100, false, false},
+		{"percent over limit", "1%", 2, 100, true, false},
+		{"fraction over limit", "0.01", 2, 100, true, false},
+		{"rate with nothing paired", "0.01", 0, 0, false, false},
+		{"negative", "-1", 0, 0, false, true},
+		{"rate over one", "1.5", 0, 0, false, true},
+		{"words", "many", 0, 0, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			th, err := ParseThreshold(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseThreshold(%q) error %v, want error %v", tt.in, err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if got := th.exceeded(tt.regress, tt.paired); got != tt.want {
+				t.Errorf("ParseThreshold(%q).exceeded(%d, %d) = %v, want %v", tt.in, tt.regress, tt.paired, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadSideInterleavedChecks(t *testing.T) {
+	dir := writeResults(t, []rr{
+		{"r1", "T", "V", StatusPassed, 1.0, "a", "", nil},
+		{"r2", "T", "V", StatusPassed, 1.0, "a", "", nil},
+	}, map[string]string{"V": "x"}, map[string]int64{"a": 1})
+	checks := `{"rollout_id":"r1","check_id":"c1","status":"pass"}
+{"rollout_id":"r2","check_id":"d1","status":"pass"}
+{"rollout_id":"r1","check_id":"c2","status":"fail"}
+{"rollout_id":"r2","check_id":"d2","status":"pass"}
+`
+	if err := os.WriteFile(filepath.Join(dir, "checks", "part-00000.jsonl"), []byte(checks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadSide(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"c1=pass c2=fail", "d1=pass d2=pass"} {
+		var got []string
+		for _, c := range s.rowChecks(&s.rows[i]) {
+			got = append(got, c.id+"="+c.status)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("checks of %s = %v, want %s", s.rows[i].id, got, want)
+		}
+	}
+}

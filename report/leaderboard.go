@@ -1,0 +1,275 @@
+package report
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// LeaderboardConfig sets a leaderboard. The zero value groups by model,
+// estimates pass@1 and pass@5, and draws 2000 bootstrap resamples with
+// seed 0.
+type LeaderboardConfig struct {
+	// By names the grouping columns: "task" (task_id), "verifier"
+	// (verifier_id), or any column of the rewards, such as a kept metadata
+	// column (model, run_id). Empty: model.
+	By []string
+	// K lists the sample counts of pass@k and pass^k (nil: 1 and 5).
+	K []int
+	// Resamples is the number of bootstrap resamples (0: 2000).
+	Resamples int
+	// Seed seeds the bootstrap; the same seed gives the same intervals.
+	Seed uint64
+}
+
+// Leaderboard is one row per group of rollouts, best pass rate first.
+type Leaderboard struct {
+	Dirs        []string `json:"dirs"`
+	By          []string `json:"by"`
+	K           []int    `json:"k"`
+	Seed        uint64   `json:"seed"`
+	Resamples   int      `json:"resamples"`
+	Entries     []Entry  `json:"entries"`
+	Conventions []string `json:"conventions"`
+}
+
+// Entry is the statistics of one group.
+type Entry struct {
+	Rank int `json:"rank"`
+	// Group holds the values of the By columns ("" for null).
+	Group    []string `json:"group"`
+	Rollouts int64    `json:"rollouts"`
+	Passed   int64    `json:"passed"`
+	Failed   int64    `json:"failed"`
+	Pending  int64    `json:"pending"`
+	Error    int64    `json:"error"`
+	// PassRate is passed / (passed + failed), with its 95% Wilson
+	// interval; null when no rollout passed or failed.
+	PassRate   *float64  `json:"pass_rate"`
+	PassRateCI *Interval `json:"pass_rate_ci"`
+	// MeanReward is the mean over rollouts with a reward, with a 95%
+	// bootstrap interval over tasks (null with fewer than two tasks).
+	MeanReward   *float64  `json:"mean_reward"`
+	MeanRewardCI *Interval `json:"mean_reward_ci"`
+	// Tasks is the number of distinct tasks in the group.
+	Tasks int      `json:"tasks"`
+	AtK   []KStats `json:"at_k"`
+}
+
+// KStats is pass@k and pass^k for one k, averaged over the tasks with at
+// least k graded samples.
+type KStats struct {
+	K        int      `json:"k"`
+	PassAtK  *float64 `json:"pass_at_k"`
+	PassHatK *float64 `json:"pass_hat_k"`
+	// Tasks is the number of tasks with at least k graded samples.
+	Tasks int `json:"tasks"`
+}
+
+type taskAgg struct {
+	passed, graded int64
+	rewardSum      float64
+	rewardN        int64
+}
+
+type groupAgg struct {
+	key   []string
+	e     Entry
+	tasks map[string]*taskAgg
+	order []string
+}
+
+// column maps a --by name to the rewards column that holds it.
+func column(name string) string {
+	switch name {
+	case "task":
+		return "task_id"
+	case "verifier":
+		return "verifier_id"
+	}
+	return name
+}
+
+// BuildLeaderboard reads the rewards of every result directory in dirs
+// and computes the leaderboard.
+func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("no result directory given")
+	}
+	by := cfg.By
+	if len(by) == 0 {
+		by = []string{"model"}
+	}
+	ks := cfg.K
+	if ks == nil {
+		ks = []int{1, 5}
+	}
+	for _, k := range ks {
+		if k < 1 {
+			return nil, fmt.Errorf("k %d: want 1 or more", k)
+		}
+	}
+	if cfg.Resamples <= 0 {
+		cfg.Resamples = 2000
+	}
+	cols := []string{"task_id", "status", "reward"}
+	for _, b := range by {
+		cols = append(cols, column(b))
+	}
+	groups := map[string]*groupAgg{}
+	in := interner{}
+	var keyBuf []byte
+	found := make([]bool, len(by))
+	for _, dir := range dirs {
+		err := scanTable(dir, "rewards", cols, func(v []value) error {
+			keyBuf = keyBuf[:0]
+			for i := range by {
+				if !v[3+i].null() {
+					found[i] = true
+				}
+				keyBuf = append(keyBuf, v[3+i].data...)
+				keyBuf = append(keyBuf, 0)
+			}
+			g := groups[string(keyBuf)]
+			if g == nil {
+				g = &groupAgg{tasks: map[string]*taskAgg{}}
+				for i := range by {
+					g.key = append(g.key, string(v[3+i].data))
+				}
+				groups[string(keyBuf)] = g
+			}
+			task := in.get(v[0].data)
+			ta := g.tasks[task]
+			if ta == nil {
+				ta = &taskAgg{}
+				g.tasks[task] = ta
+				g.order = append(g.order, task)
+			}
+			g.e.Rollouts++
+			switch string(v[1].data) {
+			case StatusPassed:
+				g.e.Passed++
+				ta.passed++
+				ta.graded++
+			case StatusFailed:
+				g.e.Failed++
+				ta.graded++
+			case StatusPending:
+				g.e.Pending++
+			case StatusError:
+				g.e.Error++
+			default:
+				return fmt.Errorf("unknown status %q", v[1].data)
+			}
+			r, ok, err := parseReward(v[2])
+			if err != nil {
+				return err
+			}
+			if ok {
+				ta.rewardSum += r
+				ta.rewardN++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for i, b := range by {
+		if !found[i] && len(groups) > 0 {
+			return nil, fmt.Errorf("--by %s: no rollout has a value in column %s (kept columns: see --keep of gavel grade)", b, column(b))
+		}
+	}
+	lb := &Leaderboard{Dirs: dirs, By: by, K: ks, Seed: cfg.Seed, Resamples: cfg.Resamples}
+	for _, g := range groups {
+		e := g.e
+		e.Group = g.key
+		e.Tasks = len(g.tasks)
+		if n := e.Passed + e.Failed; n > 0 {
+			rate := float64(e.Passed) / float64(n)
+			e.PassRate = &rate
+			iv, _ := Wilson(e.Passed, n, Z95)
+			e.PassRateCI = &iv
+		}
+		slices.Sort(g.order) // cluster order must not depend on row order
+		clusters := make([]Cluster, 0, len(g.order))
+		var sum float64
+		var n int64
+		for _, t := range g.order {
+			ta := g.tasks[t]
+			sum += ta.rewardSum
+			n += ta.rewardN
+			if ta.rewardN > 0 {
+				clusters = append(clusters, Cluster{Sum: ta.rewardSum, N: ta.rewardN})
+			}
+		}
+		if n > 0 {
+			mean := sum / float64(n)
+			e.MeanReward = &mean
+			if len(clusters) >= 2 {
+				if iv, ok := BootstrapMean(clusters, BootstrapConfig{Resamples: cfg.Resamples, Seed: cfg.Seed}); ok {
+					e.MeanRewardCI = &iv
+				}
+			}
+		}
+		for _, k := range ks {
+			st := KStats{K: k}
+			var at, hat float64
+			for _, t := range g.order {
+				ta := g.tasks[t]
+				a, ok := PassAtK(ta.graded, ta.passed, int64(k))
+				if !ok {
+					continue
+				}
+				h, _ := PassHatK(ta.graded, ta.passed, int64(k))
+				at += a
+				hat += h
+				st.Tasks++
+			}
+			if st.Tasks > 0 {
+				at /= float64(st.Tasks)
+				hat /= float64(st.Tasks)
+				st.PassAtK, st.PassHatK = &at, &hat
+			}
+			e.AtK = append(e.AtK, st)
+		}
+		lb.Entries = append(lb.Entries, e)
+	}
+	slices.SortFunc(lb.Entries, func(a, b Entry) int {
+		ra, rb := -1.0, -1.0
+		if a.PassRate != nil {
+			ra = *a.PassRate
+		}
+		if b.PassRate != nil {
+			rb = *b.PassRate
+		}
+		if c := cmp.Compare(rb, ra); c != 0 {
+			return c
+		}
+		return slices.Compare(a.Group, b.Group)
+	})
+	for i := range lb.Entries {
+		lb.Entries[i].Rank = i + 1
+	}
+	if lb.Entries == nil {
+		lb.Entries = []Entry{}
+	}
+	lb.Conventions = conventions(lb)
+	return lb, nil
+}
+
+func conventions(lb *Leaderboard) []string {
+	ks := make([]string, len(lb.K))
+	for i, k := range lb.K {
+		ks[i] = fmt.Sprint(k)
+	}
+	return []string{
+		"rollouts counts every row; passed, failed, pending and error are shown apart. Pending and error rows are never in a denominator.",
+		"pass rate = passed / (passed + failed), with a 95% Wilson score interval (Wilson 1927).",
+		fmt.Sprintf("mean reward is over rows with a reward (passed and failed); its 95%% interval is a percentile bootstrap over tasks (clustered: whole tasks are resampled with replacement), %d resamples, PCG seed %d; no interval when a group holds fewer than two tasks.", lb.Resamples, lb.Seed),
+		fmt.Sprintf("pass@k (k = %s): the unbiased estimator 1 - C(n-c,k)/C(n,k) of Chen et al. 2021 per task, n the task's passed or failed samples in the group and c those passed, averaged over tasks with n >= k.", strings.Join(ks, ", ")),
+		"pass^k: the probability that all k of k samples pass, estimated without bias as C(c,k)/C(n,k) per task (as in tau-bench), averaged over the same tasks.",
+	}
+}

@@ -1,0 +1,292 @@
+// Package selftest runs verifiers on their fixtures: rollouts kept beside a
+// verifier that it must pass, fail, or end in error on, and an automatic
+// no-op rollout per task (final state equal to the initial state, empty
+// output and log) that it must not pass.
+//
+// Fixtures of a verifier with id ID live under a fixtures root as
+//
+//	ID/pass/*.json    rollouts whose verdict must be passed
+//	ID/fail/*.json    rollouts whose verdict must be failed
+//	ID/error/*.json   rollouts whose verdict must be error
+//
+// Each file is one rollout as a JSON object with the input fields of a
+// JSON Lines row (task_id, initial_state, final_state, output, log,
+// optionally rollout_id and metadata). A fail fixture may add
+// "expect_failed": a list of check ids that must have status fail, so that
+// it fails for the reason it was written for. The built-in verifiers'
+// fixtures are in verifiers/testdata/fixtures; a spec file's are in the
+// fixtures directory beside it.
+package selftest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// Expected verdicts of fixtures, named as their directories.
+const (
+	ExpectPass  = "pass"
+	ExpectFail  = "fail"
+	ExpectError = "error"
+)
+
+// Fixture is one fixture file.
+type Fixture struct {
+	// Name is the file's path under the verifier's directory
+	// ("pass/moved.json").
+	Name string
+	// Expect is ExpectPass, ExpectFail or ExpectError.
+	Expect string
+	// Data is the file's JSON text.
+	Data []byte
+}
+
+// LoadFixtures reads the fixtures of verifier id from fsys, a fixtures
+// root. A verifier without a directory has no fixtures (nil, no error).
+func LoadFixtures(fsys fs.FS, id string) ([]Fixture, error) {
+	var out []Fixture
+	for _, want := range []string{ExpectPass, ExpectFail, ExpectError} {
+		dir := path.Join(id, want)
+		entries, err := fs.ReadDir(fsys, dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read fixtures %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			data, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("read fixture: %w", err)
+			}
+			out = append(out, Fixture{Name: want + "/" + e.Name(), Expect: want, Data: data})
+		}
+	}
+	return out, nil
+}
+
+// HasFixtures reports whether fsys holds a fixtures directory for id.
+func HasFixtures(fsys fs.FS, id string) bool {
+	st, err := fs.Stat(fsys, id)
+	return err == nil && st.IsDir()
+}
+
+// Case kinds.
+const (
+	KindFixture = "fixture"
+	KindNoOp    = "no-op"
+)
+
+// Outcome is the result of one case: a fixture, or the no-op rollout of
+// one task.
+type Outcome struct {
+	Verifier string `json:"verifier"`
+	// Case is the fixture's name, or "no-op TASK".
+	Case string `json:"case"`
+	Kind string `json:"kind"`
+	// Want is the expected verdict: passed, failed, error, or "not
+	// passed" for a no-op.
+	Want string `json:"want"`
+	// Got is the verdict's status.
+	Got string `json:"got"`
+	// OK is false when the case failed.
+	OK bool `json:"ok"`
+	// Problem says why the case failed, or notes something about it.
+	Problem string `json:"problem,omitempty"`
+	// Vacuous lists the required checks that passed on a no-op rollout:
+	// they pass whatever the agent does.
+	Vacuous []string `json:"vacuous,omitempty"`
+}
+
+// fixtureRollout is a fixture parsed into what a verifier sees.
+type fixtureRollout struct {
+	rollout      verifiers.Rollout
+	expectFailed []string
+}
+
+// nullToMissing reads an absent or null state as missing (SPEC 3.2).
+func nullToMissing(v jsonview.Value) jsonview.Value {
+	if v.IsNull() {
+		return jsonview.Value{}
+	}
+	return v
+}
+
+func parseFixture(f Fixture) (*fixtureRollout, error) {
+	doc := new(jsonview.Doc)
+	root, err := doc.Parse(f.Data)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON: %v", err)
+	}
+	if root.Kind() != jsonview.Object {
+		return nil, errors.New("not a JSON object")
+	}
+	task, ok := root.Get("task_id").Str()
+	if !ok || len(task) == 0 {
+		return nil, errors.New("task_id is missing or not a string")
+	}
+	fr := &fixtureRollout{}
+	r := &fr.rollout
+	r.ID = f.Name
+	if id, ok := root.Get("rollout_id").Str(); ok {
+		r.ID = string(id)
+	}
+	r.TaskID = string(task)
+	r.Final = nullToMissing(root.Get("final_state"))
+	r.Initial = nullToMissing(root.Get("initial_state"))
+	if out := root.Get("output"); out.Exists() && !out.IsNull() {
+		s, ok := out.Str()
+		if !ok {
+			return nil, errors.New("output is not a string")
+		}
+		r.Output = string(s)
+	}
+	r.Log = nullToMissing(root.Get("log"))
+	if r.Log.Exists() && r.Log.Kind() != jsonview.Array {
+		return nil, errors.New("log is not an array")
+	}
+	r.Meta = root
+	if ef := root.Get("expect_failed"); ef.Exists() {
+		if ef.Kind() != jsonview.Array {
+			return nil, errors.New("expect_failed is not a list of check ids")
+		}
+		for e := ef.First(); e.Exists(); e = e.Next() {
+			s, ok := e.Str()
+			if !ok {
+				return nil, errors.New("expect_failed is not a list of check ids")
+			}
+			fr.expectFailed = append(fr.expectFailed, string(s))
+		}
+	}
+	return fr, nil
+}
+
+// grade runs v on r, turning a panic into an error as the pipeline does,
+// and returns a copy of the checks and the verdict.
+func grade(v *verifiers.Verifier, r *verifiers.Rollout) (checks []verifiers.Check, verdict verifiers.Verdict) {
+	var c verifiers.Checks
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("verifier panicked: %v", p)
+			}
+		}()
+		return v.Grade(r, &c)
+	}()
+	checks = slices.Clone(c.List())
+	if err != nil {
+		return nil, verifiers.Score(nil, err)
+	}
+	return checks, verifiers.Score(checks, nil)
+}
+
+var wantVerdict = map[string]string{ExpectPass: "passed", ExpectFail: "failed", ExpectError: "error"}
+
+// Test runs v on each fixture, twice (a verifier must be deterministic),
+// and on a no-op rollout for each task it binds. The no-op's initial state
+// is that of the first fixture of the task (pass fixtures first); a task
+// without fixtures gets a missing state. The no-op must not pass; a
+// required check that passes on it is listed as vacuous.
+func Test(v *verifiers.Verifier, fixtures []Fixture) []Outcome {
+	var out []Outcome
+	initial := map[string]jsonview.Value{}
+	for _, f := range fixtures {
+		o := Outcome{Verifier: v.ID, Case: f.Name, Kind: KindFixture, Want: wantVerdict[f.Expect]}
+		fr, err := parseFixture(f)
+		if err != nil {
+			o.Problem = "bad fixture: " + err.Error()
+			out = append(out, o)
+			continue
+		}
+		if !slices.Contains(v.Tasks, fr.rollout.TaskID) {
+			o.Problem = fmt.Sprintf("fixture task %s is not bound by %s (it binds %s)", fr.rollout.TaskID, v.ID, strings.Join(v.Tasks, ", "))
+			out = append(out, o)
+			continue
+		}
+		if _, ok := initial[fr.rollout.TaskID]; !ok && fr.rollout.Initial.Exists() {
+			initial[fr.rollout.TaskID] = fr.rollout.Initial
+		}
+		checks, verdict := grade(v, &fr.rollout)
+		again, verdict2 := grade(v, &fr.rollout)
+		o.Got = verdict.Outcome.String()
+		switch {
+		case o.Got != o.Want:
+			o.Problem = describe(checks, verdict)
+		case !slices.Equal(checks, again) || verdict != verdict2:
+			o.Problem = "not deterministic: two gradings of the same rollout differ"
+		default:
+			o.OK = true
+			for _, id := range fr.expectFailed {
+				i := slices.IndexFunc(checks, func(c verifiers.Check) bool { return c.ID == id })
+				if i < 0 {
+					o.OK, o.Problem = false, fmt.Sprintf("expect_failed names check %q, which the verifier did not return", id)
+					break
+				}
+				if checks[i].Status != verifiers.Fail {
+					o.OK, o.Problem = false, fmt.Sprintf("check %q is %s, want fail (%s)", id, checks[i].Status, checks[i].Detail)
+					break
+				}
+			}
+		}
+		out = append(out, o)
+	}
+	var emptyLog, emptyMeta jsonview.Doc
+	logV, _ := emptyLog.Parse([]byte("[]"))
+	metaV, _ := emptyMeta.Parse([]byte("{}"))
+	for _, task := range v.Tasks {
+		o := Outcome{Verifier: v.ID, Case: "no-op " + task, Kind: KindNoOp, Want: "not passed"}
+		init, fromFixture := initial[task]
+		r := verifiers.Rollout{ID: "no-op " + task, TaskID: task, Initial: init, Final: init, Log: logV, Meta: metaV}
+		checks, verdict := grade(v, &r)
+		o.Got = verdict.Outcome.String()
+		for _, c := range checks {
+			if c.Required && c.Status == verifiers.Pass {
+				o.Vacuous = append(o.Vacuous, c.ID)
+			}
+		}
+		switch {
+		case verdict.Outcome == verifiers.Passed:
+			o.Problem = "a rollout that does nothing passes"
+		case verdict.Outcome == verifiers.Errored && fromFixture:
+			o.Problem = "could not judge a rollout that does nothing: " + verdict.Error
+		case verdict.Outcome == verifiers.Errored:
+			o.OK = true
+			o.Problem = "no fixture gives " + task + " an initial state; on a missing state: " + verdict.Error
+		default:
+			o.OK = true
+			if !fromFixture {
+				o.Problem = "no fixture gives " + task + " an initial state; the no-op used a missing state"
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// describe says why a fixture got the verdict it got: the error, or the
+// required checks that failed, or that every required check passed.
+func describe(checks []verifiers.Check, v verifiers.Verdict) string {
+	if v.Outcome == verifiers.Errored {
+		return v.Error
+	}
+	var failed []string
+	for _, c := range checks {
+		if c.Required && c.Status != verifiers.Pass {
+			failed = append(failed, fmt.Sprintf("%q %s (%s)", c.ID, c.Status, c.Detail))
+		}
+	}
+	if len(failed) == 0 {
+		return "every required check passed"
+	}
+	return strings.Join(failed, "; ")
+}

@@ -1,0 +1,126 @@
+package selftest
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/spec"
+)
+
+// TestShippedFixtures runs every built-in verifier, Go and spec, on the
+// fixtures shipped with it.
+func TestShippedFixtures(t *testing.T) {
+	all := append(verifiers.Builtin(), spec.Builtin()...)
+	for _, v := range all {
+		t.Run(v.ID, func(t *testing.T) {
+			if !HasFixtures(verifiers.Fixtures(), v.ID) {
+				t.Fatalf("%s ships no fixtures", v.ID)
+			}
+			fx, err := LoadFixtures(verifiers.Fixtures(), v.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[string]int{}
+			for _, f := range fx {
+				kinds[f.Expect]++
+			}
+			if kinds[ExpectPass] == 0 || kinds[ExpectFail] == 0 {
+				t.Errorf("%s has %d pass and %d fail fixtures, want both", v.ID, kinds[ExpectPass], kinds[ExpectFail])
+			}
+			for _, o := range Test(v, fx) {
+				if !o.OK {
+					t.Errorf("%s %s: want %s, got %s: %s", o.Verifier, o.Case, o.Want, o.Got, o.Problem)
+				}
+			}
+		})
+	}
+}
+
+const state = `{"items": [1, 2]}`
+
+func fixture(task, final, output string) string {
+	return `{"task_id": "` + task + `", "initial_state": ` + state + `, "final_state": ` + final + `, "output": "` + output + `", "log": []}`
+}
+
+// changed reports whether the final state differs from the initial one.
+func changed(r *verifiers.Rollout) bool {
+	return string(r.Final.Raw()) != string(r.Initial.Raw())
+}
+
+func TestTest(t *testing.T) {
+	honest := &verifiers.Verifier{ID: "V-HONEST", Tasks: []string{"T"}, Grade: func(r *verifiers.Rollout, c *verifiers.Checks) error {
+		c.Require("state changed", changed(r), "")
+		c.Require("nothing forbidden said", !strings.Contains(r.Output, "forbidden"), "")
+		return nil
+	}}
+	lenient := &verifiers.Verifier{ID: "V-LENIENT", Tasks: []string{"T"}, Grade: func(r *verifiers.Rollout, c *verifiers.Checks) error {
+		c.Require("anything goes", true, "")
+		return nil
+	}}
+	calls := 0
+	flaky := &verifiers.Verifier{ID: "V-FLAKY", Tasks: []string{"T"}, Grade: func(r *verifiers.Rollout, c *verifiers.Checks) error {
+		calls++
+		c.Require("state changed", changed(r), strings.Repeat("x", calls))
+		return nil
+	}}
+	panics := &verifiers.Verifier{ID: "V-PANIC", Tasks: []string{"T"}, Grade: func(r *verifiers.Rollout, c *verifiers.Checks) error {
+		panic("boom")
+	}}
+	files := fstest.MapFS{
+		"V/pass/ok.json":            {Data: []byte(fixture("T", `{"items": [1, 2, 3]}`, "done"))},
+		"V/fail/said.json":          {Data: []byte(`{"task_id": "T", "initial_state": ` + state + `, "final_state": {"items": []}, "output": "forbidden", "expect_failed": ["nothing forbidden said"]}`)},
+		"V/fail/wrong-reason.json":  {Data: []byte(`{"task_id": "T", "initial_state": ` + state + `, "final_state": {"items": []}, "output": "forbidden", "expect_failed": ["state changed"]}`)},
+		"V/error/not-an-error.json": {Data: []byte(fixture("T", `{"items": []}`, "fine"))},
+		"V/pass/other-task.json":    {Data: []byte(fixture("OTHER", `{}`, ""))},
+		"V/pass/broken.json":        {Data: []byte(`{"task_id": `)},
+		"V/pass/notes.txt":          {Data: []byte("ignored")},
+	}
+	fx, err := LoadFixtures(files, "V")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fx) != 6 {
+		t.Fatalf("LoadFixtures: %d fixtures, want 6 (the .txt file ignored)", len(fx))
+	}
+	summarize := func(os []Outcome) string {
+		var parts []string
+		for _, o := range os {
+			s := o.Case + "=" + o.Got
+			if !o.OK {
+				s += " FAIL"
+			}
+			if len(o.Vacuous) > 0 {
+				s += " vacuous:" + strings.Join(o.Vacuous, ",")
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, "; ")
+	}
+	tests := []struct {
+		name string
+		v    *verifiers.Verifier
+		fx   []Fixture
+		want string
+	}{
+		{"honest verifier", honest, fx,
+			"pass/broken.json= FAIL; pass/ok.json=passed; pass/other-task.json= FAIL; fail/said.json=failed; fail/wrong-reason.json=failed FAIL; error/not-an-error.json=passed FAIL; " +
+				"no-op T=failed vacuous:nothing forbidden said"},
+		{"a verifier that passes a no-op", lenient, fx[1:2],
+			"pass/ok.json=passed; no-op T=passed FAIL vacuous:anything goes"},
+		{"a verifier that is not deterministic", flaky, fx[1:2],
+			"pass/ok.json=passed FAIL; no-op T=failed"},
+		{"a verifier that panics", panics, fx[1:2],
+			"pass/ok.json=error FAIL; no-op T=error FAIL"},
+		{"no fixtures: a no-op on a missing state", honest, nil,
+			"no-op T=failed vacuous:nothing forbidden said"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := summarize(Test(tt.v, tt.fx)); got != tt.want {
+				t.Errorf("Test(%s) =\n  %s\nwant\n  %s", tt.v.ID, got, tt.want)
+			}
+		})
+	}
+}
