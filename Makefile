@@ -29,12 +29,32 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 
-# Each fuzz target runs briefly; its corpus lives under testdata/fuzz.
+# Every fuzz target of every package runs briefly (found by name, so a new
+# target joins without an edit here); its corpus lives under the package's
+# testdata/fuzz.
 FUZZTIME ?= 10s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./columnar/jsonview/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLine$$' -fuzztime $(FUZZTIME) ./columnar/
-	$(GO) test -run '^$$' -fuzz '^FuzzNumbersIn$$' -fuzztime $(FUZZTIME) ./verifiers/
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for name in $$(grep -h --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | sed 's/^func //'); do \
+	    echo "fuzz $$dir $$name"; \
+	    $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$dir/; \
+	  done; \
+	done
+
+# `make bench` builds gavel and its peers, generates the CRM datasets into
+# $(BENCH_DATA) (kept and reused), runs every peer as its own process and
+# prints the comparison table (bench/README.md). ROLLOUTS=200000 make bench
+# runs a smaller one. The DuckDB and pqarrow peers are a separate module
+# (bench/duckdb, cgo), which `make test` never builds.
+BENCH_DATA     ?= bench/data
+BENCH_ROLLOUTS ?= $(if $(filter environment command line,$(origin ROLLOUTS)),$(ROLLOUTS),1000000)
+bench: build
+	$(GO) build -trimpath -o bin/bench-floor ./bench/cmd/floor
+	$(GO) build -trimpath -o bin/bench-jsonmaps ./bench/cmd/jsonmaps
+	$(GO) build -trimpath -o bin/bench-run ./bench/cmd/benchrun
+	cd bench/duckdb && CGO_ENABLED=1 $(GO) build -trimpath -o ../../bin/bench-duckdb .
+	cd bench/duckdb && $(GO) build -trimpath -o ../../bin/bench-pqarrowfloor ./pqarrowfloor
+	bin/bench-run -rollouts $(BENCH_ROLLOUTS) -data $(BENCH_DATA) -bin bin -json $(BENCH_DATA)/results.json
 
 clean:
 	rm -rf bin $(DEMO) gavel-out

@@ -23,6 +23,7 @@ The same flags always produce byte-identical files.`
 const genExamples = `  gavel gen --out rollouts.parquet --rollouts 100000
   gavel gen --out data/rollouts.jsonl.zst --rollouts 1000000 --seed 7
   gavel gen --out bad.jsonl --rollouts 1000 --bad-share 0.05
+  gavel gen --env calendar --out calendar.jsonl --rollouts 1000
   gavel gen --out rollouts.parquet --tasks-mode     # also writes rollouts.tasks.parquet
   gavel grade --tasks rollouts.tasks.parquet rollouts.parquet`
 
@@ -41,8 +42,19 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	worlds := fs.Int("worlds", 64, "initial worlds `N` generated per task when not in tasks mode")
 	models := fs.String("models", "", "comma-separated model `NAMES`, strongest first (default: four built-in names)")
 	quiet := fs.Bool("quiet", false, "print nothing on standard error")
+	env := fs.String("env", "crm", "reference environment: crm (SPEC 7.1) or calendar (SPEC 7.2, graded by the built-in calendar spec)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	switch *env {
+	case "crm":
+	case "calendar":
+		if fs.NArg() > 0 {
+			return usagef("gavel gen --help", "unexpected argument %q", fs.Arg(0))
+		}
+		return runGenCalendar(ctx, fs, stdout, stderr)
+	default:
+		return usagef("gavel gen --env calendar", "--env %q: want crm or calendar", *env)
 	}
 	const hint = "gavel gen --help"
 	if fs.NArg() > 0 {

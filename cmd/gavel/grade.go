@@ -13,7 +13,6 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/pipeline"
-	"github.com/gavelhq/gavel/verifiers"
 )
 
 const gradeExamples = `  gavel grade rollouts.parquet
@@ -21,6 +20,7 @@ const gradeExamples = `  gavel grade rollouts.parquet
   gavel grade 'shards/*.jsonl.zst' --keep model,run_id
   gavel grade --map final_state=world_after,output=answer data.parquet
   gavel grade --tasks tasks.parquet rollouts.parquet
+  gavel grade --spec specs/ --spec extra.yaml rollouts.parquet
   cat rollouts.jsonl | gavel grade -`
 
 // defaultMemoryLimit is the Go soft memory limit of a grading run when the
@@ -37,11 +37,11 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for JSON Lines on\nstandard input) with the verifiers bound to their tasks, and writes rewards and checks\nparts, summary.json and manifest.json into --out.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay).", gradeExamples, stderr)
+	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for JSON Lines on\nstandard input) with the verifiers bound to their tasks, and writes rewards and checks\nparts, summary.json and manifest.json into --out.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay),\nor with --baseline, regressions over --fail-on (this wins over 3).", gradeExamples, stderr)
 	out := fs.String("out", "gavel-out", "output `DIR`ectory")
 	format := fs.String("format", "parquet", "output format: parquet, arrow or jsonl")
 	var specs listFlag
-	fs.Var(&specs, "spec", "declarative verifier `FILE` or directory (repeatable; not built yet)")
+	fs.Var(&specs, "spec", "declarative verifier `FILE` (YAML or JSON) or directory of them; repeatable; added to the built-in verifiers")
 	tasks := fs.String("tasks", "", "tasks table `FILE` (task_id, initial_state, other fields)")
 	mapping := fs.String("map", "", "read fields from other columns: `K=COL,...` (final_state=world_after)")
 	keep := fs.String("keep", "", "metadata `COLS` copied into the rewards (default: those of model,run_id,sample present)")
@@ -50,23 +50,30 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxErrors := fs.Int64("max-errors", 0, "stop after `N` rows with status error (0: no limit)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	progress := fs.Bool("progress", false, "force a progress bar on standard error")
-	shard := fs.String("shard", "", "grade only shard `I/N` (not built yet)")
-	resume := fs.Bool("resume", false, "continue an interrupted run (not built yet)")
-	timeout := fs.String("timeout", "", "per-rollout verifier time limit (not built yet)")
-	baseline := fs.String("baseline", "", "compare with an earlier result `DIR` (not built yet)")
+	shard := fs.String("shard", "", "grade only the input units of shard `I/N` (0-based), or auto/N to take I from an array job's environment; join the shards with gavel commit")
+	resume := fs.Bool("resume", false, "continue an interrupted run in --out, skipping completed parts")
+	timeout := fs.Duration("timeout", pipeline.DefaultTimeout, "a verifier running longer than `D` on one rollout gives that row status error")
+	baseline := fs.String("baseline", "", "at the end, compare with an earlier result `DIR` as gavel diff does")
+	failOn := fs.String("fail-on", "0", "with --baseline: exit 1 when the regressions exceed this `LIMIT` (a count, or a rate: 1% or 0.01)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	for name, set := range map[string]bool{"--spec": len(specs) > 0, "--shard": *shard != "", "--resume": *resume, "--timeout": *timeout != "", "--baseline": *baseline != ""} {
-		if set {
-			return usagef("gavel grade --help", "%s is not built yet in this version of gavel", name)
-		}
+	vs, err := loadVerifiers(specs)
+	if err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return usagef("gavel grade rollouts.parquet", "no input given")
 	}
 	if *quiet && *progress {
 		return usagef("gavel grade --help", "--quiet and --progress contradict each other")
+	}
+	failTh, err := checkBaseline(*baseline, *out, *failOn)
+	if err != nil {
+		return err
+	}
+	if *baseline != "" && *shard != "" {
+		return usagef("gavel commit OUT && gavel diff BASELINE OUT", "--baseline compares whole results: with --shard, run gavel diff after gavel commit")
 	}
 	fields, err := parseMap(*mapping)
 	if err != nil {
@@ -76,7 +83,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Inputs:    fs.Args(),
 		Out:       *out,
 		Format:    *format,
-		Verifiers: verifiers.Builtin(),
+		Verifiers: vs,
 		TasksFile: *tasks,
 		Fields:    fields,
 		Workers:   *workers,
@@ -84,9 +91,22 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxErrors: *maxErrors,
 		Version:   version,
 		Flags:     resultFlags(fs),
+		Resume:    *resume,
+		Timeout:   *timeout,
 	}
 	if *keep != "" {
 		cfg.Keep = splitList(*keep)
+	}
+	if *timeout <= 0 {
+		return usagef("gavel grade --timeout 30s", "--timeout %s: want a positive duration", *timeout)
+	}
+	if *shard != "" {
+		sh, err := pipeline.ParseShard(*shard, nil)
+		var ce *pipeline.ConfigError
+		if errors.As(err, &ce) {
+			return &usageError{msg: ce.Msg, hint: ce.Hint}
+		}
+		cfg.Shard = sh
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Live memory is bounded by the pipeline (batches in flight, one
@@ -108,6 +128,12 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *baseline != "" {
+		fmt.Fprintf(stdout, "\ncompared with baseline %s\n", *baseline)
+		if err := diffAndReport(*baseline, *out, failTh, 10, "text", stdout); err != nil {
+			return baselineExit(err, res.ErrorRows)
+		}
+	}
 	if res.ErrorRows > 0 {
 		return &exitError{code: 3, msg: fmt.Sprintf("%d rows have status error (see error_kind and error in the rewards)", res.ErrorRows)}
 	}
@@ -121,7 +147,7 @@ func resultFlags(fs *flag.FlagSet) map[string]string {
 	m := map[string]string{}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "workers", "batch-size", "quiet", "progress":
+		case "workers", "batch-size", "quiet", "progress", "resume", "shard", "baseline", "fail-on":
 			return
 		}
 		m[f.Name] = f.Value.String()

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 // usageError is a bad command line or configuration: exit status 2,
@@ -46,14 +44,18 @@ func commands() []command {
 	return []command{
 		{"grade", "grade rollout datasets", runGrade},
 		{"gen", "generate a synthetic dataset", runGen},
-		{"verifier", "list or add verifiers", runVerifier},
+		{"verifier", "list, add or test verifiers", runVerifier},
+		{"spec", "check declarative verifier files", runSpec},
+		{"diff", "compare two result directories (regressions)", runDiff},
+		{"leaderboard", "pass rates and rewards by model, with intervals", runLeaderboard},
+		{"commit", "join the shards of a sharded run", runCommit},
 	}
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	ctx, in := notifyInterrupt(context.Background())
+	code := in.exitStatus(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	in.stop()
 	os.Exit(code)
 }
 

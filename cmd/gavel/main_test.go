@@ -44,7 +44,8 @@ func TestGradeExitStatus(t *testing.T) {
 		{"missing file", []string{"grade", filepath.Join(dir, "nope.parquet")}, 2, "no such file", false},
 		{"bad format", []string{"grade", "--format", "csv", good}, 2, `unknown output format "csv"`, false},
 		{"bad map", []string{"grade", "--map", "answer", good}, 2, "want FIELD=COLUMN", false},
-		{"not built", []string{"grade", "--resume", good}, 2, "--resume is not built yet", false},
+		{"bad shard", []string{"grade", "--shard", "4/4", good}, 2, "--shard 4/4: the index must be between 0 and 3", false},
+		{"bad timeout", []string{"grade", "--timeout", "0s", good}, 2, "--timeout 0s: want a positive duration", false},
 		{"max errors", []string{"grade", "--quiet", "--max-errors", "2", badRows}, 1, "too many rows with status error", true},
 		{"unknown command", []string{"frob"}, 2, "unknown command", false},
 	}
@@ -155,13 +156,15 @@ func copyTree(t *testing.T, src, dst string) {
 		if d.IsDir() {
 			switch d.Name() {
 			case ".git", "bin", "demo", "testdata", "gavel-out":
-				if rel != "." {
+				// The built-in verifiers' fixtures are embedded: keep them.
+				if rel != "." && rel != filepath.Join("verifiers", "testdata") {
 					return filepath.SkipDir
 				}
 			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}
-		if !strings.HasSuffix(path, ".go") && d.Name() != "go.mod" && d.Name() != "go.sum" {
+		embedded := strings.HasSuffix(path, ".json") || strings.HasSuffix(path, ".yaml") // files that go:embed reads
+		if !strings.HasSuffix(path, ".go") && !embedded && d.Name() != "go.mod" && d.Name() != "go.sum" {
 			return nil
 		}
 		data, err := os.ReadFile(path)

@@ -13,15 +13,17 @@ import (
 	"text/tabwriter"
 
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
 func runVerifier(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, `Usage: gavel verifier list | add
+		fmt.Fprint(stderr, `Usage: gavel verifier list | add | test
 
 Subcommands:
   list   the verifiers compiled into gavel: id, name, tasks, where defined
   add    scaffold a Go verifier and register it
+  test   run every verifier on its fixtures and on a no-op rollout per task
 
 Examples:
   gavel verifier list
@@ -37,6 +39,8 @@ Examples:
 		return runVerifierList(args[1:], stdout, stderr)
 	case "add":
 		return runVerifierAdd(args[1:], stdout, stderr)
+	case "test":
+		return runVerifierTest(args[1:], stdout, stderr)
 	}
 	return usagef("gavel verifier --help", "verifier: unknown subcommand %q", args[0])
 }
@@ -51,7 +55,7 @@ func runVerifierList(args []string, stdout, stderr io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tTASKS\tDEFINED AT")
-	for _, v := range verifiers.Builtin() {
+	for _, v := range append(verifiers.Builtin(), spec.Builtin()...) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.ID, v.Name, strings.Join(v.Tasks, ","), v.Source)
 	}
 	return tw.Flush()
@@ -62,10 +66,12 @@ var verifierIDPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 const registryMarker = "// gavel:registry"
 
 func runVerifierAdd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("verifier add", "gavel verifier add ID --task TASK --name NAME [--dir MODULE]\n\nWrites verifiers/<id>.go in the gavel source tree and registers it in\nverifiers/registry.go. Its only check is required and fails on purpose until\nyou write the real ones; rebuild gavel to grade with it.", `  gavel verifier add VER-007 --task TASK-007 --name "Invoice escalated"`, stderr)
+	fs := newFlagSet("verifier add", "gavel verifier add ID --task TASK --name NAME [--dir MODULE | --spec FILE]\n\nWrites verifiers/<id>.go in the gavel source tree and registers it in\nverifiers/registry.go, or with --spec appends a declarative verifier to a spec\nfile. Its only check is required and fails on purpose until you write the real\nones; rebuild gavel (or pass the spec to gavel grade --spec) to grade with it.", `  gavel verifier add VER-007 --task TASK-007 --name "Invoice escalated"
+  gavel verifier add VER-C02 --task TASK-C02 --name "Meeting moved" --spec specs/calendar.yaml`, stderr)
 	task := fs.String("task", "", "the task `ID` the verifier binds (required)")
 	name := fs.String("name", "", "what success means, in a few words (required)")
 	dir := fs.String("dir", "", "root of the gavel source tree (default: found from the working directory)")
+	specFile := fs.String("spec", "", "append the verifier to this spec `FILE` (YAML, created if absent) instead of writing Go")
 	// The ID may come before or after the flags.
 	var id string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -85,6 +91,9 @@ func runVerifierAdd(args []string, stdout, stderr io.Writer) error {
 	}
 	if !verifierIDPattern.MatchString(id) {
 		return usagef(hint, "verifier id %q: use letters, digits, - and _, starting with a letter", id)
+	}
+	if *specFile != "" {
+		return addSpecVerifier(*specFile, id, *task, *name, stdout)
 	}
 	for _, v := range verifiers.Builtin() {
 		if v.ID == id {
