@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -17,7 +18,14 @@ type plan struct {
 	bindings map[string]*verifiers.Verifier
 	tasks    Tasks
 	keep     []string
+	// initials indexes each distinct initial-state text once, shared
+	// read-only by all workers (nil: no cache).
+	initials *jsonview.Cache
 }
+
+// initialCacheBytes bounds the initial-state texts kept indexed; their
+// indexes take about as much again.
+const initialCacheBytes = 8 << 20
 
 // grader grades rows one at a time. Each worker owns one; its documents
 // and buffers are reused from row to row, so grading a row allocates only
@@ -169,11 +177,25 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	}
 
 	var err error
-	if r.Final, err = g.state(row.Final, &g.final, fields.Final, b.JSONLines); err != nil {
+	// The initial state repeats across the rollouts of a task: the cache
+	// indexes each distinct text once. A final state byte-identical to the
+	// initial one (an agent that changed nothing) shares its index.
+	var initErr error
+	if row.Initial.Kind == columnar.CellString && g.plan.initials != nil {
+		r.Initial, _, initErr = g.plan.initials.Parse(&g.initial, row.Initial.Data)
+		if initErr != nil {
+			initErr = fmt.Errorf("%s: %w", fields.Initial, describeJSON(initErr))
+		}
+	} else {
+		r.Initial, initErr = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines)
+	}
+	if initErr == nil && row.Final.Kind == columnar.CellString && row.Initial.Kind == columnar.CellString && bytes.Equal(row.Final.Data, row.Initial.Data) {
+		r.Final = r.Initial
+	} else if r.Final, err = g.state(row.Final, &g.final, fields.Final, b.JSONLines); err != nil {
 		return verifiers.InputError(err.Error()), nil
 	}
-	if r.Initial, err = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines); err != nil {
-		return verifiers.InputError(err.Error()), nil
+	if initErr != nil {
+		return verifiers.InputError(initErr.Error()), nil
 	}
 	if r.Log, err = g.state(row.Log, &g.log, fields.Log, b.JSONLines); err != nil {
 		return verifiers.InputError(err.Error()), nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -186,7 +187,7 @@ func prepare(cfg Config) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, keep: cfg.Keep}
+	p := &plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, keep: cfg.Keep, initials: jsonview.NewCache(initialCacheBytes)}
 	if cfg.TasksFile != "" {
 		tasks, err := LoadTasks(cfg.TasksFile, cfg.Fields)
 		if err != nil {
