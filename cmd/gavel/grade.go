@@ -53,6 +53,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shard := fs.String("shard", "", "grade only the input units of shard `I/N` (0-based), or auto/N to take I from an array job's environment; join the shards with gavel commit")
 	resume := fs.Bool("resume", false, "continue an interrupted run in --out, skipping completed parts")
 	timeout := fs.Duration("timeout", pipeline.DefaultTimeout, "a verifier running longer than `D` on one rollout gives that row status error")
+	maxLine := fs.Int("max-line-bytes", 0, "a JSON Lines line longer than `N` bytes is an input error for that row (default 64 MiB)")
 	baseline := fs.String("baseline", "", "at the end, compare with an earlier result `DIR` as gavel diff does")
 	failOn := fs.String("fail-on", "0", "with --baseline: exit 1 when the regressions exceed this `LIMIT` (a count, or a rate: 1% or 0.01)")
 	if err := parseFlags(fs, args); err != nil {
@@ -61,6 +62,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	vs, err := loadVerifiers(specs)
 	if err != nil {
 		return err
+	}
+	if *maxLine < 0 {
+		return usagef("gavel grade --max-line-bytes 1048576 ...", "--max-line-bytes %d: want a positive number of bytes", *maxLine)
 	}
 	if fs.NArg() == 0 {
 		return usagef("gavel grade rollouts.parquet", "no input given")
@@ -80,19 +84,20 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg := pipeline.Config{
-		Inputs:    fs.Args(),
-		Out:       *out,
-		Format:    *format,
-		Verifiers: vs,
-		TasksFile: *tasks,
-		Fields:    fields,
-		Workers:   *workers,
-		BatchSize: *batch,
-		MaxErrors: *maxErrors,
-		Version:   version,
-		Flags:     resultFlags(fs),
-		Resume:    *resume,
-		Timeout:   *timeout,
+		Inputs:       fs.Args(),
+		Out:          *out,
+		Format:       *format,
+		Verifiers:    vs,
+		TasksFile:    *tasks,
+		Fields:       fields,
+		Workers:      *workers,
+		BatchSize:    *batch,
+		MaxErrors:    *maxErrors,
+		Version:      version,
+		Flags:        resultFlags(fs),
+		Resume:       *resume,
+		Timeout:      *timeout,
+		MaxLineBytes: *maxLine,
 	}
 	if *keep != "" {
 		cfg.Keep = splitList(*keep)

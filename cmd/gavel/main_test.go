@@ -47,6 +47,8 @@ func TestGradeExitStatus(t *testing.T) {
 		{"bad shard", []string{"grade", "--shard", "4/4", good}, 2, "--shard 4/4: the index must be between 0 and 3", false},
 		{"bad timeout", []string{"grade", "--timeout", "0s", good}, 2, "--timeout 0s: want a positive duration", false},
 		{"max errors", []string{"grade", "--quiet", "--max-errors", "2", badRows}, 1, "too many rows with status error", true},
+		{"line limit", []string{"grade", "--quiet", "--max-line-bytes", "100", good}, 3, "2 rows have status error", true},
+		{"bad line limit", []string{"grade", "--max-line-bytes", "-1", good}, 2, "want a positive number", false},
 		{"unknown command", []string{"frob"}, 2, "unknown command", false},
 	}
 	for _, tt := range tests {
