@@ -6,6 +6,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,10 +36,13 @@ type DatasetConfig struct {
 	Seed      uint64
 	Ext       string // ".parquet" (default), ".jsonl" or ".jsonl.zst"
 	TasksMode bool
+	// Reuse keeps a dataset that an earlier Generate wrote into the same
+	// directory with the same configuration (its expected counts file is
+	// written last, so its presence marks a complete dataset).
+	Reuse bool
 }
 
-// Generate writes the dataset into dir.
-func (c DatasetConfig) Generate(ctx context.Context, dir string) (*Dataset, error) {
+func (c DatasetConfig) withDefaults() DatasetConfig {
 	if c.Rollouts == 0 {
 		c.Rollouts = 10000
 	}
@@ -48,16 +52,63 @@ func (c DatasetConfig) Generate(ctx context.Context, dir string) (*Dataset, erro
 	if c.Ext == "" {
 		c.Ext = ".parquet"
 	}
-	path := filepath.Join(dir, fmt.Sprintf("crm-%d-%d%s", c.Rollouts, c.Seed, c.Ext))
-	exp, err := gen.Run(ctx, gen.Config{Out: path, Rollouts: c.Rollouts, Seed: c.Seed, TasksMode: c.TasksMode})
-	if err != nil {
-		return nil, fmt.Errorf("generate %s: %w", path, err)
+	return c
+}
+
+// Path returns the dataset's path in dir.
+func (c DatasetConfig) Path(dir string) string {
+	c = c.withDefaults()
+	mode := ""
+	if c.TasksMode {
+		mode = "-tasks"
+	}
+	return filepath.Join(dir, fmt.Sprintf("crm-%d-%d%s%s", c.Rollouts, c.Seed, mode, c.Ext))
+}
+
+// Generate writes the dataset into dir.
+func (c DatasetConfig) Generate(ctx context.Context, dir string) (*Dataset, error) {
+	c = c.withDefaults()
+	path := c.Path(dir)
+	var exp *gen.Expected
+	if c.Reuse {
+		exp, _ = loadExpected(path + ".expected.json")
+	}
+	if exp == nil {
+		var err error
+		exp, err = gen.Run(ctx, gen.Config{Out: path, Rollouts: c.Rollouts, Seed: c.Seed, TasksMode: c.TasksMode})
+		if err != nil {
+			return nil, fmt.Errorf("generate %s: %w", path, err)
+		}
 	}
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	return &Dataset{Path: path, Tasks: exp.TasksTable, Bytes: info.Size(), Expected: exp}, nil
+}
+
+// loadExpected reads the expected counts gen.Run wrote.
+func loadExpected(path string) (*gen.Expected, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	exp := new(gen.Expected)
+	if err := json.Unmarshal(data, exp); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return exp, nil
+}
+
+// VerifierPassed returns the number of rollouts of verifier id that the
+// generator expects to pass, and whether it has such a verifier.
+func (d *Dataset) VerifierPassed(id string) (int64, bool) {
+	for _, v := range d.Expected.Verifiers {
+		if v.VerifierID != nil && *v.VerifierID == id {
+			return v.Passed, true
+		}
+	}
+	return 0, false
 }
 
 // GradeConfig is one grading run of a dataset.

@@ -1,0 +1,436 @@
+// Command benchrun runs the gavel benchmark against its peers in one go and
+// prints one table: it generates the CRM datasets (or reuses them), runs
+// each peer as its own process, measuring wall time, CPU time and peak
+// RSS, checks that every grader agrees with the counts the generator
+// expects, and prints rollouts/s, MB/s, peak RSS and the ratios the targets
+// are stated in.
+//
+// The peers are programs built beforehand into -bin (make bench does it):
+//
+//	bench-floor          read floor: Parquet pages, or JSON Lines.zst lines
+//	bench-pqarrowfloor   read floor through arrow-go pqarrow record batches
+//	gavel                gavel grade, per-row and tasks mode, Parquet and JSONL.zst
+//	bench-duckdb         VER-002 and VER-004 required checks in DuckDB SQL
+//	bench-jsonmaps       the same checks in Go, encoding/json into maps
+//	python3 grade.py     the same checks in standard-library Python
+//
+// A peer whose program is missing is skipped with a note.
+//
+// Usage:
+//
+//	benchrun [-rollouts N] [-data DIR] [-bin DIR] [-repeat K]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/gavelhq/gavel/bench"
+)
+
+func main() {
+	rollouts := 1_000_000
+	if s := os.Getenv("ROLLOUTS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchrun: ROLLOUTS=%q is not a number\n", s)
+			os.Exit(2)
+		}
+		rollouts = n
+	}
+	var c config
+	flag.IntVar(&c.rollouts, "rollouts", rollouts, "rollouts `N` per dataset (default from $ROLLOUTS, else 1M)")
+	flag.Uint64Var(&c.seed, "seed", 1, "generator `SEED`")
+	flag.StringVar(&c.data, "data", "bench-data", "`DIR` for the datasets (kept and reused) and the outputs")
+	flag.StringVar(&c.bin, "bin", "bin", "`DIR` holding the peer programs")
+	flag.StringVar(&c.python, "python", "python3", "Python interpreter `PATH`")
+	flag.StringVar(&c.script, "script", "bench/python/grade.py", "the Python peer's `PATH`")
+	flag.StringVar(&c.only, "only", "", "comma-separated peer `NAMES` to run (default all)")
+	flag.IntVar(&c.repeat, "repeat", 1, "runs `K` of each peer; the fastest is reported")
+	flag.StringVar(&c.jsonOut, "json", "", "also write the measurements as JSON to `PATH`")
+	flag.Parse()
+	if err := run(context.Background(), c); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	rollouts             int
+	seed                 uint64
+	data, bin            string
+	python, script, only string
+	repeat               int
+	jsonOut              string
+}
+
+// datasets are the files the peers read.
+type datasets struct {
+	parquet, tasks, jsonlZst *bench.Dataset
+	jsonl                    string // plain copy of jsonlZst, for Python
+}
+
+// peer is one program measured.
+type peer struct {
+	Name  string `json:"name"`
+	Input string `json:"input"`
+	// kind: "floor" (reads only), "grader" (prints passed counts of the
+	// two tasks) or "gavel" (writes an output directory).
+	kind string
+	ds   *bench.Dataset
+	argv []string
+	out  string // gavel's --out
+
+	Rows    int64   `json:"rows"`
+	Wall    float64 `json:"wall_seconds"`
+	CPU     float64 `json:"cpu_seconds"`
+	MaxRSS  int64   `json:"max_rss_bytes"`
+	Load    float64 `json:"load_average"`
+	Rate    float64 `json:"rollouts_per_second"`
+	MBps    float64 `json:"mb_per_second,omitempty"`
+	Agrees  string  `json:"agrees"`
+	Skipped string  `json:"skipped,omitempty"`
+	bytes   int64   // uncompressed text read, for MB/s
+}
+
+func run(ctx context.Context, c config) error {
+	if err := os.MkdirAll(c.data, 0o755); err != nil {
+		return err
+	}
+	ds, err := generate(ctx, c)
+	if err != nil {
+		return err
+	}
+	bin := func(name string) string { return filepath.Join(c.bin, name) }
+	gavelOut := filepath.Join(c.data, "gavel-out")
+	peers := []*peer{
+		{Name: "floor", Input: "parquet", kind: "floor", ds: ds.parquet, argv: []string{bin("bench-floor"), ds.parquet.Path}},
+		{Name: "floor-pqarrow", Input: "parquet", kind: "floor", ds: ds.parquet, argv: []string{bin("bench-pqarrowfloor"), ds.parquet.Path}},
+		{Name: "gavel", Input: "parquet", kind: "gavel", ds: ds.parquet, out: gavelOut,
+			argv: []string{bin("gavel"), "grade", "--quiet", "--out", gavelOut, ds.parquet.Path}},
+		{Name: "gavel-tasks", Input: "parquet+tasks", kind: "gavel", ds: ds.tasks, out: gavelOut,
+			argv: []string{bin("gavel"), "grade", "--quiet", "--out", gavelOut, "--tasks", ds.tasks.Tasks, ds.tasks.Path}},
+		{Name: "duckdb", Input: "parquet", kind: "grader", ds: ds.parquet, argv: []string{bin("bench-duckdb"), "-threads", "2", ds.parquet.Path}},
+		{Name: "go-jsonmaps", Input: "parquet", kind: "grader", ds: ds.parquet, argv: []string{bin("bench-jsonmaps"), "-workers", "2", ds.parquet.Path}},
+		{Name: "floor-jsonl", Input: "jsonl.zst", kind: "floor", ds: ds.jsonlZst, argv: []string{bin("bench-floor"), ds.jsonlZst.Path}},
+		{Name: "gavel-jsonl", Input: "jsonl.zst", kind: "gavel", ds: ds.jsonlZst, out: gavelOut,
+			argv: []string{bin("gavel"), "grade", "--quiet", "--out", gavelOut, ds.jsonlZst.Path}},
+		{Name: "python", Input: "jsonl", kind: "grader", ds: ds.jsonlZst, argv: []string{c.python, c.script, "--processes", "2", ds.jsonl}},
+	}
+	want := map[string]bool{}
+	for _, name := range strings.Split(c.only, ",") {
+		if name != "" {
+			want[name] = true
+		}
+	}
+	var failed []string
+	for _, p := range peers {
+		if len(want) > 0 && !want[p.Name] {
+			p.Skipped = "not asked for"
+			continue
+		}
+		if _, err := exec.LookPath(p.argv[0]); err != nil {
+			p.Skipped = "program missing: " + p.argv[0]
+			fmt.Fprintf(os.Stderr, "skip %s: %v\n", p.Name, err)
+			continue
+		}
+		if err := measure(ctx, p, c.repeat); err != nil {
+			return err
+		}
+		if !strings.HasPrefix(p.Agrees, "yes") {
+			failed = append(failed, p.Name)
+		}
+	}
+	// MB/s counts the uncompressed text each input holds: the two state
+	// columns of the Parquet file, the decompressed JSON Lines.
+	textBytes := map[*bench.Dataset]int64{}
+	for _, p := range peers {
+		if p.kind == "floor" && p.bytes > 0 && p.Skipped == "" {
+			textBytes[p.ds] = p.bytes
+		}
+	}
+	for _, p := range peers {
+		if b := textBytes[p.ds]; b > 0 && p.Wall > 0 {
+			p.MBps = float64(b) / 1e6 / p.Wall
+		}
+	}
+	printTable(os.Stdout, c, peers)
+	if c.jsonOut != "" {
+		data, _ := json.MarshalIndent(map[string]any{
+			"rollouts": c.rollouts, "go": runtime.Version(), "cpus": runtime.NumCPU(), "peers": peers,
+		}, "", "  ")
+		if err := os.WriteFile(c.jsonOut, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("counts disagree with the generator's: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// generate writes (or reuses) the datasets.
+func generate(ctx context.Context, c config) (*datasets, error) {
+	var ds datasets
+	for _, d := range []struct {
+		dst *(*bench.Dataset)
+		cfg bench.DatasetConfig
+	}{
+		{&ds.parquet, bench.DatasetConfig{Ext: ".parquet"}},
+		{&ds.tasks, bench.DatasetConfig{Ext: ".parquet", TasksMode: true}},
+		{&ds.jsonlZst, bench.DatasetConfig{Ext: ".jsonl.zst"}},
+	} {
+		cfg := d.cfg
+		cfg.Rollouts, cfg.Seed, cfg.Reuse = c.rollouts, c.seed, true
+		start := time.Now()
+		path := cfg.Path(c.data)
+		fmt.Fprintf(os.Stderr, "dataset %s ... ", path)
+		// gavel gen writes the dataset in its own process: on Linux a
+		// child's peak RSS starts from its parent's at fork, so the driver
+		// stays small to measure its peers.
+		if _, err := os.Stat(path + ".expected.json"); err != nil {
+			argv := []string{filepath.Join(c.bin, "gavel"), "gen", "--quiet", "--out", path,
+				"--rollouts", strconv.Itoa(c.rollouts), "--seed", strconv.FormatUint(c.seed, 10)}
+			if cfg.TasksMode {
+				argv = append(argv, "--tasks-mode")
+			}
+			if _, err := bench.RunProcess(ctx, argv); err != nil {
+				return nil, err
+			}
+		}
+		x, err := cfg.Generate(ctx, c.data)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "%d bytes, %.1fs\n", x.Bytes, time.Since(start).Seconds())
+		*d.dst = x
+	}
+	ds.jsonl = strings.TrimSuffix(ds.jsonlZst.Path, ".zst")
+	if _, err := os.Stat(ds.jsonl); err != nil {
+		fmt.Fprintf(os.Stderr, "dataset %s (decompressed for Python)\n", ds.jsonl)
+		if err := decompress(ds.jsonlZst.Path, ds.jsonl); err != nil {
+			return nil, err
+		}
+	}
+	return &ds, nil
+}
+
+// decompress writes the zstd-decompressed src to dst, atomically.
+func decompress(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	zr, err := zstd.NewReader(in)
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	tmp := dst + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, zr); err != nil {
+		out.Close()
+		return fmt.Errorf("decompress %s: %w", src, err)
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// measure runs p repeat times, keeps the fastest run and checks its counts.
+func measure(ctx context.Context, p *peer, repeat int) error {
+	var best bench.Process
+	for i := 0; i < max(repeat, 1); i++ {
+		if p.out != "" {
+			if err := os.RemoveAll(p.out); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(os.Stderr, "run %s (load %.2f) ... ", p.Name, bench.LoadAverage())
+		pr, err := bench.RunProcess(ctx, p.argv, 0, 3) // gavel: 3 = rows with status error, as generated
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%.2fs, %d MB\n", pr.Wall.Seconds(), pr.MaxRSS>>20)
+		if i == 0 || pr.Wall < best.Wall {
+			rss := max(best.MaxRSS, pr.MaxRSS)
+			best = pr
+			best.MaxRSS = rss
+		} else {
+			best.MaxRSS = max(best.MaxRSS, pr.MaxRSS)
+		}
+	}
+	p.Wall = best.Wall.Seconds()
+	p.CPU = (best.User + best.System).Seconds()
+	p.MaxRSS = best.MaxRSS
+	p.Load = best.Load
+	var err error
+	p.Agrees, err = check(p, best.Stdout)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	p.Rate = float64(p.Rows) / p.Wall
+	return nil
+}
+
+// check reads what p reported and compares it with the generator's
+// expectations. It returns "yes" or what disagrees.
+func check(p *peer, stdout []byte) (string, error) {
+	exp := p.ds.Expected
+	if p.kind == "gavel" {
+		s, err := readSummary(filepath.Join(p.out, "summary.json"))
+		if err != nil {
+			return "", err
+		}
+		p.Rows = s.Rollouts
+		var bad []string
+		if s.Passed != exp.Totals.Passed || s.Failed != exp.Totals.Failed || s.Error != exp.Totals.Error {
+			bad = append(bad, fmt.Sprintf("passed/failed/error %d/%d/%d, want %d/%d/%d",
+				s.Passed, s.Failed, s.Error, exp.Totals.Passed, exp.Totals.Failed, exp.Totals.Error))
+		}
+		for _, v := range []string{"VER-002", "VER-004"} {
+			want, _ := p.ds.VerifierPassed(v)
+			got := s.Verifiers[v]
+			// With no errors, a passed rollout of these one-required-check
+			// verifiers is a passed required check.
+			if got.Passed != want || got.Error != 0 {
+				bad = append(bad, fmt.Sprintf("%s passed %d (errors %d), want %d", v, got.Passed, got.Error, want))
+			}
+		}
+		if len(bad) > 0 {
+			return "NO: " + strings.Join(bad, "; "), nil
+		}
+		return "yes (all verifiers)", nil
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(stdout, &rep); err != nil {
+		return "", fmt.Errorf("read report %q: %w", stdout, err)
+	}
+	p.Rows, p.bytes = rep.Rows, rep.Bytes
+	if rep.Rows != exp.Totals.Rollouts {
+		return fmt.Sprintf("NO: %d rows, want %d", rep.Rows, exp.Totals.Rollouts), nil
+	}
+	if p.kind == "floor" {
+		return "yes (rows)", nil
+	}
+	var bad []string
+	for task, v := range map[string]string{"TASK-002": "VER-002", "TASK-004": "VER-004"} {
+		want, _ := p.ds.VerifierPassed(v)
+		if got := rep.Passed[task]; got != want {
+			bad = append(bad, fmt.Sprintf("%s passed %d, want %d", task, got, want))
+		}
+	}
+	if len(bad) > 0 {
+		return "NO: " + strings.Join(bad, "; "), nil
+	}
+	return "yes (VER-002, VER-004)", nil
+}
+
+// summary is the part of gavel's summary.json the driver reads.
+type summary struct {
+	counts
+	Verifiers map[string]counts `json:"verifiers"`
+}
+
+type counts struct {
+	Rollouts int64 `json:"rollouts"`
+	Passed   int64 `json:"passed"`
+	Failed   int64 `json:"failed"`
+	Error    int64 `json:"error"`
+}
+
+func readSummary(path string) (*summary, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s := new(summary)
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// printTable prints the measurements and the ratios the targets name.
+func printTable(w io.Writer, c config, peers []*peer) {
+	by := map[string]*peer{}
+	for _, p := range peers {
+		if p.Skipped == "" {
+			by[p.Name] = p
+		}
+	}
+	gavel := by["gavel"]
+	fmt.Fprintf(w, "\n%d rollouts per dataset, %s, %d CPUs, load average now %.2f\n\n",
+		c.rollouts, runtime.Version(), runtime.NumCPU(), bench.LoadAverage())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
+	fmt.Fprintln(tw, "peer\tinput\trollouts/s\tMB/s\tpeak RSS MB\twall s\tCPU s\trollouts/CPU-s\tload\tvs gavel\tcounts\t")
+	for _, p := range peers {
+		if p.Skipped != "" {
+			continue
+		}
+		ratio := "-"
+		if gavel != nil && gavel.Rate > 0 {
+			ratio = fmt.Sprintf("%.2fx", p.Rate/gavel.Rate)
+		}
+		mbps := "-"
+		if p.MBps > 0 {
+			mbps = fmt.Sprintf("%.0f", p.MBps)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%s\t%s\t\n",
+			p.Name, p.Input, p.Rate, mbps, float64(p.MaxRSS)/(1<<20), p.Wall, p.CPU, float64(p.Rows)/p.CPU, p.Load, ratio, p.Agrees)
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w, "\ntargets")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	ratio := func(label, a, b string, target float64) {
+		pa, pb := by[a], by[b]
+		if pa == nil || pb == nil || pb.Rate == 0 {
+			fmt.Fprintf(tw, "%s\tnot measured\t\n", label)
+			return
+		}
+		r := pa.Rate / pb.Rate
+		fmt.Fprintf(tw, "%s\t%.2f\t>= %.2f\t%s\t\n", label, r, target, verdict(r >= target))
+	}
+	ratio("gavel / Parquet read floor", "gavel", "floor", 0.6)
+	ratio("gavel / DuckDB", "gavel", "duckdb", 2.5)
+	ratio("gavel tasks mode / per-row mode", "gavel-tasks", "gavel", 1.4)
+	ratio("gavel JSONL.zst / JSONL.zst floor", "gavel-jsonl", "floor-jsonl", 0.6)
+	ratio("pqarrow floor / page floor", "floor-pqarrow", "floor", 0)
+	var rss int64
+	for _, name := range []string{"gavel", "gavel-tasks", "gavel-jsonl"} {
+		if p := by[name]; p != nil {
+			rss = max(rss, p.MaxRSS)
+		}
+	}
+	if rss > 0 {
+		mb := float64(rss) / (1 << 20)
+		fmt.Fprintf(tw, "gavel peak RSS (MB)\t%.0f\t<= 128\t%s\t\n", mb, verdict(mb <= 128))
+	}
+	tw.Flush()
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
