@@ -28,7 +28,7 @@ type jsonlRewards struct {
 func newJSONLRewards(w *bufio.Writer, keep []string) *jsonlRewards {
 	j := &jsonlRewards{w: w}
 	for _, k := range keep {
-		b := append([]byte(`,`), appendJSONString(nil, k)...)
+		b := append([]byte(`,`), AppendJSONString(nil, k)...)
 		j.keys = append(j.keys, string(append(b, ':')))
 	}
 	return j
@@ -45,13 +45,13 @@ func (j *jsonlRewards) writeRewards(rows []RewardRow) error {
 
 func (j *jsonlRewards) appendRow(b []byte, r *RewardRow) []byte {
 	b = append(b, `{"rollout_id":`...)
-	b = appendJSONString(b, r.RolloutID)
+	b = AppendJSONString(b, r.RolloutID)
 	b = append(b, `,"task_id":`...)
-	b = appendJSONString(b, r.TaskID)
+	b = AppendJSONString(b, r.TaskID)
 	b = append(b, `,"verifier_id":`...)
 	b = appendJSONNullString(b, r.VerifierID)
 	b = append(b, `,"status":`...)
-	b = appendJSONString(b, r.Status)
+	b = AppendJSONString(b, r.Status)
 	b = append(b, `,"passed":`...)
 	switch {
 	case !r.PassedValid:
@@ -78,7 +78,7 @@ func (j *jsonlRewards) appendRow(b []byte, r *RewardRow) []byte {
 	b = append(b, `,"error":`...)
 	b = appendJSONNullString(b, r.Error)
 	b = append(b, `,"source_file":`...)
-	b = appendJSONString(b, r.SourceFile)
+	b = AppendJSONString(b, r.SourceFile)
 	b = append(b, `,"source_row":`...)
 	b = strconv.AppendInt(b, r.SourceRow, 10)
 	for i, k := range j.keys {
@@ -114,23 +114,23 @@ func (j *jsonlChecks) writeChecks(rows []CheckRow) error {
 
 func appendCheckJSON(b []byte, r *CheckRow) []byte {
 	b = append(b, `{"rollout_id":`...)
-	b = appendJSONString(b, r.RolloutID)
+	b = AppendJSONString(b, r.RolloutID)
 	b = append(b, `,"task_id":`...)
-	b = appendJSONString(b, r.TaskID)
+	b = AppendJSONString(b, r.TaskID)
 	b = append(b, `,"verifier_id":`...)
 	b = appendJSONNullString(b, r.VerifierID)
 	b = append(b, `,"check_index":`...)
 	b = strconv.AppendInt(b, int64(r.CheckIndex), 10)
 	b = append(b, `,"check_id":`...)
-	b = appendJSONString(b, r.CheckID)
+	b = AppendJSONString(b, r.CheckID)
 	b = append(b, `,"label":`...)
-	b = appendJSONString(b, r.Label)
+	b = AppendJSONString(b, r.Label)
 	b = append(b, `,"required":`...)
 	b = strconv.AppendBool(b, r.Required)
 	b = append(b, `,"status":`...)
-	b = appendJSONString(b, r.Status)
+	b = AppendJSONString(b, r.Status)
 	b = append(b, `,"detail":`...)
-	b = appendJSONString(b, r.Detail)
+	b = AppendJSONString(b, r.Detail)
 	b = append(b, `,"actual":`...)
 	b = appendJSONNullString(b, r.Actual)
 	b = append(b, `,"expected":`...)
@@ -145,7 +145,7 @@ func appendJSONNullString(b []byte, s NullString) []byte {
 	if !s.Valid {
 		return append(b, "null"...)
 	}
-	return appendJSONString(b, s.S)
+	return AppendJSONString(b, s.S)
 }
 
 // jsonSafe reports the ASCII bytes that go into a JSON string as they are.
@@ -158,9 +158,11 @@ var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a quoted JSON string (see the escaping
-// rules above).
-func appendJSONString(b []byte, s string) []byte {
+// AppendJSONString appends s as a quoted JSON string: escaped as
+// encoding/json escapes without HTML escaping (U+2028 and U+2029 escaped
+// too), invalid UTF-8 replaced by U+FFFD. It is the one JSON string
+// encoder of the project.
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0 // s[start:i] is still to be copied
 	for i := 0; i < len(s); {

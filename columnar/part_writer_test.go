@@ -857,9 +857,9 @@ func TestAppendJSONString(t *testing.T) {
 		{"\xed\xa0\x80", "\"\ufffd\ufffd\ufffd\""}, // a surrogate half is invalid UTF-8
 	}
 	for _, tt := range tests {
-		got := string(appendJSONString(nil, tt.in))
+		got := string(AppendJSONString(nil, tt.in))
 		if got != tt.want {
-			t.Errorf("appendJSONString(%q) = %s, want %s", tt.in, got, tt.want)
+			t.Errorf("AppendJSONString(%q) = %s, want %s", tt.in, got, tt.want)
 		}
 		// encoding/json must read back what it would have written.
 		std, err := json.Marshal(tt.in)
@@ -868,13 +868,13 @@ func TestAppendJSONString(t *testing.T) {
 		}
 		var a, b string
 		if err := json.Unmarshal([]byte(got), &a); err != nil {
-			t.Errorf("appendJSONString(%q) = %s: invalid JSON: %v", tt.in, got, err)
+			t.Errorf("AppendJSONString(%q) = %s: invalid JSON: %v", tt.in, got, err)
 		}
 		if err := json.Unmarshal(std, &b); err != nil {
 			t.Fatal(err)
 		}
 		if a != b {
-			t.Errorf("appendJSONString(%q) reads back as %q, encoding/json's as %q", tt.in, a, b)
+			t.Errorf("AppendJSONString(%q) reads back as %q, encoding/json's as %q", tt.in, a, b)
 		}
 	}
 }

@@ -713,7 +713,7 @@ func (rw *rowsWriter) write(rec *rowRecord, v *verdict) error {
 		if s == "" {
 			return append(b, "null"...)
 		}
-		return appendJSONString(b, s)
+		return columnar.AppendJSONString(b, s)
 	}
 	b := fmt.Appendf(rw.buf[:0], `{"row":%d,"rollout_id":`, rec.row)
 	b = str(b, rec.id)
@@ -742,7 +742,7 @@ func (rw *rowsWriter) write(rec *rowRecord, v *verdict) error {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, c.String())
+		b = columnar.AppendJSONString(b, c.String())
 	}
 	b = append(b, "]}\n"...)
 	rw.buf = b

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gavelhq/gavel/columnar"
 )
 
 // The user ids the CRM tasks name (SPEC 7.1), as indexes into world.users:
@@ -500,11 +502,11 @@ func (w *world) serialize() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, u.id)
+		b = columnar.AppendJSONString(b, u.id)
 		b = append(b, `:{"id":`...)
-		b = appendJSONString(b, u.id)
+		b = columnar.AppendJSONString(b, u.id)
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, u.name)
+		b = columnar.AppendJSONString(b, u.name)
 		b = append(b, `,"active":`...)
 		b = fmt.Appendf(b, "%t}", u.active)
 	}
@@ -513,11 +515,11 @@ func (w *world) serialize() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s.id)
+		b = columnar.AppendJSONString(b, s.id)
 		b = append(b, `:{"id":`...)
-		b = appendJSONString(b, s.id)
+		b = columnar.AppendJSONString(b, s.id)
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, s.name)
+		b = columnar.AppendJSONString(b, s.name)
 		b = fmt.Appendf(b, `,"probability":%d,"isClosed":%t}`, s.prob, s.closed)
 	}
 	b = append(b, `},"opportunities":{`...)
@@ -531,17 +533,17 @@ func (w *world) serialize() {
 
 // appendOpp appends the member `"ID":{...}` of one opportunity.
 func (w *world) appendOpp(b []byte, o *opp) []byte {
-	b = appendJSONString(b, o.id)
+	b = columnar.AppendJSONString(b, o.id)
 	b = append(b, `:{"id":`...)
-	b = appendJSONString(b, o.id)
+	b = columnar.AppendJSONString(b, o.id)
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, o.name)
+	b = columnar.AppendJSONString(b, o.name)
 	b = append(b, `,"ownerId":`...)
-	b = appendJSONString(b, w.users[o.owner].id)
+	b = columnar.AppendJSONString(b, w.users[o.owner].id)
 	b = append(b, `,"stageId":`...)
-	b = appendJSONString(b, w.stages[o.stage].id)
+	b = columnar.AppendJSONString(b, w.stages[o.stage].id)
 	b = append(b, `,"status":`...)
-	b = appendJSONString(b, o.status)
+	b = columnar.AppendJSONString(b, o.status)
 	b = append(b, `,"amount":`...)
 	b = appendCents(b, o.cents, false)
 	return append(b, '}')
@@ -577,24 +579,6 @@ func (w *world) appendState(b []byte, edits []oppEdit, dirty uint64, added []opp
 type oppEdit struct {
 	i int
 	o opp
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }
 
 // appendCents appends an amount given in cents as a decimal number without
