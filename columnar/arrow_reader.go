@@ -65,11 +65,8 @@ type arrowColumn struct {
 
 // arrowBatch is a Batch with the buffers an ArrowReader reuses with it.
 type arrowBatch struct {
-	b     Batch
-	arena []byte
-	meta  []Cell
-	recs  []arrow.RecordBatch // record batches retained by the cells
-	out   bool
+	batchBuffers
+	recs []arrow.RecordBatch // record batches retained by the cells
 }
 
 // OpenArrow opens the Arrow IPC file (or stream) at path and reads its
@@ -409,27 +406,14 @@ func (ab *arrowBatch) float(f float64, bitSize int) Cell {
 // getBatch takes a batch from the free list (or makes one) sized for n rows.
 func (r *ArrowReader) getBatch(n int) *arrowBatch {
 	r.mu.Lock()
-	var ab *arrowBatch
-	if k := len(r.free); k > 0 {
-		ab = r.free[k-1]
-		r.free[k-1] = nil
-		r.free = r.free[:k-1]
-	}
+	ab := popFree(&r.free)
 	r.mu.Unlock()
 	if ab == nil {
 		ab = &arrowBatch{}
 		ab.b.MetaNames = r.metaNames
 		ab.b.release = func(*Batch) { r.put(ab) }
 	}
-	ab.out = true
-	if cap(ab.b.Rows) < n {
-		ab.b.Rows = make([]Row, n)
-	}
-	ab.b.Rows = ab.b.Rows[:n]
-	if m := n * len(r.metaNames); cap(ab.meta) < m {
-		ab.meta = make([]Cell, m)
-	}
-	ab.arena = ab.arena[:0]
+	ab.ready(n, len(r.metaNames))
 	return ab
 }
 

@@ -109,9 +109,7 @@ func (r *JSONLReader) Close() error {
 func (r *JSONLReader) getBatch() *Batch {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if n := len(r.free); n > 0 {
-		b := r.free[n-1]
-		r.free = r.free[:n-1]
+	if b := popFree(&r.free); b != nil {
 		return b
 	}
 	return &Batch{JSONLines: true, release: r.put}

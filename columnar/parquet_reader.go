@@ -129,11 +129,8 @@ type pqColumn struct {
 
 // pqBatch is a Batch with the buffers a ParquetReader reuses with it.
 type pqBatch struct {
-	b     Batch
-	arena []byte
-	meta  []Cell
+	batchBuffers
 	pages []parquet.Page // pages retained by the batch's cells
-	out   bool           // handed out and not yet released
 }
 
 // pqValueChunk is how many values are read from a page at a time.
@@ -636,27 +633,14 @@ func (pb *pqBatch) numberFrom(start int) Cell {
 func (r *ParquetReader) getBatch(n int) *pqBatch {
 	r.gen++
 	r.mu.Lock()
-	var pb *pqBatch
-	if k := len(r.free); k > 0 {
-		pb = r.free[k-1]
-		r.free[k-1] = nil
-		r.free = r.free[:k-1]
-	}
+	pb := popFree(&r.free)
 	r.mu.Unlock()
 	if pb == nil {
 		pb = &pqBatch{}
 		pb.b.MetaNames = r.metaNames
 		pb.b.release = func(*Batch) { r.put(pb) }
 	}
-	pb.out = true
-	if cap(pb.b.Rows) < n {
-		pb.b.Rows = make([]Row, n)
-	}
-	pb.b.Rows = pb.b.Rows[:n]
-	if m := n * len(r.metaNames); cap(pb.meta) < m {
-		pb.meta = make([]Cell, m)
-	}
-	pb.arena = pb.arena[:0]
+	pb.ready(n, len(r.metaNames))
 	return pb
 }
 

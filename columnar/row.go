@@ -139,3 +139,40 @@ func (n FieldNames) WithDefaults() FieldNames {
 func (n FieldNames) Is(name string) bool {
 	return name == n.ID || name == n.Task || name == n.Final || name == n.Initial || name == n.Output || name == n.Log
 }
+
+// batchBuffers are the reusable parts of a columnar reader's batch: the
+// rows, their metadata cells (one run of len(MetaNames) per row) and an
+// arena for formatted numbers.
+type batchBuffers struct {
+	b     Batch
+	arena []byte
+	meta  []Cell
+	out   bool // handed out and not yet released
+}
+
+// ready marks the batch handed out and sizes it for n rows with metas
+// metadata cells each, keeping the buffers' storage.
+func (bb *batchBuffers) ready(n, metas int) {
+	bb.out = true
+	if cap(bb.b.Rows) < n {
+		bb.b.Rows = make([]Row, n)
+	}
+	bb.b.Rows = bb.b.Rows[:n]
+	if m := n * metas; cap(bb.meta) < m {
+		bb.meta = make([]Cell, m)
+	}
+	bb.arena = bb.arena[:0]
+}
+
+// popFree takes the most recently freed batch off a free list, or returns
+// nil when it is empty. The caller holds the list's lock.
+func popFree[T any](free *[]*T) *T {
+	k := len(*free)
+	if k == 0 {
+		return nil
+	}
+	t := (*free)[k-1]
+	(*free)[k-1] = nil
+	*free = (*free)[:k-1]
+	return t
+}
