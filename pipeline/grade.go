@@ -181,12 +181,20 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	// indexes each distinct text once. A final state byte-identical to the
 	// initial one (an agent that changed nothing) shares its index.
 	var initErr error
-	if row.Initial.Kind == columnar.CellString && g.plan.initials != nil {
+	switch {
+	case row.Initial.Kind == columnar.CellString && g.plan.initials != nil:
 		r.Initial, _, initErr = g.plan.initials.Parse(&g.initial, row.Initial.Data)
 		if initErr != nil {
 			initErr = fmt.Errorf("%s: %w", fields.Initial, describeJSON(initErr))
 		}
-	} else {
+	case row.Initial.Kind == columnar.CellJSON && b.JSONLines && g.plan.initials != nil:
+		// Already indexed in its line; the shared index of a repeated
+		// text lets memos keyed by world (spec hoisting) hit.
+		var ok bool
+		if r.Initial, ok = g.plan.initials.Lookup(row.Initial.V.Raw()); !ok {
+			r.Initial = row.Initial.V
+		}
+	default:
 		r.Initial, initErr = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines)
 	}
 	if initErr == nil && row.Final.Kind == columnar.CellString && row.Initial.Kind == columnar.CellString && bytes.Equal(row.Final.Data, row.Initial.Data) {

@@ -80,6 +80,7 @@ func newTask(text []byte, fields *columnar.FieldNames) (*Task, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	doc.Share() // read by every rollout of the task; memos key on it
 	idv := root.Get(fields.Task)
 	var id string
 	switch idv.Kind() {
@@ -98,10 +99,12 @@ func newTask(text []byte, fields *columnar.FieldNames) (*Task, string, error) {
 	case jsonview.String:
 		s, _ := init.Str()
 		s = append([]byte(nil), s...)
-		v, err := new(jsonview.Doc).Parse(s)
+		d := new(jsonview.Doc)
+		v, err := d.Parse(s)
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: %w", fields.Initial, describeJSON(err))
 		}
+		d.Share()
 		t.Initial = v
 	case jsonview.Missing, jsonview.Null:
 	default:

@@ -49,16 +49,26 @@ func NewCache(maxBytes int) *Cache {
 // seen before, else the result of d.Parse(data). cached reports which;
 // when it is false the Value belongs to d, as with d.Parse.
 func (c *Cache) Parse(d *Doc, data []byte) (v Value, cached bool, err error) {
+	if v, ok := c.Lookup(data); ok {
+		return v, true, nil
+	}
+	v, err = d.Parse(data)
+	return v, false, err
+}
+
+// Lookup returns the shared index of data when it is cached. Otherwise it
+// counts a sighting of data and returns false; on the second sighting of a
+// valid text it keeps an indexed copy for the rows to come.
+func (c *Cache) Lookup(data []byte) (Value, bool) {
 	h := maphash.Bytes(c.seed, data)
 	c.mu.RLock()
 	e := c.docs[h]
 	c.mu.RUnlock()
-	if e != nil && bytes.Equal(e.data, data) {
-		return e.root, true, nil
-	}
-	v, err = d.Parse(data)
-	if err != nil || e != nil {
-		return v, false, err
+	if e != nil {
+		if bytes.Equal(e.data, data) {
+			return e.root, true
+		}
+		return Value{}, false // a collision: the first text keeps the slot
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -67,18 +77,21 @@ func (c *Cache) Parse(d *Doc, data []byte) (v Value, cached bool, err error) {
 			clear(c.seen)
 		}
 		c.seen[h] = struct{}{}
-		return v, false, nil
+		return Value{}, false
 	}
 	// Second sighting: keep an indexed copy for the rows to come.
 	own := bytes.Clone(data)
-	root, err := new(Doc).Parse(own)
-	if err != nil { // cannot happen: the same bytes just parsed
-		return v, false, nil
+	doc := new(Doc)
+	root, err := doc.Parse(own)
+	if err != nil {
+		delete(c.seen, h)
+		return Value{}, false
 	}
+	doc.Share()
 	c.docs[h] = &cachedText{data: own, root: root}
 	c.bytes += len(own)
 	delete(c.seen, h)
-	return v, false, nil
+	return Value{}, false
 }
 
 // Len returns the number of texts cached.

@@ -64,10 +64,18 @@ const maxText = math.MaxInt32
 //     deeper, to provoke a crash) would ride on the goroutine stack. Parse
 //     runs as one loop over an explicit stack of open containers.
 type Doc struct {
-	data  []byte
-	nodes []node
-	stack []frame
+	data   []byte
+	nodes  []node
+	stack  []frame
+	shared bool // see Share
 }
+
+// Share promises that d will never be parsed into or reset again, and that
+// its text will not change, so that the identity of its Values stands for
+// their content: two Values of shared Docs that are == hold the same JSON,
+// and a memo may be keyed by them (see Value.Shared). Parse and Reset on a
+// shared Doc panic.
+func (d *Doc) Share() { d.shared = true }
 
 // node is one value in the index; see the Doc documentation.
 type node struct {
@@ -119,6 +127,9 @@ func init() {
 // and keeps the Doc's buffers for the next Parse. Values of the Doc must not
 // be used after Reset.
 func (d *Doc) Reset() {
+	if d.shared {
+		panic("jsonview: Reset of a shared Doc")
+	}
 	d.data = nil
 	d.nodes = d.nodes[:0]
 	d.stack = d.stack[:0]
@@ -135,6 +146,9 @@ func (d *Doc) Reset() {
 // *SyntaxError. Parse replaces whatever the Doc indexed before, also when
 // it fails.
 func (d *Doc) Parse(data []byte) (Value, error) {
+	if d.shared {
+		panic("jsonview: Parse into a shared Doc")
+	}
 	if len(data) > maxText {
 		d.Reset()
 		return Value{}, &SyntaxError{Offset: maxText, Msg: "text too large"}

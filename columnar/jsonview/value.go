@@ -18,6 +18,11 @@ type Value struct {
 	i int32
 }
 
+// Shared reports whether v belongs to a Doc that has been shared (see
+// Doc.Share): its identity then stands for its content for as long as it
+// is referenced.
+func (v Value) Shared() bool { return v.d != nil && v.d.shared }
+
 // Kind returns the value's JSON type.
 func (v Value) Kind() Kind {
 	if v.d == nil {

@@ -78,6 +78,7 @@ var letEnv = sync.OnceValues(func() (*cel.Env, error) {
 func celLibrary() []cel.EnvOption {
 	return []cel.EnvOption{
 		cel.CrossTypeNumericComparisons(true),
+		cel.EnableMacroCallTracking(), // hoisting unparses subexpressions
 		ext.Strings(),
 		ext.Bindings(),
 		ext.TwoVarComprehensions(),
@@ -105,8 +106,9 @@ func celLibrary() []cel.EnvOption {
 
 // program is a compiled CEL expression.
 type program struct {
-	prg cel.Program
-	src string
+	prg   cel.Program
+	src   string
+	hoist *hoisted // the subexpressions over the initial state only, if any
 }
 
 // compile compiles a CEL expression found at node n. wantBool requires a
@@ -120,11 +122,11 @@ func (l *loader) compile(n *yaml.Node, src string, wantBool bool) *program {
 			return nil
 		}
 	}
-	return l.compileIn(env, n, src, wantBool)
+	return l.compileIn(env, n, src, wantBool, true)
 }
 
 // compileIn compiles a CEL expression in env.
-func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool bool) *program {
+func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool, hoist bool) *program {
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
 		l.problem(n, "CEL variables: final, initial, output, log, task, meta; functions: object_contains, count, numbers_in, states_number",
@@ -137,25 +139,47 @@ func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool bool
 			return nil
 		}
 	}
+	var h *hoisted
+	if hoist && !noHoisting {
+		rewritten, hs, touched := hoistExpr(env, ast)
+		switch {
+		case rewritten != nil:
+			ast, h = rewritten, hs
+		case touched: // the failed rewrite changed ast: compile it again
+			if ast, iss = env.Compile(src); iss.Err() != nil {
+				l.problem(n, "", "CEL expression does not compile: %v", iss.Err())
+				return nil
+			}
+		}
+	}
 	prg, err := env.Program(ast, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
 		l.problem(n, "", "CEL expression: %v", err)
 		return nil
 	}
-	return &program{prg: prg, src: src}
+	return &program{prg: prg, src: src, hoist: h}
+}
+
+// noHoisting turns hoisting off, for tests that compare both ways.
+var noHoisting bool
+
+// costExceeded reports whether err is CEL's cost limit being exceeded.
+func costExceeded(err error) bool {
+	var cancelled interpreter.EvalCancelledError
+	return errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded
 }
 
 // eval evaluates the program on rollout r and hands the result to use
 // before the arena is reset.
 func (p *program) eval(r *verifiers.Rollout, s *scratch, use func(ref.Val) error) error {
 	act := s.cel.bind(r)
+	act.prog = p
 	defer s.cel.reset()
 	out, _, err := p.prg.Eval(act)
+	if act.costExceeded || (err != nil && costExceeded(err)) {
+		return fmt.Errorf("expression exceeded the cost limit (%d)", CostLimit)
+	}
 	if err != nil {
-		var cancelled interpreter.EvalCancelledError
-		if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
-			return fmt.Errorf("expression exceeded the cost limit (%d)", CostLimit)
-		}
 		return err
 	}
 	return use(out)
@@ -227,6 +251,13 @@ type celScratch struct {
 	objs  []celObj
 	lists []celList
 	lets  *letValues // the let values of the rollout being graded, if any
+
+	sub       activation  // the activation of hoisted values computed in place
+	hoistDone []hoistDone // hoisted values computed in this evaluation
+
+	// frozen: the scratch holds a memoized value read by many goroutines;
+	// wrappers are then allocated one by one rather than from the arena.
+	frozen bool
 }
 
 // arenaChunk is how many wrappers of a kind one arena block holds.
@@ -250,9 +281,15 @@ func (c *celScratch) reset() {
 	c.objs = c.objs[:0]
 	c.lists = c.lists[:0]
 	c.act = activation{}
+	c.sub = activation{}
+	clear(c.hoistDone)
+	c.hoistDone = c.hoistDone[:0]
 }
 
 func (c *celScratch) obj(v jsonview.Value) *celObj {
+	if c.frozen {
+		return &celObj{v: v, s: c}
+	}
 	if len(c.objs) == cap(c.objs) {
 		c.objs = make([]celObj, 0, arenaChunk)
 	}
@@ -261,6 +298,9 @@ func (c *celScratch) obj(v jsonview.Value) *celObj {
 }
 
 func (c *celScratch) list(v jsonview.Value) *celList {
+	if c.frozen {
+		return &celList{v: v, s: c}
+	}
 	if len(c.lists) == cap(c.lists) {
 		c.lists = make([]celList, 0, arenaChunk)
 	}
@@ -295,6 +335,19 @@ type activation struct {
 	final, initial, task, meta *celObj
 	log                        *celList
 	output                     types.String
+
+	prog         *program // the program evaluated, for its hoisted values
+	costExceeded bool     // a hoisted value exceeded the cost limit
+}
+
+// world returns the key of the rollout's world when its initial state and
+// task row are shared documents (or missing).
+func (a *activation) world() (worldKey, bool) {
+	i, t := a.initial.v, a.task.v
+	if (i.Exists() && !i.Shared()) || (t.Exists() && !t.Shared()) {
+		return worldKey{}, false
+	}
+	return worldKey{initial: i, task: t}, true
 }
 
 // resolveLet resolves a let name of the verifier being graded.
@@ -329,6 +382,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.task, true
 	case "meta":
 		return a.meta, true
+	}
+	if a.prog != nil && a.prog.hoist != nil {
+		if i, ok := hoistIndex(name); ok && i < len(a.prog.hoist.progs) {
+			return a.prog.hoist.resolve(a, i), true
+		}
 	}
 	return a.resolveLet(name)
 }

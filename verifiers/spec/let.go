@@ -97,7 +97,7 @@ func (l *loader) lets(n *yaml.Node, what string) *letSet {
 			continue
 		}
 		before := len(l.problems)
-		p := l.compileIn(env, v, v.Value, false)
+		p := l.compileIn(env, v, v.Value, false, false)
 		if len(l.problems) > before {
 			l.problems[len(l.problems)-1].Hint = "let expressions read only initial and task"
 			continue

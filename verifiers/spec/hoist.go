@@ -1,0 +1,394 @@
+package spec
+
+// Hoisting: the work an expression does on the initial state alone.
+//
+// Expressions derive expectations from the initial state ("the deals the
+// departed rep owned"), usually with a comprehension, and read the final
+// state against them. Every rollout of a world has the same initial state,
+// so that part of the work has the same result for all of them. At load,
+// each expression's maximal subexpressions that read only `initial` and
+// `task` and contain a comprehension are compiled into programs of their
+// own, and the expression is rewritten to read their values as variables:
+//
+//	size(initial.deals.filter(d, d.owner == "A")) == size(final.deals)
+//	  becomes  size(__gavel_h0) == size(final.deals)
+//	  with     __gavel_h0 = initial.deals.filter(d, d.owner == "A")
+//
+// A hoisted value is computed when the expression first reads it, at most
+// once per evaluation. When the rollout's initial state and task row are
+// shared documents (jsonview.Doc.Share: the pipeline's cache of repeated
+// initial states, a tasks table), their identity stands for their content
+// and the value is memoized per world, so each world computes it once.
+//
+// Semantics are unchanged: CEL is pure, a hoisted value is evaluated with
+// the same variables it would have seen in place, an error value stays an
+// error value where it is read, and a hoisted evaluation that exceeds the
+// cost limit fails the whole expression as it would have in place. What
+// changes is when the work is done: a hoisted value may now be computed
+// although a short-circuit would have skipped it (once per world, under
+// the same cost limit).
+//
+// The rewrite goes through CEL's own unparser and compiler: the rewritten
+// text is compiled in the verifier's environment extended with the hoisted
+// variables, typed as the subexpressions were, so that overloads resolve as
+// before. If any step fails, the expression is compiled as written.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
+)
+
+// hoistPrefix names the hoisted variables. User expressions cannot name
+// them: they are compiled in an environment that does not declare them.
+const hoistPrefix = "__gavel_h"
+
+// hoistMemoSize bounds the worlds memoized per expression; when full, the
+// memo starts over.
+const hoistMemoSize = 4096
+
+// hoisted is the hoisted part of one program.
+type hoisted struct {
+	progs []*program // compiled over initial and task
+
+	mu   sync.RWMutex
+	memo map[worldKey]*hoistMemo
+}
+
+// worldKey identifies a world by its shared documents.
+type worldKey struct{ initial, task jsonview.Value }
+
+// hoistMemo holds the hoisted values of one world, each computed once.
+type hoistMemo struct {
+	once []sync.Once
+	vals []hoistVal
+}
+
+// hoistVal is one hoisted value. Its wrappers live in a frozen scratch of
+// their own, so rollouts of the world may read it concurrently.
+type hoistVal struct {
+	v            ref.Val
+	costExceeded bool
+}
+
+// hoistExpr rewrites the checked expression a, compiled from src in env,
+// to read its initial-only subexpressions from hoisted variables. It
+// returns nil when there is nothing to hoist or the rewrite fails; touched
+// reports whether a was changed on the way.
+func hoistExpr(env *cel.Env, a *cel.Ast) (out *cel.Ast, h *hoisted, touched bool) {
+	native := a.NativeRep()
+	info := native.SourceInfo()
+	facts := map[int64]exprFacts{}
+	analyze(native.Expr(), facts)
+	var picks []ast.Expr
+	pickHoists(native.Expr(), facts, &picks)
+	if len(picks) == 0 {
+		return nil, nil, touched
+	}
+	lenv, err := letEnv()
+	if err != nil {
+		return nil, nil, touched
+	}
+	h = &hoisted{memo: map[worldKey]*hoistMemo{}}
+	vars := make([]cel.EnvOption, len(picks))
+	for i, e := range picks {
+		text, err := cel.ExprToString(e, info)
+		if err != nil {
+			return nil, nil, touched
+		}
+		sub, iss := lenv.Compile(text)
+		if iss.Err() != nil {
+			return nil, nil, touched
+		}
+		prg, err := lenv.Program(sub, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize))
+		if err != nil {
+			return nil, nil, touched
+		}
+		h.progs = append(h.progs, &program{prg: prg, src: text})
+		t := native.GetType(e.ID())
+		if t == nil {
+			t = types.DynType
+		}
+		vars[i] = cel.Variable(hoistPrefix+strconv.Itoa(i), t)
+	}
+	// The rewrite mutates a, which the caller discards.
+	touched = true
+	fac := ast.NewExprFactory()
+	for i, e := range picks {
+		id, name := e.ID(), hoistPrefix+strconv.Itoa(i)
+		e.SetKindCase(fac.NewIdent(id, name))
+		info.ClearMacroCall(id)
+		for _, call := range info.MacroCalls() {
+			replaceID(call, id, name, fac)
+		}
+	}
+	text, err := cel.ExprToString(native.Expr(), info)
+	if err != nil {
+		return nil, nil, touched
+	}
+	for i := range picks {
+		if !strings.Contains(text, hoistPrefix+strconv.Itoa(i)) {
+			return nil, nil, touched
+		}
+	}
+	henv, err := env.Extend(vars...)
+	if err != nil {
+		return nil, nil, touched
+	}
+	out, iss := henv.Compile(text)
+	if iss.Err() != nil {
+		return nil, nil, touched
+	}
+	return out, h, touched
+}
+
+// exprFacts is what one subexpression reads.
+type exprFacts struct {
+	world bool     // reads initial or task
+	other []string // reads these other free variables
+	comp  bool     // holds a comprehension
+}
+
+// analyze records the facts of e and every subexpression in facts.
+func analyze(e ast.Expr, facts map[int64]exprFacts) exprFacts {
+	var f exprFacts
+	add := func(c exprFacts) {
+		f.world = f.world || c.world
+		f.comp = f.comp || c.comp
+		f.other = append(f.other, c.other...)
+	}
+	switch e.Kind() {
+	case ast.IdentKind:
+		switch name := e.AsIdent(); name {
+		case "initial", "task":
+			f.world = true
+		default:
+			f.other = []string{name}
+		}
+	case ast.SelectKind:
+		add(analyze(e.AsSelect().Operand(), facts))
+	case ast.CallKind:
+		c := e.AsCall()
+		if c.IsMemberFunction() {
+			add(analyze(c.Target(), facts))
+		}
+		for _, a := range c.Args() {
+			add(analyze(a, facts))
+		}
+	case ast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			add(analyze(el, facts))
+		}
+	case ast.MapKind:
+		for _, en := range e.AsMap().Entries() {
+			m := en.AsMapEntry()
+			add(analyze(m.Key(), facts))
+			add(analyze(m.Value(), facts))
+		}
+	case ast.StructKind:
+		for _, en := range e.AsStruct().Fields() {
+			add(analyze(en.AsStructField().Value(), facts))
+		}
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		f.comp = true
+		add(analyze(c.IterRange(), facts))
+		add(analyze(c.AccuInit(), facts))
+		bound := []string{c.IterVar(), c.AccuVar()}
+		if c.HasIterVar2() {
+			bound = append(bound, c.IterVar2())
+		}
+		for _, part := range []ast.Expr{c.LoopCondition(), c.LoopStep(), c.Result()} {
+			pf := analyze(part, facts)
+			f.world = f.world || pf.world
+			f.comp = f.comp || pf.comp
+			for _, name := range pf.other {
+				if !containsString(bound, name) {
+					f.other = append(f.other, name)
+				}
+			}
+		}
+	case ast.LiteralKind:
+	default:
+		f.other = []string{"?"} // an expression kind this analysis does not know
+	}
+	facts[e.ID()] = f
+	return f
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// pickHoists collects the maximal subexpressions of e that read initial or
+// task, nothing else, and hold a comprehension.
+func pickHoists(e ast.Expr, facts map[int64]exprFacts, picks *[]ast.Expr) {
+	if f := facts[e.ID()]; f.world && f.comp && len(f.other) == 0 {
+		*picks = append(*picks, e)
+		return
+	}
+	for _, c := range children(e) {
+		pickHoists(c, facts, picks)
+	}
+}
+
+// children returns the direct subexpressions of e.
+func children(e ast.Expr) []ast.Expr {
+	var out []ast.Expr
+	switch e.Kind() {
+	case ast.SelectKind:
+		out = append(out, e.AsSelect().Operand())
+	case ast.CallKind:
+		c := e.AsCall()
+		if c.IsMemberFunction() {
+			out = append(out, c.Target())
+		}
+		out = append(out, c.Args()...)
+	case ast.ListKind:
+		out = append(out, e.AsList().Elements()...)
+	case ast.MapKind:
+		for _, en := range e.AsMap().Entries() {
+			m := en.AsMapEntry()
+			out = append(out, m.Key(), m.Value())
+		}
+	case ast.StructKind:
+		for _, en := range e.AsStruct().Fields() {
+			out = append(out, en.AsStructField().Value())
+		}
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		out = append(out, c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result())
+	}
+	return out
+}
+
+// replaceID replaces the subexpression of e with the given id (a copy of
+// it in a macro call's record, or a reference to a nested macro) by the
+// identifier name.
+func replaceID(e ast.Expr, id int64, name string, fac ast.ExprFactory) {
+	if e == nil {
+		return
+	}
+	if e.ID() == id {
+		e.SetKindCase(fac.NewIdent(id, name))
+		return
+	}
+	for _, c := range children(e) {
+		replaceID(c, id, name, fac)
+	}
+}
+
+// resolve returns hoisted value i for the activation's rollout.
+func (h *hoisted) resolve(a *activation, i int) ref.Val {
+	var hv hoistVal
+	if key, ok := a.world(); ok {
+		hv = h.memoized(key, i)
+	} else {
+		hv = a.s.hoistNow(h.progs[i], a)
+	}
+	if hv.costExceeded {
+		a.costExceeded = true
+	}
+	return hv.v
+}
+
+// memoized returns hoisted value i of a world, computing it once.
+func (h *hoisted) memoized(key worldKey, i int) hoistVal {
+	h.mu.RLock()
+	m := h.memo[key]
+	h.mu.RUnlock()
+	if m == nil {
+		h.mu.Lock()
+		if m = h.memo[key]; m == nil {
+			if len(h.memo) >= hoistMemoSize {
+				clear(h.memo)
+			}
+			m = &hoistMemo{once: make([]sync.Once, len(h.progs)), vals: make([]hoistVal, len(h.progs))}
+			h.memo[key] = m
+		}
+		h.mu.Unlock()
+	}
+	m.once[i].Do(func() {
+		frozen := &celScratch{}
+		act := &activation{s: frozen, initial: frozen.obj(key.initial), task: frozen.obj(key.task)}
+		m.vals[i] = evalHoist(h.progs[i], act)
+		frozen.frozen = true
+	})
+	return m.vals[i]
+}
+
+// hoistNow computes a hoisted value in the current evaluation's arena,
+// once per evaluation.
+func (c *celScratch) hoistNow(p *program, a *activation) hoistVal {
+	for _, done := range c.hoistDone {
+		if done.p == p {
+			return done.val
+		}
+	}
+	sub := &c.sub
+	*sub = activation{s: c, initial: a.initial, task: a.task}
+	val := evalHoist(p, sub)
+	c.hoistDone = append(c.hoistDone, hoistDone{p: p, val: val})
+	return val
+}
+
+// hoistDone is a hoisted value computed during the current evaluation.
+type hoistDone struct {
+	p   *program
+	val hoistVal
+}
+
+// evalHoist evaluates a hoisted program. An error is the value read in
+// place of the subexpression, as an error value would have been.
+func evalHoist(p *program, act *activation) hoistVal {
+	out, _, err := p.prg.Eval(act)
+	if err != nil {
+		if costExceeded(err) {
+			return hoistVal{v: types.NewErr("expression exceeded the cost limit (%d)", CostLimit), costExceeded: true}
+		}
+		if out != nil && types.IsError(out) {
+			return hoistVal{v: out}
+		}
+		return hoistVal{v: types.NewErr("%v", err)}
+	}
+	return hoistVal{v: out}
+}
+
+// hoistIndex parses the index of a hoisted variable's name.
+func hoistIndex(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, hoistPrefix)
+	if !ok || rest == "" {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// String describes the hoisted programs, for tests and debugging.
+func (h *hoisted) String() string {
+	var b strings.Builder
+	for i, p := range h.progs {
+		fmt.Fprintf(&b, "%s%d = %s\n", hoistPrefix, i, p.src)
+	}
+	return b.String()
+}

@@ -1,0 +1,210 @@
+package spec
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// The subexpressions hoisted are the maximal ones that read only initial
+// and task and hold a comprehension.
+func TestHoistPicks(t *testing.T) {
+	for _, tc := range []struct {
+		expr string
+		want []string // the hoisted programs' texts
+	}{
+		{`size(initial.deals.filter(d, d.owner == "A")) == size(final.deals)`,
+			[]string{`size(initial.deals.filter(d, d.owner == "A"))`}},
+		{`cel.bind(s, initial.deals.filter(d, d.owner == task.rep), s.all(k, final.deals.exists(f, f == k)))`,
+			[]string{`initial.deals.filter(d, d.owner == task.rep)`}},
+		// The whole expression: an expectation derived from the initial state.
+		{`initial.deals.all(d, d.owner != "")`, []string{`initial.deals.all(d, d.owner != "")`}},
+		// Inside a loop over the final state: the loop-invariant part.
+		{`final.deals.all(f, f in initial.deals.map(d, d.id))`, []string{`initial.deals.map(d, d.id)`}},
+		// Nothing to hoist: no comprehension, or the final state is read.
+		{`initial.deals[0].owner == final.deals[0].owner`, nil},
+		{`initial.deals.all(d, d in final.deals)`, nil},
+		{`final.deals.all(d, d.owner == "A")`, nil},
+		// A comprehension variable of an enclosing loop is not world-invariant.
+		{`final.deals.all(f, initial.deals.exists(d, d == f))`, nil},
+	} {
+		t.Run(tc.expr, func(t *testing.T) {
+			env, err := celEnv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, iss := env.Compile(tc.expr)
+			if iss.Err() != nil {
+				t.Fatal(iss.Err())
+			}
+			out, h, _ := hoistExpr(env, a)
+			var got []string
+			if h != nil {
+				if out == nil {
+					t.Fatal("hoisted programs without a rewritten expression")
+				}
+				for _, p := range h.progs {
+					got = append(got, strings.ReplaceAll(p.src, "\n", " "))
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("hoisted (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Hoisting changes when work is done, never a result: every expression
+// grades the same with hoisting off, with hoisting computing in place
+// (unshared initial state) and with the per-world memo (shared initial
+// state), including errors and the cost limit.
+func TestHoistingKeepsResults(t *testing.T) {
+	world := ro{
+		initial: `{"deals": {"d1": {"owner": "A", "status": "open", "amount": 10}, "d2": {"owner": "A", "status": "won"}, "d3": {"owner": "B", "amount": "x"}}}`,
+		final:   `{"deals": {"d1": {"owner": "C", "status": "open"}, "d2": {"owner": "A", "status": "won"}, "d3": {"owner": "B"}}}`,
+		task:    `{"task_id": "T", "rep": "A"}`,
+		output:  "moved 1 deal",
+	}
+	exprs := []struct{ expr, detail string }{
+		{`cel.bind(s, initial.deals.transformList(k, v, v.owner == task.rep && v.status == "open", k), size(s) > 0 && s.all(k, final.deals[k].owner == "C"))`,
+			`cel.bind(s, initial.deals.transformList(k, v, v.owner == task.rep, k), string(s.filter(k, final.deals[k].owner == "C").size()) + " of " + string(size(s)))`},
+		{`initial.deals.all(k, has(initial.deals[k].owner))`, ``},
+		{`final.deals.all(k, k in initial.deals.map(d, d))`, `initial.deals.map(d, d).join(",")`},
+		// An error value hoisted: absorbed by || as in place, else an error.
+		{`final.deals.d1.owner == "C" || initial.deals.exists(k, initial.deals[k].amount > 5)`, ``},
+		{`initial.deals.exists(k, initial.deals[k].amount > 50)`, ``},
+		{`initial.nope.exists(k, true) || true`, ``},
+		{`initial.nope.exists(k, true)`, ``},
+		{`initial.deals.exists(k, initial.deals[k].owner == "Z")`, ``},
+		// A runaway hoisted part fails the expression, even under ||.
+		{`[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, [1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, size(initial) + a + b + c + d + e + f > 0)))))) || true`, ``},
+		// A short-circuit skips a hoisted value as it skipped the work in place.
+		{`final.deals.d1.owner == "C" || initial.deals.map(k, [1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, [1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, a + b + c + d + e > 0)))))).size() > 0`, ``},
+	}
+	env, err := celEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hoists := 0
+	for _, e := range exprs {
+		a, iss := env.Compile(e.expr)
+		if iss.Err() != nil {
+			t.Fatal(iss.Err())
+		}
+		if _, h, _ := hoistExpr(env, a); h != nil {
+			hoists++
+		}
+	}
+	if hoists < len(exprs)-1 {
+		t.Fatalf("%d of %d expressions hoist: the table no longer tests hoisting", hoists, len(exprs))
+	}
+	var b strings.Builder
+	b.WriteString("verifiers:\n  - id: V\n    task: T\n    name: test\n    checks:\n")
+	for i, e := range exprs {
+		b.WriteString("      - id: c" + string(rune('a'+i)) + "\n        type: expr\n        expr: '" + strings.ReplaceAll(e.expr, "'", "''") + "'\n")
+		if e.detail != "" {
+			b.WriteString("        detail: '" + strings.ReplaceAll(e.detail, "'", "''") + "'\n")
+		}
+	}
+	b.WriteString("      - id: value\n        type: state\n        table: deals\n        asserts:\n          - {comparator: eq, function: count, function_args: [\"_result\"], value: {expr: 'size(initial.deals.filter(k, true))'}}\n")
+	spec := b.String()
+
+	gradeWith := func(hoist, shared bool) []verifiers.Check {
+		noHoisting = !hoist
+		defer func() { noHoisting = false }()
+		v := mustParse(t, spec)[0]
+		r := world.rollout(t)
+		if shared {
+			d := new(jsonview.Doc)
+			iv, err := d.Parse([]byte(world.initial))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Share()
+			r.Initial = iv
+			td := new(jsonview.Doc)
+			tv, err := td.Parse([]byte(world.task))
+			if err != nil {
+				t.Fatal(err)
+			}
+			td.Share()
+			r.Task = tv
+		}
+		var c verifiers.Checks
+		for range 2 { // the second grade reads the memo
+			c.Reset()
+			if err := v.Grade(r, &c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return append([]verifiers.Check(nil), c.List()...)
+	}
+	want := gradeWith(false, false)
+	statuses := map[verifiers.Status]int{}
+	for _, c := range want {
+		statuses[c.Status]++
+	}
+	if statuses[verifiers.Pass] == 0 || statuses[verifiers.Fail] == 0 || statuses[verifiers.Error] < 3 {
+		t.Fatalf("statuses %v: the table should pass, fail and error: %+v", statuses, want)
+	}
+	if !strings.Contains(want[8].Detail, "cost limit") || want[9].Status != verifiers.Pass {
+		t.Fatalf("runaway checks: %+v", want[8:10])
+	}
+	for _, shared := range []bool{false, true} {
+		if diff := cmp.Diff(want, gradeWith(true, shared)); diff != "" {
+			t.Errorf("shared=%v: hoisted results differ (-off +on):\n%s", shared, diff)
+		}
+	}
+}
+
+// Rollouts of one world read its memoized values from many goroutines.
+func TestHoistMemoConcurrent(t *testing.T) {
+	v := loadSpec(t, "testdata/ver002.yaml")
+	rs := ver002Rollouts(t, 400, 4)
+	want := make([][]verifiers.Check, len(rs))
+	for i, r := range rs {
+		var c verifiers.Checks
+		if err := v.Grade(r, &c); err != nil {
+			t.Fatal(err)
+		}
+		want[i] = append([]verifiers.Check(nil), c.List()...)
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			var c verifiers.Checks
+			for i := range rs {
+				i := (i + w*7) % len(rs)
+				c.Reset()
+				if err := v.Grade(rs[i], &c); err != nil {
+					t.Error(err)
+					return
+				}
+				if diff := cmp.Diff(want[i], c.List()); diff != "" {
+					t.Errorf("rollout %d: %s", i, diff)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestSharedDocRefusesParse(t *testing.T) {
+	d := new(jsonview.Doc)
+	if _, err := d.Parse([]byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	d.Share()
+	defer func() {
+		if recover() == nil {
+			t.Error("Parse into a shared Doc did not panic")
+		}
+	}()
+	_, _ = d.Parse([]byte(`[]`))
+}
