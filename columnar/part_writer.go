@@ -13,7 +13,7 @@ import (
 
 // defaultRowGroupRows is the row group (Parquet) and record batch (Arrow)
 // length used when PartOptions.RowGroupRows is 0.
-const defaultRowGroupRows = 65536
+const defaultRowGroupRows = 16384
 
 // Subdirectories of the output directory that hold the result parts.
 const (
@@ -32,7 +32,7 @@ type PartOptions struct {
 	Keep []string
 	// RowGroupRows is the number of rows per Parquet row group and per
 	// Arrow record batch; the last one of a file may be shorter
-	// (0: 65536). It does not apply to JSON Lines.
+	// (0: 16384). It does not apply to JSON Lines.
 	RowGroupRows int
 
 	// alloc backs the Arrow builders and the Parquet writer; nil means
