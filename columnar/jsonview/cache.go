@@ -2,6 +2,7 @@ package jsonview
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
 	"sync"
 )
@@ -9,7 +10,14 @@ import (
 // Cache indexes texts that repeat across rows once and shares the result.
 // Rollout datasets repeat the initial state of a task in every rollout of
 // that task; with a Cache each distinct state is copied and indexed once,
-// and every later row pays only a hash and a comparison of its bytes.
+// and every later row pays only a hash of a sample of its bytes and a
+// comparison of all of them.
+//
+// The map key hashes the text's length and 16 slices of 32 bytes spread
+// over it (short texts whole), which costs a fraction of hashing 5 KB;
+// texts that share the sample share a key and are told apart by the
+// comparison, up to maxChain of them per key (beyond that a text is not
+// cached, and parses as without a cache).
 //
 // A text is admitted on its second sighting, so that a dataset of unique
 // states fills neither the cache nor the heap; admitted texts are kept
@@ -24,9 +32,10 @@ type Cache struct {
 	maxBytes int
 
 	mu    sync.RWMutex
-	docs  map[uint64]*cachedText
+	docs  map[uint64][]*cachedText
 	seen  map[uint64]struct{}
 	bytes int
+	texts int
 }
 
 type cachedText struct {
@@ -37,12 +46,41 @@ type cachedText struct {
 // maxSeen bounds the set of hashes seen once; it is cleared when full.
 const maxSeen = 1 << 14
 
+// maxChain bounds the cached texts that share a key.
+const maxChain = 8
+
+// Sampling: texts longer than sampleAll bytes are keyed by samples pieces
+// of sampleLen bytes.
+const (
+	sampleAll = 1024
+	samples   = 16
+	sampleLen = 32
+)
+
+// key hashes data's length and a sample of its bytes.
+func (c *Cache) key(data []byte) uint64 {
+	if len(data) <= sampleAll {
+		return maphash.Bytes(c.seed, data)
+	}
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(data)))
+	h.Write(n[:])
+	step := (len(data) - sampleLen) / (samples - 1)
+	for k := range samples {
+		off := k * step
+		h.Write(data[off : off+sampleLen])
+	}
+	return h.Sum64()
+}
+
 // NewCache returns a cache that keeps at most maxBytes of texts (0: 16 MiB).
 func NewCache(maxBytes int) *Cache {
 	if maxBytes <= 0 {
 		maxBytes = 16 << 20
 	}
-	return &Cache{seed: maphash.MakeSeed(), maxBytes: maxBytes, docs: map[uint64]*cachedText{}, seen: map[uint64]struct{}{}}
+	return &Cache{seed: maphash.MakeSeed(), maxBytes: maxBytes, docs: map[uint64][]*cachedText{}, seen: map[uint64]struct{}{}}
 }
 
 // Parse returns the root of data: a shared cached index when data was
@@ -60,36 +98,42 @@ func (c *Cache) Parse(d *Doc, data []byte) (v Value, cached bool, err error) {
 // counts a sighting of data and returns false; on the second sighting of a
 // valid text it keeps an indexed copy for the rows to come.
 func (c *Cache) Lookup(data []byte) (Value, bool) {
-	h := maphash.Bytes(c.seed, data)
+	h := c.key(data)
 	c.mu.RLock()
-	e := c.docs[h]
+	chain := c.docs[h]
 	c.mu.RUnlock()
-	if e != nil {
+	for _, e := range chain {
 		if bytes.Equal(e.data, data) {
 			return e.root, true
 		}
-		return Value{}, false // a collision: the first text keeps the slot
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, again := c.seen[h]; !again || c.docs[h] != nil || c.bytes+len(data) > c.maxBytes {
+	chain = c.docs[h]
+	_, again := c.seen[h]
+	if !again || len(chain) >= maxChain || c.bytes+len(data) > c.maxBytes {
 		if len(c.seen) >= maxSeen {
 			clear(c.seen)
 		}
 		c.seen[h] = struct{}{}
 		return Value{}, false
 	}
+	for _, e := range chain {
+		if bytes.Equal(e.data, data) { // admitted by another goroutine meanwhile
+			return e.root, true
+		}
+	}
 	// Second sighting: keep an indexed copy for the rows to come.
 	own := bytes.Clone(data)
 	doc := new(Doc)
 	root, err := doc.Parse(own)
 	if err != nil {
-		delete(c.seen, h)
 		return Value{}, false
 	}
 	doc.Share()
-	c.docs[h] = &cachedText{data: own, root: root}
+	c.docs[h] = append(chain, &cachedText{data: own, root: root})
 	c.bytes += len(own)
+	c.texts++
 	delete(c.seen, h)
 	return Value{}, false
 }
@@ -98,5 +142,5 @@ func (c *Cache) Lookup(data []byte) (Value, bool) {
 func (c *Cache) Len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return len(c.docs)
+	return c.texts
 }

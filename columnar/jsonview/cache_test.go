@@ -2,6 +2,7 @@ package jsonview
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -76,5 +77,40 @@ func TestCacheConcurrent(t *testing.T) {
 	wg.Wait()
 	if c.Len() != 7 {
 		t.Errorf("Len = %d, want 7", c.Len())
+	}
+}
+
+// Long texts are keyed by a sample of their bytes: texts that differ only
+// between the samples share a key and are still told apart, each served
+// its own index.
+func TestCacheSampledKeys(t *testing.T) {
+	c := NewCache(0)
+	var d Doc
+	long := func(v byte) []byte {
+		b := []byte(`{"pad":"` + strings.Repeat("x", 3000) + `","v":"`)
+		b = append(b, v)
+		return append(b, `","tail":"`+strings.Repeat("y", 3000)+`"}`...)
+	}
+	vs := []byte("abc")
+	texts := [][]byte{long(vs[0]), long(vs[1]), long(vs[2])}
+	if c.key(texts[0]) != c.key(texts[1]) {
+		t.Fatal("the texts do not share a sampled key; the test needs them to")
+	}
+	for round := range 4 {
+		for i, text := range texts {
+			v, cached, err := c.Parse(&d, text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if round == 3 && !cached {
+				t.Errorf("round %d: text %d not served from the cache", round, i)
+			}
+			if got, want := string(v.Get("v").Raw()), `"`+string(vs[i])+`"`; got != want {
+				t.Fatalf("round %d: v = %s, want %s", round, got, want)
+			}
+		}
+	}
+	if c.Len() != 3 {
+		t.Errorf("Len = %d, want 3", c.Len())
 	}
 }
