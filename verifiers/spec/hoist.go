@@ -52,8 +52,8 @@ import (
 const hoistPrefix = "__gavel_h"
 
 // hoistMemoSize bounds the worlds memoized per expression; when full, the
-// memo starts over.
-const hoistMemoSize = 4096
+// memo starts over. Each entry keeps its world's shared documents alive.
+const hoistMemoSize = 1024
 
 // hoisted is the hoisted part of one program.
 type hoisted struct {
