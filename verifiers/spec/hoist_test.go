@@ -120,20 +120,7 @@ func TestHoistingKeepsResults(t *testing.T) {
 		v := mustParse(t, spec)[0]
 		r := world.rollout(t)
 		if shared {
-			d := new(jsonview.Doc)
-			iv, err := d.Parse([]byte(world.initial))
-			if err != nil {
-				t.Fatal(err)
-			}
-			d.Share()
-			r.Initial = iv
-			td := new(jsonview.Doc)
-			tv, err := td.Parse([]byte(world.task))
-			if err != nil {
-				t.Fatal(err)
-			}
-			td.Share()
-			r.Task = tv
+			r.Initial, r.Task = sharedState(t, world.initial), sharedState(t, world.task)
 		}
 		var c verifiers.Checks
 		for range 2 { // the second grade reads the memo
@@ -193,6 +180,19 @@ func TestHoistMemoConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// sharedState parses text into a shared document, as the pipeline's cache
+// of initial states does.
+func sharedState(t *testing.T, text string) jsonview.Value {
+	t.Helper()
+	d := new(jsonview.Doc)
+	v, err := d.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Share()
+	return v
 }
 
 func TestSharedDocRefusesParse(t *testing.T) {
