@@ -139,26 +139,29 @@ func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool, hoi
 			return nil
 		}
 	}
-	var h *hoisted
 	if hoist && !noHoisting {
-		rewritten, hs, touched := hoistExpr(env, ast)
-		switch {
-		case rewritten != nil:
-			ast, h = rewritten, hs
-		case touched: // the failed rewrite changed ast: compile it again
+		prg, h, touched := hoistExpr(env, ast)
+		if prg != nil {
+			return &program{prg: prg, src: src, hoist: h}
+		}
+		if touched { // the failed rewrite changed ast: compile it again
 			if ast, iss = env.Compile(src); iss.Err() != nil {
 				l.problem(n, "", "CEL expression does not compile: %v", iss.Err())
 				return nil
 			}
 		}
 	}
-	prg, err := env.Program(ast, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize))
+	prg, err := env.Program(ast, celProgramOptions...)
 	if err != nil {
 		l.problem(n, "", "CEL expression: %v", err)
 		return nil
 	}
-	return &program{prg: prg, src: src, hoist: h}
+	return &program{prg: prg, src: src}
 }
+
+// celProgramOptions plan every spec program: the cost limit, and CEL's
+// evaluation-time optimizations.
+var celProgramOptions = []cel.ProgramOption{cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize)}
 
 // noHoisting turns hoisting off, for tests that compare both ways.
 var noHoisting bool

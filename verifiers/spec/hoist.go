@@ -20,13 +20,18 @@ package spec
 // initial states, a tasks table), their identity stands for their content
 // and the value is memoized per world, so each world computes it once.
 //
-// Semantics are unchanged: CEL is pure, a hoisted value is evaluated with
-// the same variables it would have seen in place, an error value stays an
-// error value where it is read, and a hoisted evaluation that exceeds the
-// cost limit fails the whole expression as it would have in place. What
-// changes is when the work is done: a hoisted value may now be computed
-// although a short-circuit would have skipped it (once per world, under
-// the same cost limit).
+// Results are unchanged: CEL is pure, a hoisted value is evaluated with
+// the same variables it would have seen in place, a short-circuit that
+// skipped the work in place skips it here too (values are computed when
+// read), an error value stays an error value where it is read, and a
+// hoisted evaluation that exceeds the cost limit fails the whole
+// expression. What changes is the cost accounting: each hoisted part has a
+// cost limit of its own and is charged once per evaluation (or world), not
+// every time the work would have run in place, so an expression just over
+// the limit without hoisting may stay under it with hoisting. The limit
+// exists to stop runaway expressions, and every evaluation stays bounded:
+// at most CostLimit for the rest of the expression and for each hoisted
+// part.
 //
 // The rewrite goes through CEL's own unparser and compiler: the rewritten
 // text is compiled in the verifier's environment extended with the hoisted
@@ -35,6 +40,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,17 +85,19 @@ type hoistVal struct {
 	costExceeded bool
 }
 
-// hoistExpr rewrites the checked expression a, compiled from src in env,
-// to read its initial-only subexpressions from hoisted variables. It
-// returns nil when there is nothing to hoist or the rewrite fails; touched
-// reports whether a was changed on the way.
-func hoistExpr(env *cel.Env, a *cel.Ast) (out *cel.Ast, h *hoisted, touched bool) {
+// hoistExpr rewrites the checked expression a, compiled in env, to read its
+// initial-only subexpressions from hoisted variables, and plans it. It
+// returns a nil program when there is nothing to hoist or a step fails;
+// touched reports whether a was changed on the way.
+func hoistExpr(env *cel.Env, a *cel.Ast) (prg cel.Program, h *hoisted, touched bool) {
 	native := a.NativeRep()
 	info := native.SourceInfo()
 	facts := map[int64]exprFacts{}
-	analyze(native.Expr(), facts)
+	if root := analyze(native.Expr(), nil, facts); slices.Contains(root.other, "?") {
+		return nil, nil, touched // a name the rewrite could capture
+	}
 	var picks []ast.Expr
-	pickHoists(native.Expr(), facts, &picks)
+	pickHoists(native, native.Expr(), facts, &picks)
 	if len(picks) == 0 {
 		return nil, nil, touched
 	}
@@ -108,11 +116,11 @@ func hoistExpr(env *cel.Env, a *cel.Ast) (out *cel.Ast, h *hoisted, touched bool
 		if iss.Err() != nil {
 			return nil, nil, touched
 		}
-		prg, err := lenv.Program(sub, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize))
+		subPrg, err := lenv.Program(sub, celProgramOptions...)
 		if err != nil {
 			return nil, nil, touched
 		}
-		h.progs = append(h.progs, &program{prg: prg, src: text})
+		h.progs = append(h.progs, &program{prg: subPrg, src: text})
 		t := native.GetType(e.ID())
 		if t == nil {
 			t = types.DynType
@@ -147,7 +155,10 @@ func hoistExpr(env *cel.Env, a *cel.Ast) (out *cel.Ast, h *hoisted, touched bool
 	if iss.Err() != nil {
 		return nil, nil, touched
 	}
-	return out, h, touched
+	if prg, err = henv.Program(out, celProgramOptions...); err != nil {
+		return nil, nil, touched
+	}
+	return prg, h, touched
 }
 
 // exprFacts is what one subexpression reads.
@@ -157,8 +168,10 @@ type exprFacts struct {
 	comp  bool     // holds a comprehension
 }
 
-// analyze records the facts of e and every subexpression in facts.
-func analyze(e ast.Expr, facts map[int64]exprFacts) exprFacts {
+// analyze records the facts of e and every subexpression in facts. scope
+// holds the comprehension variables bound around e: an identifier named
+// initial or task that one of them binds is that variable, not the state.
+func analyze(e ast.Expr, scope []string, facts map[int64]exprFacts) exprFacts {
 	var f exprFacts
 	add := func(c exprFacts) {
 		f.world = f.world || c.world
@@ -167,47 +180,56 @@ func analyze(e ast.Expr, facts map[int64]exprFacts) exprFacts {
 	}
 	switch e.Kind() {
 	case ast.IdentKind:
-		switch name := e.AsIdent(); name {
-		case "initial", "task":
+		name := e.AsIdent()
+		switch {
+		case strings.HasPrefix(name, hoistPrefix):
+			f.other = []string{"?"} // would be captured by the rewrite
+		case (name == "initial" || name == "task") && !containsString(scope, name):
 			f.world = true
 		default:
 			f.other = []string{name}
 		}
 	case ast.SelectKind:
-		add(analyze(e.AsSelect().Operand(), facts))
+		add(analyze(e.AsSelect().Operand(), scope, facts))
 	case ast.CallKind:
 		c := e.AsCall()
 		if c.IsMemberFunction() {
-			add(analyze(c.Target(), facts))
+			add(analyze(c.Target(), scope, facts))
 		}
 		for _, a := range c.Args() {
-			add(analyze(a, facts))
+			add(analyze(a, scope, facts))
 		}
 	case ast.ListKind:
 		for _, el := range e.AsList().Elements() {
-			add(analyze(el, facts))
+			add(analyze(el, scope, facts))
 		}
 	case ast.MapKind:
 		for _, en := range e.AsMap().Entries() {
 			m := en.AsMapEntry()
-			add(analyze(m.Key(), facts))
-			add(analyze(m.Value(), facts))
+			add(analyze(m.Key(), scope, facts))
+			add(analyze(m.Value(), scope, facts))
 		}
 	case ast.StructKind:
 		for _, en := range e.AsStruct().Fields() {
-			add(analyze(en.AsStructField().Value(), facts))
+			add(analyze(en.AsStructField().Value(), scope, facts))
 		}
 	case ast.ComprehensionKind:
 		c := e.AsComprehension()
 		f.comp = true
-		add(analyze(c.IterRange(), facts))
-		add(analyze(c.AccuInit(), facts))
+		add(analyze(c.IterRange(), scope, facts))
+		add(analyze(c.AccuInit(), scope, facts))
 		bound := []string{c.IterVar(), c.AccuVar()}
 		if c.HasIterVar2() {
 			bound = append(bound, c.IterVar2())
 		}
+		for _, name := range bound {
+			if strings.HasPrefix(name, hoistPrefix) {
+				f.other = append(f.other, "?") // would capture a hoisted name
+			}
+		}
+		inner := append(slices.Clip(scope), bound...)
 		for _, part := range []ast.Expr{c.LoopCondition(), c.LoopStep(), c.Result()} {
-			pf := analyze(part, facts)
+			pf := analyze(part, inner, facts)
 			f.world = f.world || pf.world
 			f.comp = f.comp || pf.comp
 			for _, name := range pf.other {
@@ -235,13 +257,17 @@ func containsString(list []string, s string) bool {
 
 // pickHoists collects the maximal subexpressions of e that read initial or
 // task, nothing else, and hold a comprehension.
-func pickHoists(e ast.Expr, facts map[int64]exprFacts, picks *[]ast.Expr) {
+// A subexpression whose value is a type (type(x)) is not picked: a
+// variable of type `type` would read as a type name.
+func pickHoists(a *ast.AST, e ast.Expr, facts map[int64]exprFacts, picks *[]ast.Expr) {
 	if f := facts[e.ID()]; f.world && f.comp && len(f.other) == 0 {
-		*picks = append(*picks, e)
-		return
+		if t := a.GetType(e.ID()); t == nil || t.Kind() != types.TypeKind {
+			*picks = append(*picks, e)
+			return
+		}
 	}
 	for _, c := range children(e) {
-		pickHoists(c, facts, picks)
+		pickHoists(a, c, facts, picks)
 	}
 }
 
@@ -293,11 +319,17 @@ func replaceID(e ast.Expr, id int64, name string, fac ast.ExprFactory) {
 
 // resolve returns hoisted value i for the activation's rollout.
 func (h *hoisted) resolve(a *activation, i int) ref.Val {
-	var hv hoistVal
-	if key, ok := a.world(); ok {
-		hv = h.memoized(key, i)
-	} else {
-		hv = a.s.hoistNow(h.progs[i], a)
+	p := h.progs[i]
+	hv, done := a.s.hoisted(p)
+	if !done {
+		if key, ok := a.world(); ok {
+			hv = h.memoized(key, i)
+		} else {
+			sub := &a.s.sub
+			*sub = activation{s: a.s, initial: a.initial, task: a.task}
+			hv = evalHoist(p, sub)
+		}
+		a.s.hoistDone = append(a.s.hoistDone, hoistDone{p: p, val: hv})
 	}
 	if hv.costExceeded {
 		a.costExceeded = true
@@ -322,27 +354,21 @@ func (h *hoisted) memoized(key worldKey, i int) hoistVal {
 		h.mu.Unlock()
 	}
 	m.once[i].Do(func() {
-		frozen := &celScratch{}
+		frozen := &celScratch{frozen: true} // no arena: values outlive it
 		act := &activation{s: frozen, initial: frozen.obj(key.initial), task: frozen.obj(key.task)}
 		m.vals[i] = evalHoist(h.progs[i], act)
-		frozen.frozen = true
 	})
 	return m.vals[i]
 }
 
-// hoistNow computes a hoisted value in the current evaluation's arena,
-// once per evaluation.
-func (c *celScratch) hoistNow(p *program, a *activation) hoistVal {
+// hoisted returns the value of p when this evaluation has read it already.
+func (c *celScratch) hoisted(p *program) (hoistVal, bool) {
 	for _, done := range c.hoistDone {
 		if done.p == p {
-			return done.val
+			return done.val, true
 		}
 	}
-	sub := &c.sub
-	*sub = activation{s: c, initial: a.initial, task: a.task}
-	val := evalHoist(p, sub)
-	c.hoistDone = append(c.hoistDone, hoistDone{p: p, val: val})
-	return val
+	return hoistVal{}, false
 }
 
 // hoistDone is a hoisted value computed during the current evaluation.
@@ -372,6 +398,9 @@ func hoistIndex(name string) (int, bool) {
 	rest, ok := strings.CutPrefix(name, hoistPrefix)
 	if !ok || rest == "" {
 		return 0, false
+	}
+	if len(rest) > 6 || (rest[0] == '0' && len(rest) > 1) {
+		return 0, false // not a name hoistExpr writes
 	}
 	n := 0
 	for i := 0; i < len(rest); i++ {

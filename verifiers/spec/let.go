@@ -25,6 +25,7 @@ import (
 	"hash/maphash"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	"cel.dev/cel-go/cel"
@@ -86,7 +87,7 @@ func (l *loader) lets(n *yaml.Node, what string) *letSet {
 		case !letName.MatchString(k.Value):
 			l.problem(k, "a name is letters, digits and _, not starting with a digit", "let name %q is not an identifier", k.Value)
 			continue
-		case slices.Contains(reserved, k.Value):
+		case slices.Contains(reserved, k.Value) || strings.HasPrefix(k.Value, hoistPrefix):
 			l.problem(k, "choose another name", "let name %q is reserved", k.Value)
 			continue
 		case slices.Contains(ls.names, k.Value):
