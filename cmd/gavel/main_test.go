@@ -50,6 +50,9 @@ func TestGradeExitStatus(t *testing.T) {
 		{"line limit", []string{"grade", "--quiet", "--max-line-bytes", "100", good}, 3, "2 rows have status error", true},
 		{"bad line limit", []string{"grade", "--max-line-bytes", "-1", good}, 2, "want a positive number", false},
 		{"unknown command", []string{"frob"}, 2, "unknown command", false},
+		{"flags after the input", []string{"grade", good, "--quiet", "--format", "jsonl"}, 0, "", true},
+		{"flag after the input checked", []string{"grade", good, "--format", "csv"}, 2, `unknown output format "csv"`, false},
+		{"an input after --", []string{"grade", "--quiet", "--", "-nope.jsonl"}, 2, "-nope.jsonl", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,7 +37,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("gavel spec check FILE...", "spec: unknown subcommand %q", args[0])
 	}
 	fs := newFlagSet("spec check", specSynopsis, specExamples, stderr)
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if err := parseFlags(fs, interleaved(fs, args[1:])); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
