@@ -182,8 +182,7 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 
 	var err error
 	// The initial state repeats across the rollouts of a task: the cache
-	// indexes each distinct text once. A final state byte-identical to the
-	// initial one (an agent that changed nothing) shares its index.
+	// indexes each distinct text once.
 	var initErr error
 	switch {
 	case row.Initial.Kind == columnar.CellString && g.plan.initials != nil:
@@ -202,7 +201,13 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	default:
 		r.Initial, initErr = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines)
 	}
-	if initErr == nil && row.Final.Kind == columnar.CellString && row.Initial.Kind == columnar.CellString && bytes.Equal(row.Final.Data, row.Initial.Data) {
+	t := g.plan.tasks[rw.TaskID]
+	if t != nil && initErr == nil && r.Initial.IsNull() {
+		r.Initial = t.Initial
+	}
+	// A final state byte-identical to the initial state's text (an agent
+	// that changed nothing) shares its index, in tasks mode too.
+	if initErr == nil && row.Final.Kind == columnar.CellString && r.Initial.Exists() && bytes.Equal(row.Final.Data, r.Initial.Raw()) {
 		r.Final = r.Initial
 	} else if r.Final, err = g.state(row.Final, &g.final, fields.Final, b.JSONLines); err != nil {
 		return verifiers.InputError(err.Error()), nil
@@ -223,11 +228,8 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	default:
 		return verifiers.InputError(fields.Output + ": not a string (" + row.Output.Kind.String() + ")"), nil
 	}
-	if t := g.plan.tasks[rw.TaskID]; t != nil {
+	if t != nil {
 		r.Task = t.Fields
-		if r.Initial.IsNull() {
-			r.Initial = t.Initial
-		}
 	}
 	if r.Final.Kind() == jsonview.Null {
 		r.Final = jsonview.Value{}
