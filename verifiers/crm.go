@@ -280,6 +280,8 @@ var ver004 = &Verifier{
 	Name:  "Weighted pipeline total reported",
 	Tasks: []string{"TASK-004"},
 	Grade: gradeVER004,
+	// The expected total depends on the initial state only.
+	SharesWorlds: true,
 }
 
 // gradeVER004 grades TASK-004. The expected total is derived from the
@@ -289,7 +291,11 @@ var ver004 = &Verifier{
 // cannot be derived (see weightedTotal for the details).
 func gradeVER004(r *Rollout, c *Checks) error {
 	const correct = "The reported weighted total is correct"
-	expected, fault := weightedTotal(r.Initial)
+	t := totals.Get(r.Initial, func(s jsonview.Value) total {
+		v, fault := weightedTotal(s)
+		return total{v, fault}
+	})
+	expected, fault := t.value, t.fault
 	if fault != "" {
 		c.Fault(correct, true, fault)
 	} else {
@@ -306,6 +312,14 @@ func gradeVER004(r *Rollout, c *Checks) error {
 	}
 	addUnchanged(c, r)
 	return nil
+}
+
+// totals memoizes weightedTotal per shared initial state.
+var totals WorldMemo[total]
+
+type total struct {
+	value float64
+	fault string
 }
 
 // weightedTotal returns the sum, over the opportunities of state with status
@@ -384,6 +398,8 @@ var ver006 = &Verifier{
 	Name:  "Top active rep by open pipeline named",
 	Tasks: []string{"TASK-006"},
 	Grade: gradeVER006,
+	// The top reps depend on the initial state only.
+	SharesWorlds: true,
 }
 
 // gradeVER006 grades TASK-006. A user's pipeline is the sum of the amounts
@@ -408,7 +424,11 @@ func gradeVER006(r *Rollout, c *Checks) error {
 		topNamed  = "The top active rep is named"
 		trapNamed = "The deactivated rep is not named"
 	)
-	top, trap, fault := topReps(r.Initial)
+	t := tops.Get(r.Initial, func(s jsonview.Value) topRepsResult {
+		active, inactive, fault := topReps(s)
+		return topRepsResult{active, inactive, fault}
+	})
+	top, trap, fault := t.active, t.inactive, t.fault
 	if fault == "" && !top.user.Exists() {
 		fault = "no active user"
 	}
@@ -432,6 +452,14 @@ func gradeVER006(r *Rollout, c *Checks) error {
 	}
 	addUnchanged(c, r)
 	return nil
+}
+
+// tops memoizes topReps per shared initial state.
+var tops WorldMemo[topRepsResult]
+
+type topRepsResult struct {
+	active, inactive rep
+	fault            string
 }
 
 // rep is a user with their open pipeline.
