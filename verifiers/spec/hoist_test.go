@@ -74,12 +74,6 @@ func TestHoistPicks(t *testing.T) {
 // (unshared initial state) and with the per-world memo (shared initial
 // state), including errors and the cost limit.
 func TestHoistingKeepsResults(t *testing.T) {
-	world := ro{
-		initial: `{"deals": {"d1": {"owner": "A", "status": "open", "amount": 10}, "d2": {"owner": "A", "status": "won"}, "d3": {"owner": "B", "amount": "x"}}}`,
-		final:   `{"deals": {"d1": {"owner": "C", "status": "open"}, "d2": {"owner": "A", "status": "won"}, "d3": {"owner": "B"}}}`,
-		task:    `{"task_id": "T", "rep": "A"}`,
-		output:  "moved 1 deal",
-	}
 	exprs := []struct{ expr, detail string }{
 		// Names that shadow the states: never hoisted, same results.
 		{`[{"subs": [true]}].all(task, task.subs.all(s, s)) && cel.bind(initial, {"d": 1}, initial.exists(k, k == "d"))`, ``},
@@ -128,21 +122,11 @@ func TestHoistingKeepsResults(t *testing.T) {
 	spec := b.String()
 
 	gradeWith := func(hoist, shared bool) []verifiers.Check {
-		noHoisting = !hoist
-		defer func() { noHoisting = false }()
-		v := mustParse(t, spec)[0]
-		r := world.rollout(t)
-		if shared {
-			r.Initial, r.Task = sharedState(t, world.initial), sharedState(t, world.task)
+		vs, err := parseHoisting(spec, hoist)
+		if err != nil {
+			t.Fatal(err)
 		}
-		var c verifiers.Checks
-		for range 2 { // the second grade reads the memo
-			c.Reset()
-			if err := v.Grade(r, &c); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return append([]verifiers.Check(nil), c.List()...)
+		return gradeWorld(t, vs[0], shared)
 	}
 	want := gradeWith(false, false)
 	statuses := map[verifiers.Status]int{}
@@ -195,9 +179,42 @@ func TestHoistMemoConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
+// hoistWorld is the rollout the hoisting tests grade.
+var hoistWorld = ro{
+	initial: `{"deals": {"d1": {"owner": "A", "status": "open", "amount": 10}, "d2": {"owner": "A", "status": "won"}, "d3": {"owner": "B", "amount": "x"}}}`,
+	final:   `{"deals": {"d1": {"owner": "C", "status": "open"}, "d2": {"owner": "A", "status": "won"}, "d3": {"owner": "B"}}}`,
+	task:    `{"task_id": "T", "rep": "A"}`,
+	output:  "moved 1 deal",
+}
+
+// parseHoisting loads a spec with hoisting on or off.
+func parseHoisting(spec string, hoist bool) ([]*verifiers.Verifier, error) {
+	noHoisting = !hoist
+	defer func() { noHoisting = false }()
+	return Parse("test.yaml", []byte(spec))
+}
+
+// gradeWorld grades hoistWorld twice (the second time reads any memo) and
+// returns the checks; shared: its initial state and task row are shared
+// documents.
+func gradeWorld(t testing.TB, v *verifiers.Verifier, shared bool) []verifiers.Check {
+	r := hoistWorld.rollout(t)
+	if shared {
+		r.Initial, r.Task = sharedState(t, hoistWorld.initial), sharedState(t, hoistWorld.task)
+	}
+	var c verifiers.Checks
+	for range 2 {
+		c.Reset()
+		if err := v.Grade(r, &c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append([]verifiers.Check(nil), c.List()...)
+}
+
 // sharedState parses text into a shared document, as the pipeline's cache
 // of initial states does.
-func sharedState(t *testing.T, text string) jsonview.Value {
+func sharedState(t testing.TB, text string) jsonview.Value {
 	t.Helper()
 	d := new(jsonview.Doc)
 	v, err := d.Parse([]byte(text))
