@@ -364,7 +364,12 @@ type pendingFile struct {
 	done bool
 }
 
+// createPending starts path under a temporary name, creating its directory
+// if needed (as grade creates --out).
 func createPending(path string) (*pendingFile, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)

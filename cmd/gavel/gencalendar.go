@@ -87,6 +87,9 @@ func runGenCalendar(ctx context.Context, fs *flag.FlagSet, stdout, stderr io.Wri
 // writeAtomic writes a file under a temporary name in its directory and
 // renames it into place when write succeeds.
 func writeAtomic(path string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err

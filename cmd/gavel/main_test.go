@@ -196,7 +196,7 @@ func mustRead(t *testing.T, path string) string {
 // rate and, for Parquet input whose footer gives the total, the total.
 func TestProgressBar(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join(dir, "r.parquet")
+	data := filepath.Join(dir, "sub", "r.parquet") // gen creates the directory
 	if code, _, stderr := runCLI(t, "gen", "--quiet", "--out", data, "--rollouts", "3000"); code != 0 {
 		t.Fatalf("gen: exit %d: %s", code, stderr)
 	}

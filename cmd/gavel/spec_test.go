@@ -138,7 +138,7 @@ func TestVerifierAddSpec(t *testing.T) {
 
 func TestGenCalendar(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join(dir, "cal.jsonl")
+	data := filepath.Join(dir, "new", "cal.jsonl") // gen creates the directory
 	code, stdout, stderr := runCLI(t, "gen", "--env", "calendar", "--out", data, "--rollouts", "700", "--seed", "2", "--quiet")
 	if code != 0 {
 		t.Fatalf("gen: exit %d: %s", code, stderr)
