@@ -21,10 +21,6 @@ type plan struct {
 	// initials indexes each distinct initial-state text once, shared
 	// read-only by all workers (nil: no cache).
 	initials *jsonview.Cache
-	// shareLines: a bound verifier memoizes per shared initial state
-	// (Verifier.SharesWorlds), so JSON Lines rows look their initial
-	// state up in initials too, though their line already indexes it.
-	shareLines bool
 }
 
 // initialCacheBytes bounds the initial-state texts kept indexed; their
@@ -190,10 +186,10 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 		if initErr != nil {
 			initErr = fmt.Errorf("%s: %w", fields.Initial, describeJSON(initErr))
 		}
-	case row.Initial.Kind == columnar.CellJSON && b.JSONLines && g.plan.shareLines && g.plan.initials != nil:
+	case row.Initial.Kind == columnar.CellJSON && b.JSONLines && g.plan.initials != nil:
 		// Already indexed in its line; the shared index of a repeated
-		// text lets memos keyed by world (spec hoisting) hit. Without
-		// such a verifier the lookup would cost more than it saves.
+		// text lets the verifiers' memos per world (verifiers.WorldMemo,
+		// spec hoisting) hit.
 		var ok bool
 		if r.Initial, ok = g.plan.initials.Lookup(row.Initial.V.Raw()); !ok {
 			r.Initial = row.Initial.V

@@ -188,9 +188,6 @@ func prepare(cfg Config) (*runner, error) {
 		return nil, err
 	}
 	p := &plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, keep: cfg.Keep, initials: jsonview.NewCache(initialCacheBytes)}
-	for _, v := range bindings {
-		p.shareLines = p.shareLines || v.SharesWorlds
-	}
 	if cfg.TasksFile != "" {
 		tasks, err := LoadTasks(cfg.TasksFile, cfg.Fields)
 		if err != nil {

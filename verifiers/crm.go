@@ -280,8 +280,6 @@ var ver004 = &Verifier{
 	Name:  "Weighted pipeline total reported",
 	Tasks: []string{"TASK-004"},
 	Grade: gradeVER004,
-	// The expected total depends on the initial state only.
-	SharesWorlds: true,
 }
 
 // gradeVER004 grades TASK-004. The expected total is derived from the
@@ -291,8 +289,8 @@ var ver004 = &Verifier{
 // cannot be derived (see weightedTotal for the details).
 func gradeVER004(r *Rollout, c *Checks) error {
 	const correct = "The reported weighted total is correct"
-	t := totals.Get(r.Initial, func(s jsonview.Value) total {
-		v, fault := weightedTotal(s)
+	t := totals.Get(World{Initial: r.Initial}, func(w World) total {
+		v, fault := weightedTotal(w.Initial)
 		return total{v, fault}
 	})
 	expected, fault := t.value, t.fault
@@ -314,7 +312,8 @@ func gradeVER004(r *Rollout, c *Checks) error {
 	return nil
 }
 
-// totals memoizes weightedTotal per shared initial state.
+// totals memoizes weightedTotal per shared initial state (it reads no
+// task row).
 var totals WorldMemo[total]
 
 type total struct {
@@ -398,8 +397,6 @@ var ver006 = &Verifier{
 	Name:  "Top active rep by open pipeline named",
 	Tasks: []string{"TASK-006"},
 	Grade: gradeVER006,
-	// The top reps depend on the initial state only.
-	SharesWorlds: true,
 }
 
 // gradeVER006 grades TASK-006. A user's pipeline is the sum of the amounts
@@ -424,8 +421,8 @@ func gradeVER006(r *Rollout, c *Checks) error {
 		topNamed  = "The top active rep is named"
 		trapNamed = "The deactivated rep is not named"
 	)
-	t := tops.Get(r.Initial, func(s jsonview.Value) topRepsResult {
-		active, inactive, fault := topReps(s)
+	t := tops.Get(World{Initial: r.Initial}, func(w World) topRepsResult {
+		active, inactive, fault := topReps(w.Initial)
 		return topRepsResult{active, inactive, fault}
 	})
 	top, trap, fault := t.active, t.inactive, t.fault
@@ -454,7 +451,7 @@ func gradeVER006(r *Rollout, c *Checks) error {
 	return nil
 }
 
-// tops memoizes topReps per shared initial state.
+// tops memoizes topReps per shared initial state (it reads no task row).
 var tops WorldMemo[topRepsResult]
 
 type topRepsResult struct {

@@ -21,9 +21,9 @@ func TestWorldMemo(t *testing.T) {
 		return v
 	}
 	var calls atomic.Int64
-	size := func(s jsonview.Value) int {
+	size := func(w World) int {
 		calls.Add(1)
-		return s.Len()
+		return w.Initial.Len()
 	}
 	var m WorldMemo[int]
 	a, b := parse(`{"x":1,"y":2}`, true), parse(`{"x":1}`, true)
@@ -31,7 +31,7 @@ func TestWorldMemo(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 100 {
-				if m.Get(a, size) != 2 || m.Get(b, size) != 1 {
+				if m.Get(World{Initial: a}, size) != 2 || m.Get(World{Initial: b}, size) != 1 {
 					t.Error("wrong value")
 					return
 				}
@@ -45,11 +45,20 @@ func TestWorldMemo(t *testing.T) {
 	calls.Store(0)
 	u := parse(`{"x":1,"y":2,"z":3}`, false)
 	for range 3 {
-		if m.Get(u, size) != 3 {
+		if m.Get(World{Initial: u}, size) != 3 {
 			t.Fatal("wrong value for an unshared state")
 		}
 	}
 	if calls.Load() != 3 {
 		t.Errorf("an unshared state was memoized: %d calls for 3 reads", calls.Load())
+	}
+	calls.Store(0)
+	for range 3 { // a shared state with an unshared task row: not one world
+		if m.Get(World{Initial: a, Task: parse(`{"t":1}`, false)}, size) != 2 {
+			t.Fatal("wrong value with an unshared task row")
+		}
+	}
+	if calls.Load() != 3 {
+		t.Errorf("a world with an unshared task row was memoized: %d calls for 3 reads", calls.Load())
 	}
 }

@@ -141,11 +141,4 @@ type Verifier struct {
 	// may change; its hash is the fingerprint in manifest.json. Go
 	// verifiers use their source file's content.
 	Definition string
-	// SharesWorlds says that Grade memoizes work per initial state when
-	// the rollout's initial state is a shared document
-	// (jsonview.Doc.Share), as spec verifiers whose expressions read the
-	// initial state in comprehensions do. The pipeline then gives rows
-	// that repeat an initial state one shared document also where it
-	// would not otherwise index the text again (JSON Lines).
-	SharesWorlds bool
 }

@@ -343,16 +343,6 @@ type activation struct {
 	costExceeded bool     // a hoisted value exceeded the cost limit
 }
 
-// world returns the key of the rollout's world when its initial state and
-// task row are shared documents (or missing).
-func (a *activation) world() (worldKey, bool) {
-	i, t := a.initial.v, a.task.v
-	if (i.Exists() && !i.Shared()) || (t.Exists() && !t.Shared()) {
-		return worldKey{}, false
-	}
-	return worldKey{initial: i, task: t}, true
-}
-
 // resolveLet resolves a let name of the verifier being graded.
 func (a *activation) resolveLet(name string) (any, bool) {
 	lv := a.s.lets

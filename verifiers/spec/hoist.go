@@ -39,7 +39,6 @@ package spec
 // before. If any step fails, the expression is compiled as written.
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,29 +49,21 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 
-	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // hoistPrefix names the hoisted variables. User expressions cannot name
 // them: they are compiled in an environment that does not declare them.
 const hoistPrefix = "__gavel_h"
 
-// hoistMemoSize bounds the worlds memoized per expression; when full, the
-// memo starts over. Each entry keeps its world's shared documents alive.
-const hoistMemoSize = 1024
-
 // hoisted is the hoisted part of one program.
 type hoisted struct {
 	progs []*program // compiled over initial and task
-
-	mu   sync.RWMutex
-	memo map[worldKey]*hoistMemo
+	memo  verifiers.WorldMemo[*hoistMemo]
 }
 
-// worldKey identifies a world by its shared documents.
-type worldKey struct{ initial, task jsonview.Value }
-
-// hoistMemo holds the hoisted values of one world, each computed once.
+// hoistMemo holds the hoisted values of one world, each computed once,
+// when first read.
 type hoistMemo struct {
 	once []sync.Once
 	vals []hoistVal
@@ -105,7 +96,7 @@ func hoistExpr(env *cel.Env, a *cel.Ast) (prg cel.Program, h *hoisted, touched b
 	if err != nil {
 		return nil, nil, touched
 	}
-	h = &hoisted{memo: map[worldKey]*hoistMemo{}}
+	h = &hoisted{}
 	vars := make([]cel.EnvOption, len(picks))
 	for i, e := range picks {
 		text, err := cel.ExprToString(e, info)
@@ -184,34 +175,14 @@ func analyze(e ast.Expr, scope []string, facts map[int64]exprFacts) exprFacts {
 		switch {
 		case strings.HasPrefix(name, hoistPrefix):
 			f.other = []string{"?"} // would be captured by the rewrite
-		case (name == "initial" || name == "task") && !containsString(scope, name):
+		case (name == "initial" || name == "task") && !slices.Contains(scope, name):
 			f.world = true
 		default:
 			f.other = []string{name}
 		}
-	case ast.SelectKind:
-		add(analyze(e.AsSelect().Operand(), scope, facts))
-	case ast.CallKind:
-		c := e.AsCall()
-		if c.IsMemberFunction() {
-			add(analyze(c.Target(), scope, facts))
-		}
-		for _, a := range c.Args() {
-			add(analyze(a, scope, facts))
-		}
-	case ast.ListKind:
-		for _, el := range e.AsList().Elements() {
-			add(analyze(el, scope, facts))
-		}
-	case ast.MapKind:
-		for _, en := range e.AsMap().Entries() {
-			m := en.AsMapEntry()
-			add(analyze(m.Key(), scope, facts))
-			add(analyze(m.Value(), scope, facts))
-		}
-	case ast.StructKind:
-		for _, en := range e.AsStruct().Fields() {
-			add(analyze(en.AsStructField().Value(), scope, facts))
+	case ast.SelectKind, ast.CallKind, ast.ListKind, ast.MapKind, ast.StructKind:
+		for _, c := range children(e) {
+			add(analyze(c, scope, facts))
 		}
 	case ast.ComprehensionKind:
 		c := e.AsComprehension()
@@ -233,7 +204,7 @@ func analyze(e ast.Expr, scope []string, facts map[int64]exprFacts) exprFacts {
 			f.world = f.world || pf.world
 			f.comp = f.comp || pf.comp
 			for _, name := range pf.other {
-				if !containsString(bound, name) {
+				if !slices.Contains(bound, name) {
 					f.other = append(f.other, name)
 				}
 			}
@@ -244,15 +215,6 @@ func analyze(e ast.Expr, scope []string, facts map[int64]exprFacts) exprFacts {
 	}
 	facts[e.ID()] = f
 	return f
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // pickHoists collects the maximal subexpressions of e that read initial or
@@ -322,8 +284,8 @@ func (h *hoisted) resolve(a *activation, i int) ref.Val {
 	p := h.progs[i]
 	hv, done := a.s.hoisted(p)
 	if !done {
-		if key, ok := a.world(); ok {
-			hv = h.memoized(key, i)
+		if w := (verifiers.World{Initial: a.initial.v, Task: a.task.v}); w.Shared() {
+			hv = h.memoized(w, i)
 		} else {
 			sub := &a.s.sub
 			*sub = activation{s: a.s, initial: a.initial, task: a.task}
@@ -337,25 +299,14 @@ func (h *hoisted) resolve(a *activation, i int) ref.Val {
 	return hv.v
 }
 
-// memoized returns hoisted value i of a world, computing it once.
-func (h *hoisted) memoized(key worldKey, i int) hoistVal {
-	h.mu.RLock()
-	m := h.memo[key]
-	h.mu.RUnlock()
-	if m == nil {
-		h.mu.Lock()
-		if m = h.memo[key]; m == nil {
-			if len(h.memo) >= hoistMemoSize {
-				clear(h.memo)
-			}
-			m = &hoistMemo{once: make([]sync.Once, len(h.progs)), vals: make([]hoistVal, len(h.progs))}
-			h.memo[key] = m
-		}
-		h.mu.Unlock()
-	}
+// memoized returns hoisted value i of a shared world, computing it once.
+func (h *hoisted) memoized(w verifiers.World, i int) hoistVal {
+	m := h.memo.Get(w, func(verifiers.World) *hoistMemo {
+		return &hoistMemo{once: make([]sync.Once, len(h.progs)), vals: make([]hoistVal, len(h.progs))}
+	})
 	m.once[i].Do(func() {
 		frozen := &celScratch{frozen: true} // no arena: values outlive it
-		act := &activation{s: frozen, initial: frozen.obj(key.initial), task: frozen.obj(key.task)}
+		act := &activation{s: frozen, initial: frozen.obj(w.Initial), task: frozen.obj(w.Task)}
 		m.vals[i] = evalHoist(h.progs[i], act)
 	})
 	return m.vals[i]
@@ -396,28 +347,12 @@ func evalHoist(p *program, act *activation) hoistVal {
 // hoistIndex parses the index of a hoisted variable's name.
 func hoistIndex(name string) (int, bool) {
 	rest, ok := strings.CutPrefix(name, hoistPrefix)
-	if !ok || rest == "" {
+	if !ok {
 		return 0, false
 	}
-	if len(rest) > 6 || (rest[0] == '0' && len(rest) > 1) {
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
 		return 0, false // not a name hoistExpr writes
 	}
-	n := 0
-	for i := 0; i < len(rest); i++ {
-		c := rest[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
 	return n, true
-}
-
-// String describes the hoisted programs, for tests and debugging.
-func (h *hoisted) String() string {
-	var b strings.Builder
-	for i, p := range h.progs {
-		fmt.Fprintf(&b, "%s%d = %s\n", hoistPrefix, i, p.src)
-	}
-	return b.String()
 }

@@ -301,30 +301,13 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		return nil
 	}
 	return &verifiers.Verifier{
-		ID:           id,
-		Name:         name,
-		Tasks:        tasks,
-		Grade:        newGrader(checks, lets),
-		Source:       l.file + ":" + strconv.Itoa(n.Line),
-		Definition:   string(def),
-		SharesWorlds: hoists(checks),
+		ID:         id,
+		Name:       name,
+		Tasks:      tasks,
+		Grade:      newGrader(checks, lets),
+		Source:     l.file + ":" + strconv.Itoa(n.Line),
+		Definition: string(def),
 	}
-}
-
-// hoists reports whether an expression of the checks has hoisted parts,
-// which are memoized per shared initial state.
-func hoists(checks []*check) bool {
-	for _, c := range checks {
-		if c.expr != nil && c.expr.hoist != nil || c.detail != nil && c.detail.hoist != nil {
-			return true
-		}
-		for _, a := range c.asserts {
-			if a.valueExpr != nil && a.valueExpr.hoist != nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 var checkFields = []string{"id", "type", "label", "optional", "asserts", "table", "state",
