@@ -66,7 +66,6 @@ func Commit(dir string) (*Summary, error) {
 	merged.Shard = ""
 	merged.Inputs = make([]ManifestInput, len(base.Inputs))
 	var stats []*partStats
-	var units []int
 	incomplete := map[int][]string{}
 	for u, in := range base.Inputs {
 		ps := partDone(dir, u, in.Part)
@@ -77,7 +76,6 @@ func Commit(dir string) (*Summary, error) {
 		in.Rows, in.Complete, in.Error = &ps.Rows, true, ""
 		merged.Inputs[u] = in
 		stats = append(stats, ps)
-		units = append(units, u)
 	}
 	if len(incomplete) > 0 {
 		var msgs []string
@@ -117,7 +115,7 @@ func Commit(dir string) (*Summary, error) {
 	}
 	format := strings.TrimPrefix(filepath.Ext(base.Inputs[0].Part), ".")
 	s := mergeStats(stats, skipped)
-	s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(dir, format, units)
+	s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(dir, format, stats)
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", dir, err)
 	}

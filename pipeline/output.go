@@ -251,6 +251,9 @@ func removeUnit(dir string, unit int) error {
 			}
 		}
 	}
+	if err := removeIfExists(idsPath(dir, unit)); err != nil {
+		return err
+	}
 	return removeIfExists(statsPath(dir, unit))
 }
 
@@ -294,18 +297,16 @@ func clearOut(dir string) error {
 // every unit is complete: they need every part read back.
 func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	var parts []*partStats
-	var units []int
 	for i := range r.units {
 		if ps := r.stats[i]; ps != nil {
 			parts = append(parts, ps)
-			units = append(units, i)
 		}
 	}
 	s := mergeStats(parts, r.skipped)
 	s.FailedInputs = append(s.FailedInputs, r.failed...)
 	var err error
 	if complete {
-		s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(r.cfg.Out, r.cfg.Format, units)
+		s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(r.cfg.Out, r.cfg.Format, parts)
 	}
 	elapsed := time.Since(r.start)
 	s.ElapsedSeconds = elapsed.Seconds()

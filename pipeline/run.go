@@ -509,10 +509,12 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 	var part *columnar.Part
 	var cur *Summary // counts of the part being written
 	var errRows int64
+	var ids idWriter
 	defer func() {
 		if part != nil {
 			part.Abort()
 		}
+		ids.abort()
 	}()
 	partOpts := columnar.PartOptions{Format: r.cfg.Format, Keep: r.plan.keep}
 	for j := range done {
@@ -530,6 +532,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 					return err
 				}
 				cur = newSummary(nil)
+				ids.reset(r.cfg.Out, j.unit.Index)
 			}
 			switch {
 			case j.res != nil:
@@ -541,6 +544,9 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 						cur.add(rw)
 						if rw.Status == "error" {
 							errRows++
+						}
+						if err := ids.add(rw.RolloutID); err != nil {
+							return err
 						}
 					}
 					cur.Checks += int64(len(res.checks))
@@ -564,6 +570,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 					part.Abort()
 					part = nil
 				}
+				ids.abort()
 				f := FailedInput{Path: j.unit.Path, Part: columnar.PartName(j.unit.Index, r.cfg.Format), Error: j.err.Error()}
 				r.failed = append(r.failed, f)
 				r.manifest.Inputs[j.unit.Index].Error = f.Error
@@ -572,6 +579,9 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				}
 			default:
 				ps := newPartStats(j.unit, j.rows, cur)
+				if err := ids.finish(); err != nil {
+					return err
+				}
 				if err := writeStats(r.cfg.Out, ps); err != nil {
 					return err
 				}

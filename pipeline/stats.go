@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -163,33 +162,24 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// findDuplicates reads the rollout ids back from the rewards parts of units
-// and counts the rows whose id appeared in an earlier row, listing up to
-// maxDuplicateList of the ids concerned in lexicographic order. Ids are
-// first counted by a 64-bit hash; only when hashes repeat are the ids
-// themselves compared, in a second pass.
-func findDuplicates(dir, format string, units []int) (count int64, list []string, err error) {
-	seen := map[uint64]uint8{}
-	repeated := false
-	err = eachRolloutID(dir, format, units, func(id []byte) {
-		h := fnv.New64a()
-		h.Write(id)
-		k := h.Sum64()
-		if seen[k] < 2 {
-			seen[k]++
-		}
-		if seen[k] == 2 {
-			repeated = true
-		}
-	})
-	if err != nil || !repeated {
+// findDuplicates counts the rows of the rewards parts of units (of the
+// given statistics) whose rollout id appeared in an earlier row, listing up
+// to maxDuplicateList of the ids concerned in lexicographic order. Ids are
+// first counted by their hashes (repeatedHashes); only when hashes repeat
+// are the rewards read back and those ids compared.
+func findDuplicates(dir, format string, parts []*partStats) (count int64, list []string, err error) {
+	units := make([]int, len(parts))
+	rows := make([]int64, len(parts))
+	for i, ps := range parts {
+		units[i], rows[i] = ps.Unit, ps.Rows
+	}
+	repeated, err := repeatedHashes(dir, format, units, rows)
+	if err != nil || len(repeated) == 0 {
 		return 0, []string{}, err
 	}
 	ids := map[string]int{}
 	err = eachRolloutID(dir, format, units, func(id []byte) {
-		h := fnv.New64a()
-		h.Write(id)
-		if seen[h.Sum64()] < 2 {
+		if !repeated[hashID(id)] {
 			return
 		}
 		if n := ids[string(id)]; n > 0 {

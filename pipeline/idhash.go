@@ -1,0 +1,255 @@
+package pipeline
+
+import (
+	"bufio"
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Duplicate rollout ids are found from 64-bit hashes of the ids, which the
+// writer computes as it writes each rewards part and stores beside the
+// part's statistics (_stats/part-NNNNN.ids): little-endian uint64, in sorted
+// runs of idRunLen hashes (the last run shorter). At the end of a run the
+// runs of every part are merged, so finding duplicates costs one pass over
+// 8 bytes a rollout instead of reading every rewards part back, and holds
+// one small buffer per run instead of a set of every id. Only hashes that
+// repeat send the ids themselves to be compared (findDuplicates). A
+// complete part without its hash file (written by an earlier version) has
+// its ids read back and hashed instead.
+var idRunLen int64 = 1 << 20 // a variable so that tests can make runs short
+
+func idsPath(dir string, unit int) string {
+	return filepath.Join(dir, statsDir, fmt.Sprintf("part-%05d.ids", unit))
+}
+
+// hashID is a 64-bit hash of a rollout id, the same on every machine and in
+// every process (the hash files outlive the process). It need not resist
+// attack: a collision only costs a comparison of the ids.
+func hashID[T string | []byte](s T) uint64 {
+	const m = 0x9e3779b97f4a7c15
+	h := uint64(len(s))*m ^ 0x243f6a8885a308d3
+	for len(s) >= 8 {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		h = (h ^ w) * m
+		h ^= h >> 32
+		s = s[8:]
+	}
+	var w uint64
+	for i := len(s) - 1; i >= 0; i-- {
+		w = w<<8 | uint64(s[i])
+	}
+	h = (h ^ w) * m
+	// The finalizer of MurmurHash3's 64-bit variant.
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// idWriter gathers the id hashes of the part being written and writes its
+// hash file.
+type idWriter struct {
+	dir  string
+	unit int
+	buf  []uint64 // the current run, unsorted
+	f    *os.File // the temporary file, once a run has been written
+	w    *bufio.Writer
+}
+
+func (iw *idWriter) reset(dir string, unit int) {
+	iw.abort()
+	iw.dir, iw.unit, iw.buf = dir, unit, iw.buf[:0]
+}
+
+func (iw *idWriter) add(id string) error {
+	iw.buf = append(iw.buf, hashID(id))
+	if int64(len(iw.buf)) == idRunLen {
+		return iw.flush()
+	}
+	return nil
+}
+
+// flush sorts the current run and appends it to the temporary file.
+func (iw *idWriter) flush() error {
+	if iw.f == nil {
+		dir := filepath.Join(iw.dir, statsDir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		f, err := os.CreateTemp(dir, fmt.Sprintf(".part-%05d.ids-*", iw.unit))
+		if err != nil {
+			return fmt.Errorf("write rollout id hashes: %w", err)
+		}
+		iw.f = f
+		if iw.w == nil {
+			iw.w = bufio.NewWriterSize(f, 64<<10)
+		} else {
+			iw.w.Reset(f)
+		}
+	}
+	slices.Sort(iw.buf)
+	var b [8]byte
+	for _, h := range iw.buf {
+		binary.LittleEndian.PutUint64(b[:], h)
+		iw.w.Write(b[:])
+	}
+	iw.buf = iw.buf[:0]
+	if err := iw.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", iw.f.Name(), err)
+	}
+	return nil
+}
+
+// finish writes the part's hash file under its final name.
+func (iw *idWriter) finish() error {
+	if len(iw.buf) > 0 || iw.f == nil {
+		if err := iw.flush(); err != nil {
+			return err
+		}
+	}
+	name := iw.f.Name()
+	err := iw.f.Close()
+	iw.f = nil
+	if err == nil {
+		err = os.Rename(name, idsPath(iw.dir, iw.unit))
+	}
+	if err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write rollout id hashes: %w", err)
+	}
+	return nil
+}
+
+// abort removes the temporary file of a part that will not be completed.
+func (iw *idWriter) abort() {
+	if iw.f != nil {
+		name := iw.f.Name()
+		iw.f.Close()
+		os.Remove(name)
+		iw.f = nil
+	}
+	iw.buf = iw.buf[:0]
+}
+
+// idRun is one sorted run of hashes being merged.
+type idRun struct {
+	cur  uint64
+	r    *bufio.Reader
+	left int64 // hashes after cur
+	mem  []uint64
+}
+
+func (ru *idRun) next() (bool, error) {
+	if ru.left == 0 {
+		return false, nil
+	}
+	ru.left--
+	if ru.r == nil {
+		ru.cur, ru.mem = ru.mem[0], ru.mem[1:]
+		return true, nil
+	}
+	var b [8]byte
+	if _, err := io.ReadFull(ru.r, b[:]); err != nil {
+		return false, err
+	}
+	ru.cur = binary.LittleEndian.Uint64(b[:])
+	return true, nil
+}
+
+type runHeap []*idRun
+
+func (h runHeap) Len() int           { return len(h) }
+func (h runHeap) Less(i, j int) bool { return h[i].cur < h[j].cur }
+func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *runHeap) Push(x any)        { *h = append(*h, x.(*idRun)) }
+func (h *runHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// repeatedHashes returns the id hashes that occur more than once in the
+// rewards parts of units, whose rows are given.
+func repeatedHashes(dir, format string, units []int, rows []int64) (map[uint64]bool, error) {
+	var runs runHeap
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for k, u := range units {
+		f, err := os.Open(idsPath(dir, u))
+		var size int64
+		if err == nil {
+			var st os.FileInfo
+			if st, err = f.Stat(); err == nil {
+				size = st.Size()
+			}
+			if err != nil || size != 8*rows[k] {
+				f.Close()
+				err = errors.New("hash file does not match its part")
+			}
+		}
+		if err != nil {
+			// No usable hash file: hash the part's ids as one run.
+			var mem []uint64
+			if err := eachRolloutID(dir, format, []int{u}, func(id []byte) { mem = append(mem, hashID(id)) }); err != nil {
+				return nil, err
+			}
+			slices.Sort(mem)
+			runs = append(runs, &idRun{mem: mem, left: int64(len(mem))})
+			continue
+		}
+		files = append(files, f)
+		n := size / 8
+		for off := int64(0); off < n; off += idRunLen {
+			m := min(idRunLen, n-off)
+			sr := io.NewSectionReader(f, 8*off, 8*m)
+			runs = append(runs, &idRun{r: bufio.NewReaderSize(sr, 4096), left: m})
+		}
+	}
+	live := runs[:0]
+	for _, ru := range runs {
+		ok, err := ru.next()
+		if err != nil {
+			return nil, fmt.Errorf("read rollout id hashes: %w", err)
+		}
+		if ok {
+			live = append(live, ru)
+		}
+	}
+	runs = live
+	heap.Init(&runs)
+	repeated := map[uint64]bool{}
+	var prev uint64
+	first := true
+	for len(runs) > 0 {
+		ru := runs[0]
+		h := ru.cur
+		if !first && h == prev {
+			repeated[h] = true
+		}
+		prev, first = h, false
+		ok, err := ru.next()
+		if err != nil {
+			return nil, fmt.Errorf("read rollout id hashes: %w", err)
+		}
+		if ok {
+			heap.Fix(&runs, 0)
+		} else {
+			heap.Pop(&runs)
+		}
+	}
+	return repeated, nil
+}
