@@ -123,6 +123,9 @@ type pqColumn struct {
 	pages  *pqPrefetch
 	page   parquet.Page
 	values parquet.ValueReader
+	// dict is set while page is dictionary-encoded: its byte arrays point
+	// into the dictionary, which is never written after it is decoded.
+	dict bool
 	// heldGen is the generation of the batch that retains page (0: none).
 	heldGen uint64
 }
@@ -539,6 +542,7 @@ func (r *ParquetReader) readColumn(c *pqColumn, rows []Row, pb *pqBatch) error {
 				return err
 			}
 			c.page, c.values, c.heldGen = p, p.Values(), 0
+			c.dict = p.Dictionary() != nil
 		}
 		if c.kind == pqBytes && !r.copyValues && c.heldGen != r.gen {
 			parquet.Retain(c.page)
@@ -581,7 +585,7 @@ func (c *pqColumn) cell(v parquet.Value, pb *pqBatch, copyBytes bool) Cell {
 			pb.arena = append(pb.arena, b...)
 			b = pb.arena[start:]
 		}
-		return Cell{Kind: CellString, Data: b[:len(b):len(b)]}
+		return Cell{Kind: CellString, Stable: c.dict && !copyBytes, Data: b[:len(b):len(b)]}
 	case pqBool:
 		return boolCell(v.Boolean())
 	case pqInt32:

@@ -557,7 +557,43 @@ func TestParquetReaderPQArrow(t *testing.T) {
 			writePQArrow(t, path, rec, props...)
 			checkLayout(t, path, tt.page, tt.dict, tt.codec, tt.oneGroup)
 			checkParquetFile(t, path, Options{}, want, metaNames)
+			checkStable(t, path, tt.dict)
 		})
+	}
+}
+
+// checkStable checks that the string cells of the file's final states are
+// marked Stable exactly when the column is dictionary-encoded.
+func checkStable(t *testing.T, path string, dict bool) {
+	t.Helper()
+	r, err := OpenParquet(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	strings := 0
+	for {
+		b, err := r.Next(7)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range b.Rows {
+			c := &b.Rows[i].Final
+			if c.Kind != CellString {
+				continue
+			}
+			strings++
+			if c.Stable != dict {
+				t.Errorf("row %d: final state Stable = %v, want %v", b.Rows[i].Index, c.Stable, dict)
+			}
+		}
+		b.Release()
+	}
+	if strings == 0 {
+		t.Error("no string final states")
 	}
 }
 

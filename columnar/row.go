@@ -47,7 +47,12 @@ func (k CellKind) String() string {
 // (or by the JSON Lines line) and is valid until the batch is released.
 type Cell struct {
 	Kind CellKind
-	Data []byte
+	// Stable reports that Data points into memory that is never written
+	// again while anything references it (a Parquet column chunk's
+	// dictionary), so that while that memory lives its address and length
+	// identify its bytes (jsonview.Cache.ParseStable).
+	Stable bool
+	Data   []byte
 	// V is set for CellJSON cells: the value indexed in place in its line.
 	V jsonview.Value
 }

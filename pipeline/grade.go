@@ -182,7 +182,11 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	var initErr error
 	switch {
 	case row.Initial.Kind == columnar.CellString && g.plan.initials != nil:
-		r.Initial, _, initErr = g.plan.initials.Parse(&g.initial, row.Initial.Data)
+		if row.Initial.Stable {
+			r.Initial, _, initErr = g.plan.initials.ParseStable(&g.initial, row.Initial.Data)
+		} else {
+			r.Initial, _, initErr = g.plan.initials.Parse(&g.initial, row.Initial.Data)
+		}
 		if initErr != nil {
 			initErr = fmt.Errorf("%s: %w", fields.Initial, describeJSON(initErr))
 		}

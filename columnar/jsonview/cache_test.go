@@ -2,6 +2,7 @@ package jsonview
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -112,5 +113,69 @@ func TestCacheSampledKeys(t *testing.T) {
 	}
 	if c.Len() != 3 {
 		t.Errorf("Len = %d, want 3", c.Len())
+	}
+}
+
+// BenchmarkCacheLookup looks up a cached 5.7 KB text, as every rollout of
+// a per-row dataset does with its initial state.
+func BenchmarkCacheLookup(b *testing.B) {
+	text := []byte(`{"items":[` + strings.Repeat(`{"id":"opp-0001","stage":"open","amount":12345.5},`, 110) + `{}]}`)
+	c := NewCache(0)
+	var d Doc
+	for range 2 {
+		if _, _, err := c.Parse(&d, text); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := c.Lookup(text); !ok {
+			b.Fatal("not cached")
+		}
+	}
+}
+
+// TestCacheParseStable checks that a stable text found by its address
+// gives the index of its own bytes: for the same memory, for a prefix of
+// it, and for new memory that the collector may have placed at the address
+// of a freed text.
+func TestCacheParseStable(t *testing.T) {
+	c := NewCache(0)
+	var d Doc
+	text := func(v int) []byte {
+		return []byte(fmt.Sprintf(`{"v":%d,"pad":"%s"}`, v, strings.Repeat("x", 2000)))
+	}
+	get := func(data []byte) (int64, bool) {
+		t.Helper()
+		v, cached, err := c.ParseStable(&d, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := v.Get("v").Int()
+		if !ok {
+			t.Fatalf("no v in %.20s", data)
+		}
+		return n, cached
+	}
+	a := text(1)
+	for i := range 4 {
+		n, cached := get(a)
+		if n != 1 || cached != (i >= 2) {
+			t.Fatalf("sighting %d: v %d, cached %v", i, n, cached)
+		}
+	}
+	if _, _, err := c.ParseStable(&d, a[:len(a)-1]); err == nil {
+		t.Fatal("a prefix of the text parsed as the text")
+	}
+	for round := range 50 {
+		a = nil
+		runtime.GC()
+		b := text(round + 2)
+		for range 3 {
+			if n, _ := get(b); n != int64(round+2) {
+				t.Fatalf("round %d: v = %d, want %d", round, n, round+2)
+			}
+		}
 	}
 }
