@@ -21,6 +21,40 @@ func DecodeLine(row *Row, fields *FieldNames, doc *jsonview.Doc) (jsonview.Value
 		return jsonview.Value{}, row.Err
 	}
 	root, err := doc.Parse(row.Line)
+	return fillLine(row, fields, root, err)
+}
+
+// DecodeLineCached is DecodeLine for lines whose initial states repeat: an
+// initial state that is an object or an array is not indexed in the line
+// but found in cache, or parsed into initDoc when the cache does not hold
+// it (jsonview.Doc.ParseSkipping). Its cell is a CellJSON whose V is the
+// cached index or initDoc's, and the returned root (the row's metadata)
+// lacks that member. Errors are DecodeLine's: a line that fails either
+// step is decoded again by DecodeLine, which reports its first error.
+func DecodeLineCached(row *Row, fields *FieldNames, doc, initDoc *jsonview.Doc, cache *jsonview.Cache) (jsonview.Value, error) {
+	if row.Err != nil {
+		return jsonview.Value{}, row.Err
+	}
+	root, skipped, err := doc.ParseSkipping(row.Line, fields.Initial)
+	if err != nil {
+		// The first error may be in the skipped text.
+		return DecodeLine(row, fields, doc)
+	}
+	if skipped == nil {
+		return fillLine(row, fields, root, nil)
+	}
+	initial, _, err := cache.Parse(initDoc, skipped)
+	if err != nil {
+		return DecodeLine(row, fields, doc)
+	}
+	if root.Kind() == jsonview.Object { // always: only object members are skipped
+		row.Initial = Cell{Kind: CellJSON, Data: skipped, V: initial}
+	}
+	return fillLine(row, fields, root, nil)
+}
+
+// fillLine fills the row's cells from the members of the parsed line.
+func fillLine(row *Row, fields *FieldNames, root jsonview.Value, err error) (jsonview.Value, error) {
 	if err != nil {
 		if se, ok := err.(*jsonview.SyntaxError); ok {
 			return jsonview.Value{}, fmt.Errorf("line %d: invalid JSON at byte %d of the line: %s", row.Index+1, se.Offset, se.Msg)

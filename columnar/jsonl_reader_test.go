@@ -3,6 +3,7 @@ package columnar
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -222,14 +223,55 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"rollout_id":"r1","task_id":"TASK-001","final_state":{"users":{}},"output":"x"}`,
 		`{"task_id":7,"final_state":"{\"a\":1}","log":[{"eventType":"click"}]}`,
 		`[]`, `{"a":}`, `{"output":"\u00e9\ud83d\ude00"}`, ``,
+		`{"initial_state":{"a":[1,"}"]},"final_state":{"a":[1,"}"]},"initial_state":[]}`,
+		`{"initial_state":{"a":[1,"}"]},"final_state":{"b":1}}`,
+		`{"initial_state":{"a":01},"final_state":{"b":}}`,
+		`{"model":"m","initial_state":[{"x":"\"]"}],"log":[]}`,
+		`{"initial_state":"{\"a\":1}"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	fields := FieldNames{}.WithDefaults()
-	var doc jsonview.Doc
+	var doc, doc2, initDoc jsonview.Doc
+	cache := jsonview.NewCache(1 << 20)
 	f.Fuzz(func(t *testing.T, line []byte) {
+		// DecodeLineCached, three times so that the cache holds the
+		// initial state, must decode the line as DecodeLine does.
+		var rows [3]Row
+		var roots [3]jsonview.Value
+		var errs [3]error
+		for k := range rows {
+			rows[k] = Row{Line: line}
+			roots[k], errs[k] = DecodeLineCached(&rows[k], &fields, &doc2, &initDoc, cache)
+		}
 		row := Row{Line: line}
 		root, err := DecodeLine(&row, &fields, &doc)
+		for k := range rows {
+			if fmt.Sprint(errs[k]) != fmt.Sprint(err) {
+				t.Fatalf("DecodeLineCached error %v, DecodeLine error %v", errs[k], err)
+			}
+			if err != nil {
+				continue
+			}
+			got, want := []Cell{rows[k].ID, rows[k].Task, rows[k].Final, rows[k].Initial, rows[k].Output, rows[k].Log}, []Cell{row.ID, row.Task, row.Final, row.Initial, row.Output, row.Log}
+			for i := range got {
+				if got[i].Kind != want[i].Kind || !bytes.Equal(got[i].Data, want[i].Data) || !bytes.Equal(got[i].V.Raw(), want[i].V.Raw()) {
+					t.Fatalf("cell %d: DecodeLineCached %v %q, DecodeLine %v %q", i, got[i].Kind, got[i].Data, want[i].Kind, want[i].Data)
+				}
+			}
+			// The metadata is the line's members, less the initial state
+			// when it was skipped.
+			m := root.First()
+			for g := roots[k].First(); g.Exists(); g = g.Next() {
+				for m.Exists() && (string(m.Key()) != string(g.Key()) || !bytes.Equal(m.Raw(), g.Raw())) {
+					if string(m.Key()) != fields.Initial {
+						t.Fatalf("metadata member %s missing from DecodeLineCached's root", m.Key())
+					}
+					m = m.Next()
+				}
+				m = m.Next()
+			}
+		}
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "line 1: ") {
 				t.Fatalf("error %q does not name the line", err)

@@ -21,6 +21,11 @@ type plan struct {
 	// initials indexes each distinct initial-state text once, shared
 	// read-only by all workers (nil: no cache).
 	initials *jsonview.Cache
+	// skipInitial decodes JSON Lines rows with DecodeLineCached: the
+	// initial state is looked up in initials instead of being indexed in
+	// its line. Off when the initial state is also a keep column, which
+	// is read from the line's metadata.
+	skipInitial bool
 }
 
 // initialCacheBytes bounds the initial-state texts kept indexed; their
@@ -132,7 +137,13 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	fields := &g.plan.fields
 
 	if b.JSONLines {
-		root, err := columnar.DecodeLine(row, fields, &g.line)
+		var root jsonview.Value
+		var err error
+		if g.plan.skipInitial {
+			root, err = columnar.DecodeLineCached(row, fields, &g.line, &g.initial, g.plan.initials)
+		} else {
+			root, err = columnar.DecodeLine(row, fields, &g.line)
+		}
 		if err != nil {
 			rw.RolloutID = fallbackID(u, row)
 			return verifiers.InputError(err.Error()), nil
@@ -190,6 +201,9 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 		if initErr != nil {
 			initErr = fmt.Errorf("%s: %w", fields.Initial, describeJSON(initErr))
 		}
+	case row.Initial.Kind == columnar.CellJSON && b.JSONLines && g.plan.skipInitial:
+		// Found in the cache, or indexed on its own, by DecodeLineCached.
+		r.Initial = row.Initial.V
 	case row.Initial.Kind == columnar.CellJSON && b.JSONLines && g.plan.initials != nil:
 		// Already indexed in its line; the shared index of a repeated
 		// text lets the verifiers' memos per world (verifiers.WorldMemo,

@@ -251,3 +251,77 @@ func strconvFloat(s string) float64 {
 // sameFloat reports whether a and b are the same float64, signed zeros told
 // apart.
 func sameFloat(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+// FuzzParseSkipping checks ParseSkipping against Parse: on a text Parse
+// accepts, ParseSkipping accepts it too, its skipped text is the first
+// root member named "s" (an object or array) as Parse reads it, and the
+// rest of the root is Parse's root without that member; on a text Parse
+// refuses, ParseSkipping or the parse of its skipped text fails.
+func FuzzParseSkipping(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1,"s":{"x":[1,"]}\"",{}]},"b":[2]}`,
+		`{"s":[],"s":{}}`,
+		`{"s" : [ "\\" , "\"" ] }`,
+		`{"a":{"s":{}},"s":"text","t":{"s":[1]}}`,
+		`{"s":{"a":}]}`,
+		`{"s":{"a":1}`,
+		`{"s":{"a":1}}x`,
+		`{"s":[[[[]]]] , "z":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	var d, d2, d3 Doc
+	f.Fuzz(func(t *testing.T, data []byte) {
+		full, fullErr := d.Parse(data)
+		root, skipped, err := d2.ParseSkipping(data, "s")
+		if err == nil && skipped != nil {
+			if _, serr := d3.Parse(skipped); serr != nil {
+				err = serr
+			}
+		}
+		if (fullErr == nil) != (err == nil) {
+			t.Fatalf("%q: Parse error %v, ParseSkipping (and its skipped text) error %v", data, fullErr, err)
+		}
+		if fullErr != nil {
+			return
+		}
+		var want []Value
+		var wantSkipped []byte
+		first := true // the first member whose key is s as written
+		for m := full.First(); m.Exists(); m = m.Next() {
+			if first && m.d.nodes[m.i].flags&flagKeyEsc == 0 && string(m.Key()) == "s" {
+				first = false
+				if m.Kind() == Object || m.Kind() == Array {
+					wantSkipped = m.Raw()
+					continue
+				}
+			}
+			want = append(want, m)
+		}
+		if full.Kind() != Object {
+			want, wantSkipped = nil, nil
+		}
+		if string(skipped) != string(wantSkipped) || (skipped == nil) != (wantSkipped == nil) {
+			t.Fatalf("%q: skipped %q, want %q", data, skipped, wantSkipped)
+		}
+		if full.Kind() != Object {
+			if root.Kind() != full.Kind() || string(root.Raw()) != string(full.Raw()) {
+				t.Fatalf("%q: root %q, want %q", data, root.Raw(), full.Raw())
+			}
+			return
+		}
+		var got []Value
+		for m := root.First(); m.Exists(); m = m.Next() {
+			got = append(got, m)
+		}
+		if root.Len() != len(want) || len(got) != len(want) {
+			t.Fatalf("%q: %d members (Len %d), want %d", data, len(got), root.Len(), len(want))
+		}
+		for i := range got {
+			gk, wk := got[i].Key(), want[i].Key()
+			if string(gk) != string(wk) || string(got[i].Raw()) != string(want[i].Raw()) {
+				t.Fatalf("%q: member %d is %s:%s, want %s:%s", data, i, gk, got[i].Raw(), wk, want[i].Raw())
+			}
+		}
+	})
+}

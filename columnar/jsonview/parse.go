@@ -146,12 +146,40 @@ func (d *Doc) Reset() {
 // *SyntaxError. Parse replaces whatever the Doc indexed before, also when
 // it fails.
 func (d *Doc) Parse(data []byte) (Value, error) {
+	v, _, err := d.parse(data, "", false)
+	return v, err
+}
+
+// ParseSkipping is Parse, except that the value of the first member of the
+// root object whose key is skip (unescaped in the text) is not indexed
+// when it is an object or an array: Parse only finds where it ends,
+// following strings and brackets, and returns its text as skipped. That
+// member is left out of the index: the root reads as if it did not have
+// it. The skipped text is not validated: the caller must (by parsing it,
+// or by finding it in a Cache of texts already parsed). When skipped is
+// nil, nothing was skipped and ParseSkipping behaved as Parse. A skipped
+// value nested deeper than maxSkipDepth is not skipped.
+//
+// It serves JSON Lines rows whose initial state repeats across the rows of
+// a task: the line is indexed without it, and the state is looked up in
+// the cache.
+func (d *Doc) ParseSkipping(data []byte, skip string) (root Value, skipped []byte, err error) {
+	return d.parse(data, skip, true)
+}
+
+// maxSkipDepth bounds the nesting of a value ParseSkipping skips, far
+// below MaxDepth, so that validating the skipped text on its own accepts
+// exactly what validating it in place would.
+const maxSkipDepth = 1000
+
+func (d *Doc) parse(data []byte, skip string, skipping bool) (Value, []byte, error) {
+	var skipped []byte
 	if d.shared {
 		panic("jsonview: Parse into a shared Doc")
 	}
 	if len(data) > maxText {
 		d.Reset()
-		return Value{}, &SyntaxError{Offset: maxText, Msg: "text too large"}
+		return Value{}, nil, &SyntaxError{Offset: maxText, Msg: "text too large"}
 	}
 	d.data = nil
 	nodes := d.nodes[:0]
@@ -210,7 +238,7 @@ value:
 		}
 		j, flags, code = scanString(data, i+1)
 		if code != errNone {
-			return d.fail(nodes, stack, j, code, data)
+			return d.failSkip(nodes, stack, j, code, data)
 		}
 		nd.kind, nd.end = String, int32(j)
 		nd.flags |= flags
@@ -218,7 +246,7 @@ value:
 		goto afterValue
 	case '{', '[':
 		if len(stack) > MaxDepth {
-			return d.fail(nodes, stack, i, errDepth, data)
+			return d.failSkip(nodes, stack, i, errDepth, data)
 		}
 		kind = Array
 		if c == '{' {
@@ -251,11 +279,11 @@ value:
 		kind, j = Null, 4
 	default:
 		if c != '-' && (c < '0' || c > '9') {
-			return d.fail(nodes, stack, i, errValueStart, data)
+			return d.failSkip(nodes, stack, i, errValueStart, data)
 		}
 		j, code = scanNumber(data, i)
 		if code != errNone {
-			return d.fail(nodes, stack, j, code, data)
+			return d.failSkip(nodes, stack, j, code, data)
 		}
 		nd.kind, nd.end = Number, int32(j)
 		i = j
@@ -264,7 +292,7 @@ value:
 	// A literal: kind and its length j.
 	if i+j > n || string(data[i:i+j]) != literals[kind] {
 		j, code = literalError(data, i, literals[kind])
-		return d.fail(nodes, stack, j, code, data)
+		return d.failSkip(nodes, stack, j, code, data)
 	}
 	nd.kind, nd.end = kind, int32(i+j)
 	i += j
@@ -293,12 +321,12 @@ afterValue:
 		if c == '}' {
 			goto closeContainer
 		}
-		return d.fail(nodes, stack, i, errAfterMember, data)
+		return d.failSkip(nodes, stack, i, errAfterMember, data)
 	}
 	if c == ']' {
 		goto closeContainer
 	}
-	return d.fail(nodes, stack, i, errAfterElement, data)
+	return d.failSkip(nodes, stack, i, errAfterElement, data)
 
 closeContainer:
 	// data[i] closes the container on top of the stack.
@@ -321,7 +349,7 @@ key:
 		goto eof
 	}
 	if data[i] != '"' {
-		return d.fail(nodes, stack, i, errKeyStart, data)
+		return d.failSkip(nodes, stack, i, errKeyStart, data)
 	}
 	kflags = flagMember
 	if i+9 <= n {
@@ -335,7 +363,7 @@ key:
 	}
 	j, flags, code = scanString(data, i+1)
 	if code != errNone {
-		return d.fail(nodes, stack, j, code, data)
+		return d.failSkip(nodes, stack, j, code, data)
 	}
 	ks, ke = int32(i+1), int32(j-1)
 	if flags != 0 {
@@ -351,9 +379,24 @@ colon:
 		goto eof
 	}
 	if data[i] != ':' {
-		return d.fail(nodes, stack, i, errAfterKey, data)
+		return d.failSkip(nodes, stack, i, errAfterKey, data)
 	}
 	i++
+	if skipping && len(stack) == 2 && kflags == flagMember && string(data[ks:ke]) == skip {
+		skipping = false // the first such member only
+		if i < n && data[i] <= ' ' {
+			i = skipSpace(data, i)
+		}
+		if i < n && (data[i] == '{' || data[i] == '[') {
+			if j = skipValue(data, i); j > 0 {
+				skipped = data[i:j:j]
+				kflags = 0
+				i = j
+				top = &stack[len(stack)-1]
+				goto afterValue
+			}
+		}
+	}
 	goto value
 
 end:
@@ -361,14 +404,14 @@ end:
 		i = skipSpace(data, i)
 	}
 	if i < n {
-		return d.fail(nodes, stack, i, errAfterTop, data)
+		return d.failSkip(nodes, stack, i, errAfterTop, data)
 	}
 	nodes[0].flags |= flagLast
 	d.data, d.nodes, d.stack = data, nodes, stack[:0]
-	return Value{d: d, i: 0}, nil
+	return Value{d: d, i: 0}, skipped, nil
 
 eof:
-	return d.fail(nodes, stack, n, errEOF, data)
+	return d.failSkip(nodes, stack, n, errEOF, data)
 }
 
 // literals holds the text of the literal kinds.
@@ -379,6 +422,71 @@ var literals = [...]string{Null: "null", False: "false", True: "true"}
 func (d *Doc) fail(nodes []node, stack []frame, off int, code errCode, data []byte) (Value, error) {
 	d.data, d.nodes, d.stack = nil, nodes[:0], stack[:0]
 	return Value{}, &SyntaxError{Offset: int64(off), Msg: code.message(data, off)}
+}
+
+// failSkip is fail for parse.
+func (d *Doc) failSkip(nodes []node, stack []frame, off int, code errCode, data []byte) (Value, []byte, error) {
+	v, err := d.fail(nodes, stack, off, code, data)
+	return v, nil, err
+}
+
+// skipValue returns the index past the object or array that starts at i,
+// following strings (and their escapes) and brackets without validating
+// anything else, or -1 when the text ends first or the value nests deeper
+// than maxSkipDepth.
+func skipValue(data []byte, i int) int {
+	depth := 0
+	n := len(data)
+	for i < n {
+		switch data[i] {
+		case '"':
+			i++
+			for {
+				for i+8 <= n {
+					if t := quoteOrBackslash(binary.LittleEndian.Uint64(data[i:])); t != 0 {
+						i += bits.TrailingZeros64(t) >> 3
+						break
+					}
+					i += 8
+				}
+				for i < n && data[i] != '"' && data[i] != '\\' {
+					i++
+				}
+				if i >= n {
+					return -1
+				}
+				if data[i] == '"' {
+					break
+				}
+				i += 2 // an escape: the escaped byte is never a closing quote
+			}
+		case '{', '[':
+			depth++
+			if depth > maxSkipDepth {
+				return -1
+			}
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+		i++
+	}
+	return -1
+}
+
+// quoteOrBackslash returns a mask whose lowest set bit is the high bit of
+// the lowest byte of x that is a quote or a backslash, and zero if none
+// is.
+func quoteOrBackslash(x uint64) uint64 {
+	const (
+		lo = 0x0101010101010101
+		hi = 0x8080808080808080
+	)
+	q := x ^ (lo * '"')
+	b := x ^ (lo * '\\')
+	return (((q - lo) &^ q) | ((b - lo) &^ b)) & hi
 }
 
 // scanString scans a string whose opening quote is at i-1. It returns the
