@@ -18,11 +18,12 @@ import (
 // runs of idRunLen hashes (the last run shorter). At the end of a run the
 // runs of every part are merged, so finding duplicates costs one pass over
 // 8 bytes a rollout instead of reading every rewards part back, and holds
-// one small buffer per run instead of a set of every id. Only hashes that
-// repeat send the ids themselves to be compared (findDuplicates). A
-// complete part without its hash file (written by an earlier version) has
-// its ids read back and hashed instead.
-var idRunLen int64 = 1 << 20 // a variable so that tests can make runs short
+// one run (1 MiB) while writing and a 4 KiB buffer per run (32 KiB per
+// million rollouts) while merging, instead of a set of every id. Only
+// hashes that repeat send the ids themselves to be compared
+// (findDuplicates). A complete part without its hash file (written by an
+// earlier version) has its ids read back and hashed instead.
+var idRunLen int64 = 1 << 17 // a variable so that tests can make runs short
 
 func idsPath(dir string, unit int) string {
 	return filepath.Join(dir, statsDir, fmt.Sprintf("part-%05d.ids", unit))
@@ -68,6 +69,9 @@ type idWriter struct {
 func (iw *idWriter) reset(dir string, unit int) {
 	iw.abort()
 	iw.dir, iw.unit, iw.buf = dir, unit, iw.buf[:0]
+	if iw.buf == nil {
+		iw.buf = make([]uint64, 0, min(idRunLen, 1<<17))
+	}
 }
 
 func (iw *idWriter) add(id string) error {
