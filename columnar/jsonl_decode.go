@@ -35,7 +35,7 @@ func DecodeLineCached(row *Row, fields *FieldNames, doc, initDoc *jsonview.Doc, 
 	if row.Err != nil {
 		return jsonview.Value{}, row.Err
 	}
-	root, skipped, err := doc.ParseSkipping(row.Line, fields.Initial)
+	root, skipped, cached, err := doc.ParseSkipping(row.Line, fields.Initial, cache)
 	if err != nil {
 		// The first error may be in the skipped text.
 		return DecodeLine(row, fields, doc)
@@ -43,9 +43,11 @@ func DecodeLineCached(row *Row, fields *FieldNames, doc, initDoc *jsonview.Doc, 
 	if skipped == nil {
 		return fillLine(row, fields, root, nil)
 	}
-	initial, _, err := cache.Parse(initDoc, skipped)
-	if err != nil {
-		return DecodeLine(row, fields, doc)
+	initial := cached
+	if !initial.Exists() {
+		if initial, _, err = cache.Parse(initDoc, skipped); err != nil {
+			return DecodeLine(row, fields, doc)
+		}
 	}
 	if root.Kind() == jsonview.Object { // always: only object members are skipped
 		row.Initial = Cell{Kind: CellJSON, Data: skipped, V: initial}

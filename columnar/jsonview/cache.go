@@ -43,6 +43,9 @@ type Cache struct {
 	// address, without reading it; the weak pointer tells whether the
 	// memory seen there is still the memory that was compared.
 	byAddr map[uintptr]addrEntry
+	// prefixes finds cached objects and arrays by their beginning
+	// (MatchPrefix).
+	prefixes map[uint64][]*cachedText
 }
 
 type addrEntry struct {
@@ -105,7 +108,7 @@ func NewCache(maxBytes int) *Cache {
 		maxBytes = 16 << 20
 	}
 	seed := maphash.MakeSeed()
-	return &Cache{seed: seed, seed64: maphash.String(seed, "gavel"), maxBytes: maxBytes, docs: map[uint64][]*cachedText{}, seen: map[uint64]struct{}{}, byAddr: map[uintptr]addrEntry{}}
+	return &Cache{seed: seed, seed64: maphash.String(seed, "gavel"), maxBytes: maxBytes, docs: map[uint64][]*cachedText{}, seen: map[uint64]struct{}{}, byAddr: map[uintptr]addrEntry{}, prefixes: map[uint64][]*cachedText{}}
 }
 
 // Parse returns the root of data: a shared cached index when data was
@@ -194,11 +197,57 @@ func (c *Cache) lookup(data []byte, stable bool) (Value, bool) {
 		return Value{}, false
 	}
 	doc.Share()
-	c.docs[h] = append(chain, &cachedText{data: own, root: root})
+	e := &cachedText{data: own, root: root}
+	c.docs[h] = append(chain, e)
+	if len(own) >= prefixLen && (own[0] == '{' || own[0] == '[') && (own[len(own)-1] == '}' || own[len(own)-1] == ']') {
+		// Only a text that is the value alone, without surrounding
+		// space, can stand for the value that starts a longer text.
+		if k := c.prefixKey(own); len(c.prefixes[k]) < maxChain {
+			c.prefixes[k] = append(c.prefixes[k], e)
+		}
+	}
 	c.bytes += len(own)
 	c.texts++
 	delete(c.seen, h)
 	return Value{}, false
+}
+
+// prefixLen is the length of the beginning of a text that MatchPrefix
+// looks cached texts up by.
+const prefixLen = 256
+
+// prefixKey hashes the first prefixLen bytes of data.
+func (c *Cache) prefixKey(data []byte) uint64 {
+	const m = 0x9e3779b97f4a7c15
+	h := c.seed64 * m
+	for i := 0; i < prefixLen; i += 8 {
+		h = (h ^ binary.LittleEndian.Uint64(data[i:])) * m
+		h ^= h >> 29
+	}
+	return h
+}
+
+// MatchPrefix returns the index of a cached text that data begins with
+// and that text's length, or 0 when there is none. Only cached objects and
+// arrays of at least 256 bytes, without surrounding space, are found, by
+// their first 256 bytes, up to maxChain texts per beginning. Since a JSON
+// object or array ends at its closing bracket, a cached text that data
+// begins with is the whole value at the start of data: the value is
+// found, and known valid, without scanning it (Doc.ParseSkipping).
+func (c *Cache) MatchPrefix(data []byte) (Value, int) {
+	if len(data) < prefixLen {
+		return Value{}, 0
+	}
+	k := c.prefixKey(data)
+	c.mu.RLock()
+	chain := c.prefixes[k]
+	c.mu.RUnlock()
+	for _, e := range chain {
+		if len(e.data) <= len(data) && bytes.Equal(data[:len(e.data)], e.data) {
+			return e.root, len(e.data)
+		}
+	}
+	return Value{}, 0
 }
 
 // Len returns the number of texts cached.

@@ -179,3 +179,39 @@ func TestCacheParseStable(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSkippingCache checks that a skipped value that a cache holds is
+// found by its beginning, without scanning, and that texts that cannot
+// stand for a value at the start of a longer text are not.
+func TestParseSkippingCache(t *testing.T) {
+	long := `{"k":"` + strings.Repeat("v", 300) + `"}`
+	c := NewCache(0)
+	var d, d2 Doc
+	for _, text := range []string{long, long, long + " ", long + " ", `{"short":1}`, `{"short":1}`} {
+		c.Parse(&d, []byte(text))
+	}
+	for _, tt := range []struct {
+		line   string
+		cached bool
+	}{
+		{`{"a":1,"s":` + long + `,"b":2}`, true},
+		{`{"s":` + long + `}`, true},
+		{`{"s":` + long + ` }`, true},
+		{`{"s":{"short":1}}`, false},
+		{`{"s":` + long[:len(long)-2] + `w"}}`, false},
+	} {
+		root, skipped, cached, err := d2.ParseSkipping([]byte(tt.line), "s", c)
+		if err != nil {
+			t.Fatalf("%.40s: %v", tt.line, err)
+		}
+		if cached.Exists() != tt.cached {
+			t.Errorf("%.40s: cached %v, want %v", tt.line, cached.Exists(), tt.cached)
+		}
+		if cached.Exists() && (string(cached.Raw()) != string(skipped) || !cached.Shared()) {
+			t.Errorf("%.40s: cached %.20q, skipped %.20q", tt.line, cached.Raw(), skipped)
+		}
+		if root.Get("s").Exists() {
+			t.Errorf("%.40s: the skipped member is in the index", tt.line)
+		}
+	}
+}

@@ -267,16 +267,32 @@ func FuzzParseSkipping(f *testing.F) {
 		`{"s":{"a":1}`,
 		`{"s":{"a":1}}x`,
 		`{"s":[[[[]]]] , "z":null}`,
+		`{"a":1,"s":{"k":"` + strings.Repeat("v", 300) + `"},"b":2}`,
+		`{"s":{"k":"` + strings.Repeat("v", 300) + `"}}`,
+		`{"s":{"k":"` + strings.Repeat("v", 300) + `"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
-	var d, d2, d3 Doc
+	var d, d2, d3, d4 Doc
+	cache := NewCache(1 << 20)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		full, fullErr := d.Parse(data)
-		root, skipped, err := d2.ParseSkipping(data, "s")
+		root, skipped, _, err := d2.ParseSkipping(data, "s", nil)
 		if err == nil && skipped != nil {
 			if _, serr := d3.Parse(skipped); serr != nil {
 				err = serr
+			}
+			// Let the cache hold the skipped text, then skip again
+			// with the cache: the same result, found by its beginning
+			// when the text is long enough.
+			cache.Lookup(skipped)
+			cache.Lookup(skipped)
+			root2, skipped2, cached, err2 := d4.ParseSkipping(data, "s", cache)
+			if err2 != nil || string(skipped2) != string(skipped) || string(root2.Raw()) != string(root.Raw()) || root2.Len() != root.Len() {
+				t.Fatalf("%q: with a cache: skipped %q, error %v; without: %q", data, skipped2, err2, skipped)
+			}
+			if cached.Exists() && string(cached.Raw()) != string(skipped) {
+				t.Fatalf("%q: cached %q for skipped %q", data, cached.Raw(), skipped)
 			}
 		}
 		if (fullErr == nil) != (err == nil) {

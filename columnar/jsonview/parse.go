@@ -68,6 +68,9 @@ type Doc struct {
 	nodes  []node
 	stack  []frame
 	shared bool // see Share
+	// ParseSkipping's cache, and the cached value it matched.
+	match   *Cache
+	matched Value
 }
 
 // Share promises that d will never be parsed into or reset again, and that
@@ -163,8 +166,14 @@ func (d *Doc) Parse(data []byte) (Value, error) {
 // It serves JSON Lines rows whose initial state repeats across the rows of
 // a task: the line is indexed without it, and the state is looked up in
 // the cache.
-func (d *Doc) ParseSkipping(data []byte, skip string) (root Value, skipped []byte, err error) {
-	return d.parse(data, skip, true)
+//
+// With a cache, a skipped value that begins with a cached text is that
+// text (Cache.MatchPrefix): it is not scanned, and cached is its index.
+func (d *Doc) ParseSkipping(data []byte, skip string, cache *Cache) (root Value, skipped []byte, cached Value, err error) {
+	d.match = cache
+	root, skipped, err = d.parse(data, skip, true)
+	cached, d.match, d.matched = d.matched, nil, Value{}
+	return root, skipped, cached, err
 }
 
 // maxSkipDepth bounds the nesting of a value ParseSkipping skips, far
@@ -388,7 +397,18 @@ colon:
 			i = skipSpace(data, i)
 		}
 		if i < n && (data[i] == '{' || data[i] == '[') {
-			if j = skipValue(data, i); j > 0 {
+			j = 0
+			if d.match != nil {
+				var v Value
+				if v, j = d.match.MatchPrefix(data[i:]); j > 0 {
+					d.matched = v
+					j += i
+				}
+			}
+			if j == 0 {
+				j = skipValue(data, i)
+			}
+			if j > 0 {
 				skipped = data[i:j:j]
 				kflags = 0
 				i = j
