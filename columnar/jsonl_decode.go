@@ -24,35 +24,75 @@ func DecodeLine(row *Row, fields *FieldNames, doc *jsonview.Doc) (jsonview.Value
 	return fillLine(row, fields, root, err)
 }
 
-// DecodeLineCached is DecodeLine for lines whose initial states repeat: an
-// initial state that is an object or an array is not indexed in the line
-// but found in cache, or parsed into initDoc when the cache does not hold
-// it (jsonview.Doc.ParseSkipping). Its cell is a CellJSON whose V is the
-// cached index or initDoc's, and the returned root (the row's metadata)
-// lacks that member. Errors are DecodeLine's: a line that fails either
-// step is decoded again by DecodeLine, which reports its first error.
-func DecodeLineCached(row *Row, fields *FieldNames, doc, initDoc *jsonview.Doc, cache *jsonview.Cache) (jsonview.Value, error) {
+// DecodeLineCached is DecodeLine for lines whose states repeat, as the
+// initial states of a task's rollouts do, and the final states of those
+// that changed nothing. An initial state that is an object or an array is
+// not indexed in the line but found in cache, or else parsed into initDoc
+// (which counts a sighting for the cache); a final state is found in cache
+// when it holds it, else indexed in the line (jsonview.Doc.ParseSkipping).
+// cache may be nil: the initial state is then parsed into initDoc.
+// Their cells are CellJSON cells whose V is the cached index or initDoc's.
+//
+// It also appends the row's metadata to meta, as the text of a JSON
+// object: the line's members other than the rollout fields (SPEC 3.1:
+// "anything else"), as they are written, in order.
+//
+// Errors are DecodeLine's: a line that fails a step is decoded again by
+// DecodeLine, which reports its first error.
+func DecodeLineCached(row *Row, fields *FieldNames, doc, initDoc *jsonview.Doc, cache *jsonview.Cache, meta []byte) ([]byte, error) {
 	if row.Err != nil {
-		return jsonview.Value{}, row.Err
+		return meta, row.Err
 	}
-	root, skipped, cached, err := doc.ParseSkipping(row.Line, fields.Initial, cache)
-	if err != nil {
-		// The first error may be in the skipped text.
-		return DecodeLine(row, fields, doc)
-	}
-	if skipped == nil {
-		return fillLine(row, fields, root, nil)
-	}
-	initial := cached
-	if !initial.Exists() {
-		if initial, _, err = cache.Parse(initDoc, skipped); err != nil {
-			return DecodeLine(row, fields, doc)
+	sk := jsonview.Skips{Cache: cache, Scan: fields.Initial, Match: fields.Final}
+	for _, f := range []string{fields.ID, fields.Task, fields.Output, fields.Log} {
+		// A column named for two fields is decoded in place, for both.
+		if f == sk.Scan {
+			sk.Scan = ""
+		}
+		if f == sk.Match {
+			sk.Match = ""
 		}
 	}
-	if root.Kind() == jsonview.Object { // always: only object members are skipped
-		row.Initial = Cell{Kind: CellJSON, Data: skipped, V: initial}
+	if sk.Scan == sk.Match {
+		sk.Scan, sk.Match = "", ""
 	}
-	return fillLine(row, fields, root, nil)
+	root, scanned, matched, err := doc.ParseSkipping(row.Line, sk)
+	if err == nil && scanned.Text != nil {
+		initial := scanned.Cached
+		switch {
+		case initial.Exists():
+		case cache != nil:
+			initial, _, err = cache.Parse(initDoc, scanned.Text)
+		default:
+			initial, err = initDoc.Parse(scanned.Text)
+		}
+		if err == nil {
+			row.Initial = Cell{Kind: CellJSON, Data: scanned.Text, V: initial}
+		}
+	}
+	if err != nil {
+		// The first error may be in the scanned text: decode the line
+		// whole for its message. No cell has been filled yet.
+		root, err = doc.Parse(row.Line)
+	} else if matched.Text != nil {
+		row.Final = Cell{Kind: CellJSON, Data: matched.Text, V: matched.Cached}
+	}
+	if _, err = fillLine(row, fields, root, err); err != nil {
+		return meta, err
+	}
+	meta = append(meta, '{')
+	first := true
+	for m := root.First(); m.Exists(); m = m.Next() {
+		if m.KeyIs(fields.ID) || m.KeyIs(fields.Task) || m.KeyIs(fields.Final) || m.KeyIs(fields.Initial) || m.KeyIs(fields.Output) || m.KeyIs(fields.Log) {
+			continue
+		}
+		if !first {
+			meta = append(meta, ',')
+		}
+		first = false
+		meta = append(meta, m.RawMember()...)
+	}
+	return append(meta, '}'), nil
 }
 
 // fillLine fills the row's cells from the members of the parsed line.

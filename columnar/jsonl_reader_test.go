@@ -2,6 +2,7 @@ package columnar
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -228,6 +229,8 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"initial_state":{"a":01},"final_state":{"b":}}`,
 		`{"model":"m","initial_state":[{"x":"\"]"}],"log":[]}`,
 		`{"initial_state":"{\"a\":1}"}`,
+		`{"rollout_id":"r","final_state":{"k":"` + strings.Repeat("v", 300) + `"},"initial_state":{"k":"` + strings.Repeat("v", 300) + `"},"model":"m","sample":1}`,
+		`{"rollout_id":"r","initial_state":{"k":"` + strings.Repeat("v", 300) + `"},"final_state":{"k":"` + strings.Repeat("v", 300) + `"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -236,40 +239,44 @@ func FuzzDecodeLine(f *testing.F) {
 	cache := jsonview.NewCache(1 << 20)
 	f.Fuzz(func(t *testing.T, line []byte) {
 		// DecodeLineCached, three times so that the cache holds the
-		// initial state, must decode the line as DecodeLine does.
-		var rows [3]Row
-		var roots [3]jsonview.Value
-		var errs [3]error
-		for k := range rows {
-			rows[k] = Row{Line: line}
-			roots[k], errs[k] = DecodeLineCached(&rows[k], &fields, &doc2, &initDoc, cache)
-		}
+		// states, must decode the line as DecodeLine does, and give as
+		// metadata the members that are not rollout fields.
 		row := Row{Line: line}
 		root, err := DecodeLine(&row, &fields, &doc)
-		for k := range rows {
-			if fmt.Sprint(errs[k]) != fmt.Sprint(err) {
-				t.Fatalf("DecodeLineCached error %v, DecodeLine error %v", errs[k], err)
+		var wantMeta []byte
+		if err == nil {
+			wantMeta = append(wantMeta, '{')
+			for m := root.First(); m.Exists(); m = m.Next() {
+				if m.KeyIs(fields.ID) || m.KeyIs(fields.Task) || m.KeyIs(fields.Final) || m.KeyIs(fields.Initial) || m.KeyIs(fields.Output) || m.KeyIs(fields.Log) {
+					continue
+				}
+				if len(wantMeta) > 1 {
+					wantMeta = append(wantMeta, ',')
+				}
+				wantMeta = append(wantMeta, m.RawMember()...)
+			}
+			wantMeta = append(wantMeta, '}')
+			if !json.Valid(wantMeta) {
+				t.Fatalf("metadata %q is not valid JSON", wantMeta)
+			}
+		}
+		for range 3 {
+			got := Row{Line: line}
+			meta, gotErr := DecodeLineCached(&got, &fields, &doc2, &initDoc, cache, nil)
+			if fmt.Sprint(gotErr) != fmt.Sprint(err) {
+				t.Fatalf("DecodeLineCached error %v, DecodeLine error %v", gotErr, err)
 			}
 			if err != nil {
 				continue
 			}
-			got, want := []Cell{rows[k].ID, rows[k].Task, rows[k].Final, rows[k].Initial, rows[k].Output, rows[k].Log}, []Cell{row.ID, row.Task, row.Final, row.Initial, row.Output, row.Log}
-			for i := range got {
-				if got[i].Kind != want[i].Kind || !bytes.Equal(got[i].Data, want[i].Data) || !bytes.Equal(got[i].V.Raw(), want[i].V.Raw()) {
-					t.Fatalf("cell %d: DecodeLineCached %v %q, DecodeLine %v %q", i, got[i].Kind, got[i].Data, want[i].Kind, want[i].Data)
-				}
+			if !bytes.Equal(meta, wantMeta) {
+				t.Fatalf("metadata %q, want %q", meta, wantMeta)
 			}
-			// The metadata is the line's members, less the initial state
-			// when it was skipped.
-			m := root.First()
-			for g := roots[k].First(); g.Exists(); g = g.Next() {
-				for m.Exists() && (string(m.Key()) != string(g.Key()) || !bytes.Equal(m.Raw(), g.Raw())) {
-					if string(m.Key()) != fields.Initial {
-						t.Fatalf("metadata member %s missing from DecodeLineCached's root", m.Key())
-					}
-					m = m.Next()
+			gc, wc := []Cell{got.ID, got.Task, got.Final, got.Initial, got.Output, got.Log}, []Cell{row.ID, row.Task, row.Final, row.Initial, row.Output, row.Log}
+			for i := range gc {
+				if gc[i].Kind != wc[i].Kind || !bytes.Equal(gc[i].Data, wc[i].Data) || !bytes.Equal(gc[i].V.Raw(), wc[i].V.Raw()) {
+					t.Fatalf("cell %d: DecodeLineCached %v %q, DecodeLine %v %q", i, gc[i].Kind, gc[i].Data, wc[i].Kind, wc[i].Data)
 				}
-				m = m.Next()
 			}
 		}
 		if err != nil {

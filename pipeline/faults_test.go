@@ -5,12 +5,17 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
@@ -383,3 +388,81 @@ func TestDuplicateIDs(t *testing.T) {
 }
 
 func gzipWriter(w *bytes.Buffer) *gzip.Writer { return gzip.NewWriter(w) }
+
+// TestMetaAcrossFormats grades the same rows from Parquet and from JSON
+// Lines and checks that verifiers see the same metadata: the fields that
+// are not rollout fields (SPEC 3.1), whatever the states are and whether
+// or not they repeat.
+func TestMetaAcrossFormats(t *testing.T) {
+	dir := t.TempDir()
+	cols := []columnar.DatasetColumn{
+		{Name: "rollout_id", Type: columnar.DatasetString}, {Name: "task_id", Type: columnar.DatasetString},
+		{Name: "model", Type: columnar.DatasetString}, {Name: "final_state", Type: columnar.DatasetJSON},
+		{Name: "initial_state", Type: columnar.DatasetJSON, Dictionary: true}, {Name: "log", Type: columnar.DatasetJSON},
+		{Name: "sample", Type: columnar.DatasetInt64},
+	}
+	text := func(s string) columnar.DatasetValue {
+		return columnar.DatasetValue{Kind: columnar.DatasetText, Bytes: []byte(s)}
+	}
+	raw := func(s string) columnar.DatasetValue {
+		return columnar.DatasetValue{Kind: columnar.DatasetRaw, Bytes: []byte(s)}
+	}
+	big := `{"k":"` + strings.Repeat("v", 400) + `"}`
+	var rows [][]columnar.DatasetValue
+	for i := range 12 {
+		final := raw(big)
+		if i%3 == 1 {
+			final = raw(`{"k":"changed"}`)
+		}
+		initial := raw(big)
+		if i%4 == 3 {
+			initial = text(big) // a string holding the state
+		}
+		rows = append(rows, []columnar.DatasetValue{text(fmt.Sprintf("r%d", i)), text("T"), text("m" + strconv.Itoa(i%2)), final, initial, raw(`[{"e":1}]`), {Kind: columnar.DatasetInt, Int: int64(i)}})
+	}
+	metas := map[string]map[string]string{}
+	for _, format := range []columnar.DatasetFormat{columnar.DatasetParquet, columnar.DatasetJSONL} {
+		path := filepath.Join(dir, "in."+string(format))
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := columnar.NewDatasetWriter(f, format, cols, columnar.DatasetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if err := w.Write(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		got := map[string]string{}
+		var mu sync.Mutex
+		v := testVerifier(func(r *verifiers.Rollout) {
+			var m map[string]any
+			if err := json.Unmarshal(r.Meta.Raw(), &m); err != nil {
+				t.Errorf("metadata %q: %v", r.Meta.Raw(), err)
+			}
+			mu.Lock()
+			got[fmt.Sprint(m["model"], m["sample"])] = fmt.Sprint(m)
+			mu.Unlock()
+		})
+		grade(t, Config{Inputs: []string{path}, Out: filepath.Join(dir, "out-"+string(format)), Verifiers: []*verifiers.Verifier{v}})
+		metas[string(format)] = got
+	}
+	if len(metas["parquet"]) != len(rows) {
+		t.Fatalf("%d metadata objects from Parquet, want %d: %v", len(metas["parquet"]), len(rows), metas["parquet"])
+	}
+	if diff := cmp.Diff(metas["parquet"], metas["jsonl"]); diff != "" {
+		t.Errorf("metadata differs between Parquet and JSON Lines (-parquet +jsonl):\n%s", diff)
+	}
+	for _, m := range metas["jsonl"] {
+		if strings.Contains(m, "final_state") || strings.Contains(m, "initial_state") || strings.Contains(m, "rollout_id") || strings.Contains(m, "log") {
+			t.Errorf("metadata %s holds a rollout field", m)
+		}
+	}
+}

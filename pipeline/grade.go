@@ -21,11 +21,6 @@ type plan struct {
 	// initials indexes each distinct initial-state text once, shared
 	// read-only by all workers (nil: no cache).
 	initials *jsonview.Cache
-	// skipInitial decodes JSON Lines rows with DecodeLineCached: the
-	// initial state is looked up in initials instead of being indexed in
-	// its line. Off when the initial state is also a keep column, which
-	// is read from the line's metadata.
-	skipInitial bool
 }
 
 // initialCacheBytes bounds the initial-state texts kept indexed; their
@@ -137,20 +132,20 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	fields := &g.plan.fields
 
 	if b.JSONLines {
-		var root jsonview.Value
+		// The states are looked up in the cache of initial states (a
+		// final state equal to its initial state is found there too), and
+		// the metadata is the line's other members.
 		var err error
-		if g.plan.skipInitial {
-			root, err = columnar.DecodeLineCached(row, fields, &g.line, &g.initial, g.plan.initials)
-		} else {
-			root, err = columnar.DecodeLine(row, fields, &g.line)
-		}
+		g.metaBuf, err = columnar.DecodeLineCached(row, fields, &g.line, &g.initial, g.plan.initials, g.metaBuf[:0])
 		if err != nil {
 			rw.RolloutID = fallbackID(u, row)
 			return verifiers.InputError(err.Error()), nil
 		}
-		r.Meta = root
+		if r.Meta, err = g.meta.Parse(g.metaBuf); err != nil { // cannot happen: members of a valid line
+			panic(fmt.Sprintf("metadata object: %v", err))
+		}
 		for i, k := range g.plan.keep {
-			rw.Keep[i] = keepValue(root.Get(k))
+			rw.Keep[i] = keepValue(r.Meta.Get(k))
 		}
 	} else {
 		g.buildMeta(b, row)
@@ -201,17 +196,11 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 		if initErr != nil {
 			initErr = fmt.Errorf("%s: %w", fields.Initial, describeJSON(initErr))
 		}
-	case row.Initial.Kind == columnar.CellJSON && b.JSONLines && g.plan.skipInitial:
-		// Found in the cache, or indexed on its own, by DecodeLineCached.
+	case row.Initial.Kind == columnar.CellJSON && b.JSONLines:
+		// Found in the cache, or indexed on its own, by DecodeLineCached:
+		// the shared index of a repeated text lets the verifiers' memos
+		// per world (verifiers.WorldMemo, spec hoisting) hit.
 		r.Initial = row.Initial.V
-	case row.Initial.Kind == columnar.CellJSON && b.JSONLines && g.plan.initials != nil:
-		// Already indexed in its line; the shared index of a repeated
-		// text lets the verifiers' memos per world (verifiers.WorldMemo,
-		// spec hoisting) hit.
-		var ok bool
-		if r.Initial, ok = g.plan.initials.Lookup(row.Initial.V.Raw()); !ok {
-			r.Initial = row.Initial.V
-		}
 	default:
 		r.Initial, initErr = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -199,7 +198,6 @@ func prepare(cfg Config) (*runner, error) {
 	if p.keep == nil {
 		p.keep = defaultKeep(files, p.fields)
 	}
-	p.skipInitial = !slices.Contains(p.keep, p.fields.Initial)
 	for _, k := range p.keep {
 		if p.fields.Is(k) {
 			return nil, &ConfigError{Msg: fmt.Sprintf("--keep %s: %s is a rollout field, not metadata", k, k)}

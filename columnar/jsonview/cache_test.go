@@ -200,7 +200,8 @@ func TestParseSkippingCache(t *testing.T) {
 		{`{"s":{"short":1}}`, false},
 		{`{"s":` + long[:len(long)-2] + `w"}}`, false},
 	} {
-		root, skipped, cached, err := d2.ParseSkipping([]byte(tt.line), "s", c)
+		root, sk, _, err := d2.ParseSkipping([]byte(tt.line), Skips{Cache: c, Scan: "s"})
+		skipped, cached := sk.Text, sk.Cached
 		if err != nil {
 			t.Fatalf("%.40s: %v", tt.line, err)
 		}

@@ -253,11 +253,15 @@ func strconvFloat(s string) float64 {
 func sameFloat(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
 
 // FuzzParseSkipping checks ParseSkipping against Parse: on a text Parse
-// accepts, ParseSkipping accepts it too, its skipped text is the first
-// root member named "s" (an object or array) as Parse reads it, and the
-// rest of the root is Parse's root without that member; on a text Parse
-// refuses, ParseSkipping or the parse of its skipped text fails.
+// accepts, ParseSkipping accepts it too; its scanned text is the first
+// root member named "s" (an object or array) as Parse reads it, its
+// matched text, if any, the first member named "m", and the rest of the
+// root is Parse's root without them. On a text Parse refuses,
+// ParseSkipping or the parse of its scanned text fails. It runs without a
+// cache, then with one that holds the texts seen, so that values are also
+// found by their beginning.
 func FuzzParseSkipping(f *testing.F) {
+	long := `{"k":"` + strings.Repeat("v", 300) + `"}`
 	for _, s := range []string{
 		`{"a":1,"s":{"x":[1,"]}\"",{}]},"b":[2]}`,
 		`{"s":[],"s":{}}`,
@@ -267,76 +271,97 @@ func FuzzParseSkipping(f *testing.F) {
 		`{"s":{"a":1}`,
 		`{"s":{"a":1}}x`,
 		`{"s":[[[[]]]] , "z":null}`,
-		`{"a":1,"s":{"k":"` + strings.Repeat("v", 300) + `"},"b":2}`,
-		`{"s":{"k":"` + strings.Repeat("v", 300) + `"}}`,
-		`{"s":{"k":"` + strings.Repeat("v", 300) + `"}]}`,
+		`{"a":1,"s":` + long + `,"m":` + long + `,"b":2}`,
+		`{"m":` + long + `,"s":` + long + `}`,
+		`{"s":` + long[:len(long)-1] + `]}`,
+		`{"m":` + long + `x,"s":` + long + `}`,
 	} {
 		f.Add([]byte(s))
 	}
-	var d, d2, d3, d4 Doc
+	var d, d2, d3 Doc
 	cache := NewCache(1 << 20)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		full, fullErr := d.Parse(data)
-		root, skipped, _, err := d2.ParseSkipping(data, "s", nil)
-		if err == nil && skipped != nil {
-			if _, serr := d3.Parse(skipped); serr != nil {
-				err = serr
+		for _, withCache := range []bool{false, true} {
+			sk := Skips{Scan: "s", Match: "m"}
+			if withCache {
+				sk.Cache = cache
 			}
-			// Let the cache hold the skipped text, then skip again
-			// with the cache: the same result, found by its beginning
-			// when the text is long enough.
-			cache.Lookup(skipped)
-			cache.Lookup(skipped)
-			root2, skipped2, cached, err2 := d4.ParseSkipping(data, "s", cache)
-			if err2 != nil || string(skipped2) != string(skipped) || string(root2.Raw()) != string(root.Raw()) || root2.Len() != root.Len() {
-				t.Fatalf("%q: with a cache: skipped %q, error %v; without: %q", data, skipped2, err2, skipped)
-			}
-			if cached.Exists() && string(cached.Raw()) != string(skipped) {
-				t.Fatalf("%q: cached %q for skipped %q", data, cached.Raw(), skipped)
-			}
-		}
-		if (fullErr == nil) != (err == nil) {
-			t.Fatalf("%q: Parse error %v, ParseSkipping (and its skipped text) error %v", data, fullErr, err)
-		}
-		if fullErr != nil {
-			return
-		}
-		var want []Value
-		var wantSkipped []byte
-		first := true // the first member whose key is s as written
-		for m := full.First(); m.Exists(); m = m.Next() {
-			if first && m.d.nodes[m.i].flags&flagKeyEsc == 0 && string(m.Key()) == "s" {
-				first = false
-				if m.Kind() == Object || m.Kind() == Array {
-					wantSkipped = m.Raw()
-					continue
+			root, scanned, matched, err := d2.ParseSkipping(data, sk)
+			if err == nil && scanned.Text != nil && !scanned.Cached.Exists() {
+				if _, serr := d3.Parse(scanned.Text); serr != nil {
+					err = serr
 				}
 			}
-			want = append(want, m)
-		}
-		if full.Kind() != Object {
-			want, wantSkipped = nil, nil
-		}
-		if string(skipped) != string(wantSkipped) || (skipped == nil) != (wantSkipped == nil) {
-			t.Fatalf("%q: skipped %q, want %q", data, skipped, wantSkipped)
-		}
-		if full.Kind() != Object {
-			if root.Kind() != full.Kind() || string(root.Raw()) != string(full.Raw()) {
-				t.Fatalf("%q: root %q, want %q", data, root.Raw(), full.Raw())
+			if (fullErr == nil) != (err == nil) {
+				t.Fatalf("%q (cache %v): Parse error %v, ParseSkipping (and its scanned text) error %v", data, withCache, fullErr, err)
 			}
-			return
-		}
-		var got []Value
-		for m := root.First(); m.Exists(); m = m.Next() {
-			got = append(got, m)
-		}
-		if root.Len() != len(want) || len(got) != len(want) {
-			t.Fatalf("%q: %d members (Len %d), want %d", data, len(got), root.Len(), len(want))
-		}
-		for i := range got {
-			gk, wk := got[i].Key(), want[i].Key()
-			if string(gk) != string(wk) || string(got[i].Raw()) != string(want[i].Raw()) {
-				t.Fatalf("%q: member %d is %s:%s, want %s:%s", data, i, gk, got[i].Raw(), wk, want[i].Raw())
+			if fullErr != nil {
+				continue
+			}
+			for _, sk := range []Skipped{scanned, matched} {
+				if sk.Cached.Exists() && string(sk.Cached.Raw()) != string(sk.Text) {
+					t.Fatalf("%q: cached %q for %q", data, sk.Cached.Raw(), sk.Text)
+				}
+			}
+			if matched.Text != nil && !matched.Cached.Exists() {
+				t.Fatalf("%q: matched %q without a cached index", data, matched.Text)
+			}
+			if full.Kind() != Object {
+				if scanned.Text != nil || matched.Text != nil || string(root.Raw()) != string(full.Raw()) {
+					t.Fatalf("%q: root %q, want %q", data, root.Raw(), full.Raw())
+				}
+				continue
+			}
+			var want []Value
+			seenS, seenM := false, false
+			for m := full.First(); m.Exists(); m = m.Next() {
+				plain := m.d.nodes[m.i].flags&flagKeyEsc == 0
+				switch {
+				case plain && !seenS && string(m.Key()) == "s":
+					seenS = true
+					if m.Kind() == Object || m.Kind() == Array {
+						if string(scanned.Text) != string(m.Raw()) {
+							t.Fatalf("%q: scanned %q, want %q", data, scanned.Text, m.Raw())
+						}
+						continue
+					}
+				case plain && !seenM && string(m.Key()) == "m":
+					seenM = true
+					if matched.Text != nil {
+						if string(matched.Text) != string(m.Raw()) {
+							t.Fatalf("%q: matched %q, want %q", data, matched.Text, m.Raw())
+						}
+						continue
+					}
+				}
+				want = append(want, m)
+			}
+			var got []Value
+			for m := root.First(); m.Exists(); m = m.Next() {
+				got = append(got, m)
+			}
+			if root.Len() != len(want) || len(got) != len(want) {
+				t.Fatalf("%q: %d members (Len %d), want %d", data, len(got), root.Len(), len(want))
+			}
+			for i := range got {
+				gk, wk := got[i].Key(), want[i].Key()
+				if string(gk) != string(wk) || string(got[i].Raw()) != string(want[i].Raw()) {
+					t.Fatalf("%q: member %d is %s:%s, want %s:%s", data, i, gk, got[i].Raw(), wk, want[i].Raw())
+				}
+			}
+			// Let the cache hold the texts seen, for the next inputs.
+			for _, sk := range []Skipped{scanned, matched} {
+				if sk.Text != nil {
+					cache.Lookup(sk.Text)
+					cache.Lookup(sk.Text)
+				}
+			}
+			for m := full.First(); m.Exists(); m = m.Next() {
+				if k := m.Kind(); k == Object || k == Array {
+					cache.Lookup(m.Raw())
+					cache.Lookup(m.Raw())
+				}
 			}
 		}
 	})

@@ -68,9 +68,10 @@ type Doc struct {
 	nodes  []node
 	stack  []frame
 	shared bool // see Share
-	// ParseSkipping's cache, and the cached value it matched.
-	match   *Cache
-	matched Value
+	// ParseSkipping's request and results.
+	sk                  Skips
+	scanned, matched    Skipped
+	scanSeen, matchSeen bool
 }
 
 // Share promises that d will never be parsed into or reset again, and that
@@ -149,31 +150,53 @@ func (d *Doc) Reset() {
 // *SyntaxError. Parse replaces whatever the Doc indexed before, also when
 // it fails.
 func (d *Doc) Parse(data []byte) (Value, error) {
-	v, _, err := d.parse(data, "", false)
-	return v, err
+	return d.parse(data, false)
 }
 
-// ParseSkipping is Parse, except that the value of the first member of the
-// root object whose key is skip (unescaped in the text) is not indexed
-// when it is an object or an array: Parse only finds where it ends,
-// following strings and brackets, and returns its text as skipped. That
-// member is left out of the index: the root reads as if it did not have
-// it. The skipped text is not validated: the caller must (by parsing it,
-// or by finding it in a Cache of texts already parsed). When skipped is
-// nil, nothing was skipped and ParseSkipping behaved as Parse. A skipped
-// value nested deeper than maxSkipDepth is not skipped.
+// Skips asks ParseSkipping to leave out two members of the root object,
+// the first member named Scan and the first named Match (keys as written,
+// without escapes), when they are objects or arrays. An empty name leaves
+// out nothing.
+type Skips struct {
+	// Cache, when set, is where values are looked for by their beginning
+	// (Cache.MatchPrefix).
+	Cache *Cache
+	// Scan names a member that is always left out: found in Cache, or
+	// else scanned only for where it ends, following strings and
+	// brackets, without validation.
+	Scan string
+	// Match names a member that is left out only when found in Cache;
+	// otherwise it is indexed in place.
+	Match string
+}
+
+// Skipped is a member value ParseSkipping left out of the index.
+type Skipped struct {
+	// Text is the value's text, nil when the member was not left out.
+	Text []byte
+	// Cached is the cached index of Text when it was found in the cache;
+	// Missing when Text was scanned, and must then be validated by the
+	// caller (by parsing it, or finding it in a Cache).
+	Cached Value
+}
+
+// ParseSkipping is Parse, except that the members sk names are left out
+// of the index: the root reads as if it did not have them, and their
+// texts are returned instead. Everything else is validated as Parse does.
+// A value nested deeper than maxSkipDepth is not left out.
 //
 // It serves JSON Lines rows whose initial state repeats across the rows of
-// a task: the line is indexed without it, and the state is looked up in
-// the cache.
-//
-// With a cache, a skipped value that begins with a cached text is that
-// text (Cache.MatchPrefix): it is not scanned, and cached is its index.
-func (d *Doc) ParseSkipping(data []byte, skip string, cache *Cache) (root Value, skipped []byte, cached Value, err error) {
-	d.match = cache
-	root, skipped, err = d.parse(data, skip, true)
-	cached, d.match, d.matched = d.matched, nil, Value{}
-	return root, skipped, cached, err
+// a task, and whose final state often equals it: the line is indexed
+// without them, and the states are looked up in the cache. A cached text
+// that a value begins with is that value, since an object or array ends
+// at its closing bracket, so such a value is neither scanned nor parsed.
+func (d *Doc) ParseSkipping(data []byte, sk Skips) (root Value, scanned, matched Skipped, err error) {
+	d.sk = sk
+	d.scanned, d.matched, d.scanSeen, d.matchSeen = Skipped{}, Skipped{}, false, false
+	root, err = d.parse(data, true)
+	scanned, matched = d.scanned, d.matched
+	d.sk, d.scanned, d.matched = Skips{}, Skipped{}, Skipped{}
+	return root, scanned, matched, err
 }
 
 // maxSkipDepth bounds the nesting of a value ParseSkipping skips, far
@@ -181,14 +204,52 @@ func (d *Doc) ParseSkipping(data []byte, skip string, cache *Cache) (root Value,
 // exactly what validating it in place would.
 const maxSkipDepth = 1000
 
-func (d *Doc) parse(data []byte, skip string, skipping bool) (Value, []byte, error) {
-	var skipped []byte
+// skipMember leaves out the member value at i, whose key is
+// data[ks:ke], when ParseSkipping's Skips asks for it, and returns the
+// index past it, or 0.
+func (d *Doc) skipMember(data []byte, i int, key []byte) int {
+	sk := &d.sk
+	var scan bool
+	switch {
+	case !d.scanSeen && sk.Scan != "" && string(key) == sk.Scan:
+		d.scanSeen, scan = true, true
+	case !d.matchSeen && sk.Match != "" && string(key) == sk.Match:
+		d.matchSeen = true
+	default:
+		return 0
+	}
+	i = skipSpace(data, i)
+	if i >= len(data) || (data[i] != '{' && data[i] != '[') {
+		return 0
+	}
+	var v Value
+	j := 0
+	if sk.Cache != nil {
+		if v, j = sk.Cache.MatchPrefix(data[i:]); j > 0 {
+			j += i
+		}
+	}
+	if j == 0 && scan {
+		j = skipValue(data, i)
+	}
+	if j <= 0 {
+		return 0
+	}
+	if scan {
+		d.scanned = Skipped{Text: data[i:j:j], Cached: v}
+	} else {
+		d.matched = Skipped{Text: data[i:j:j], Cached: v}
+	}
+	return j
+}
+
+func (d *Doc) parse(data []byte, skipping bool) (Value, error) {
 	if d.shared {
 		panic("jsonview: Parse into a shared Doc")
 	}
 	if len(data) > maxText {
 		d.Reset()
-		return Value{}, nil, &SyntaxError{Offset: maxText, Msg: "text too large"}
+		return Value{}, &SyntaxError{Offset: maxText, Msg: "text too large"}
 	}
 	d.data = nil
 	nodes := d.nodes[:0]
@@ -247,7 +308,7 @@ value:
 		}
 		j, flags, code = scanString(data, i+1)
 		if code != errNone {
-			return d.failSkip(nodes, stack, j, code, data)
+			return d.fail(nodes, stack, j, code, data)
 		}
 		nd.kind, nd.end = String, int32(j)
 		nd.flags |= flags
@@ -255,7 +316,7 @@ value:
 		goto afterValue
 	case '{', '[':
 		if len(stack) > MaxDepth {
-			return d.failSkip(nodes, stack, i, errDepth, data)
+			return d.fail(nodes, stack, i, errDepth, data)
 		}
 		kind = Array
 		if c == '{' {
@@ -288,11 +349,11 @@ value:
 		kind, j = Null, 4
 	default:
 		if c != '-' && (c < '0' || c > '9') {
-			return d.failSkip(nodes, stack, i, errValueStart, data)
+			return d.fail(nodes, stack, i, errValueStart, data)
 		}
 		j, code = scanNumber(data, i)
 		if code != errNone {
-			return d.failSkip(nodes, stack, j, code, data)
+			return d.fail(nodes, stack, j, code, data)
 		}
 		nd.kind, nd.end = Number, int32(j)
 		i = j
@@ -301,7 +362,7 @@ value:
 	// A literal: kind and its length j.
 	if i+j > n || string(data[i:i+j]) != literals[kind] {
 		j, code = literalError(data, i, literals[kind])
-		return d.failSkip(nodes, stack, j, code, data)
+		return d.fail(nodes, stack, j, code, data)
 	}
 	nd.kind, nd.end = kind, int32(i+j)
 	i += j
@@ -330,12 +391,12 @@ afterValue:
 		if c == '}' {
 			goto closeContainer
 		}
-		return d.failSkip(nodes, stack, i, errAfterMember, data)
+		return d.fail(nodes, stack, i, errAfterMember, data)
 	}
 	if c == ']' {
 		goto closeContainer
 	}
-	return d.failSkip(nodes, stack, i, errAfterElement, data)
+	return d.fail(nodes, stack, i, errAfterElement, data)
 
 closeContainer:
 	// data[i] closes the container on top of the stack.
@@ -358,7 +419,7 @@ key:
 		goto eof
 	}
 	if data[i] != '"' {
-		return d.failSkip(nodes, stack, i, errKeyStart, data)
+		return d.fail(nodes, stack, i, errKeyStart, data)
 	}
 	kflags = flagMember
 	if i+9 <= n {
@@ -372,7 +433,7 @@ key:
 	}
 	j, flags, code = scanString(data, i+1)
 	if code != errNone {
-		return d.failSkip(nodes, stack, j, code, data)
+		return d.fail(nodes, stack, j, code, data)
 	}
 	ks, ke = int32(i+1), int32(j-1)
 	if flags != 0 {
@@ -388,33 +449,14 @@ colon:
 		goto eof
 	}
 	if data[i] != ':' {
-		return d.failSkip(nodes, stack, i, errAfterKey, data)
+		return d.fail(nodes, stack, i, errAfterKey, data)
 	}
 	i++
-	if skipping && len(stack) == 2 && kflags == flagMember && string(data[ks:ke]) == skip {
-		skipping = false // the first such member only
-		if i < n && data[i] <= ' ' {
-			i = skipSpace(data, i)
-		}
-		if i < n && (data[i] == '{' || data[i] == '[') {
-			j = 0
-			if d.match != nil {
-				var v Value
-				if v, j = d.match.MatchPrefix(data[i:]); j > 0 {
-					d.matched = v
-					j += i
-				}
-			}
-			if j == 0 {
-				j = skipValue(data, i)
-			}
-			if j > 0 {
-				skipped = data[i:j:j]
-				kflags = 0
-				i = j
-				top = &stack[len(stack)-1]
-				goto afterValue
-			}
+	if skipping && len(stack) == 2 && kflags == flagMember {
+		if j = d.skipMember(data, i, data[ks:ke]); j > 0 {
+			kflags = 0
+			i = j
+			goto afterValue
 		}
 	}
 	goto value
@@ -424,14 +466,14 @@ end:
 		i = skipSpace(data, i)
 	}
 	if i < n {
-		return d.failSkip(nodes, stack, i, errAfterTop, data)
+		return d.fail(nodes, stack, i, errAfterTop, data)
 	}
 	nodes[0].flags |= flagLast
 	d.data, d.nodes, d.stack = data, nodes, stack[:0]
-	return Value{d: d, i: 0}, skipped, nil
+	return Value{d: d, i: 0}, nil
 
 eof:
-	return d.failSkip(nodes, stack, n, errEOF, data)
+	return d.fail(nodes, stack, n, errEOF, data)
 }
 
 // literals holds the text of the literal kinds.
@@ -442,12 +484,6 @@ var literals = [...]string{Null: "null", False: "false", True: "true"}
 func (d *Doc) fail(nodes []node, stack []frame, off int, code errCode, data []byte) (Value, error) {
 	d.data, d.nodes, d.stack = nil, nodes[:0], stack[:0]
 	return Value{}, &SyntaxError{Offset: int64(off), Msg: code.message(data, off)}
-}
-
-// failSkip is fail for parse.
-func (d *Doc) failSkip(nodes []node, stack []frame, off int, code errCode, data []byte) (Value, []byte, error) {
-	v, err := d.fail(nodes, stack, off, code, data)
-	return v, nil, err
 }
 
 // skipValue returns the index past the object or array that starts at i,

@@ -170,6 +170,20 @@ func (v Value) Key() []byte {
 	return raw
 }
 
+// RawMember returns the text of a member of an object as written, from
+// its key's opening quote to the end of its value, or nil for a value that
+// is not an object member.
+func (v Value) RawMember() []byte {
+	if v.d == nil {
+		return nil
+	}
+	p := &v.d.nodes[v.i]
+	if p.flags&flagMember == 0 {
+		return nil
+	}
+	return v.d.data[p.keyStart-1 : p.end : p.end]
+}
+
 // KeyIs reports whether the member name equals key, without allocating.
 func (v Value) KeyIs(key string) bool {
 	if v.d == nil {
