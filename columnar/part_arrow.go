@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -32,7 +33,12 @@ import (
 // metadata) and turned off for the unique or free-text ones (rollout_id,
 // error, detail, actual, expected), which are left to zstd: for them a
 // dictionary costs a hash lookup and an allocation per value and mostly
-// falls back to plain encoding anyway.
+// falls back to plain encoding anyway. The fixed categorical columns are
+// handed to pqarrow as Arrow dictionary arrays that gavel builds itself
+// (dictStrings), so that pqarrow writes their dictionaries and indices
+// without hashing every value; the file is byte for byte the one pqarrow
+// writes from plain strings. Kept metadata columns, whose values gavel
+// does not know to be few, go through pqarrow's own dictionary encoder.
 //
 // Rejected: parquet-go for the Parquet format. Its column writers cost
 // less CPU per value, but it would need a second encoding path beside the
@@ -90,6 +96,24 @@ func checksSchema() *arrow.Schema {
 		{Name: "actual", Type: str, Nullable: true},
 		{Name: "expected", Type: str, Nullable: true},
 	}, nil)
+}
+
+// dictType is the Arrow type of the categorical string columns of Parquet
+// parts (dictStrings).
+var dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+
+// withDictionaries returns schema with the columns named in dict typed as
+// dictType.
+func withDictionaries(schema *arrow.Schema, dict []string) *arrow.Schema {
+	fields := schema.Fields()
+	for i := range fields {
+		for _, d := range dict {
+			if fields[i].Name == d {
+				fields[i].Type = dictType
+			}
+		}
+	}
+	return arrow.NewSchema(fields, nil)
 }
 
 // batchSink writes record batches of one table to a file.
@@ -226,23 +250,84 @@ func (s parquetSink) close() error                      { return s.fw.Close() }
 type arrowTable struct {
 	rb       *array.RecordBuilder
 	sink     batchSink
-	n        int   // rows in the builders
-	max      int   // rows per batch
-	presize  bool  // reserve prevRows and prevData at the start of a batch
-	prevRows int   // rows in the previous batch
-	prevData []int // bytes of each string column in the previous batch
+	schema   *arrow.Schema  // of the batches written (dictionary columns in Parquet)
+	dicts    []*dictStrings // by field: the column's dictionary builder, or nil
+	n        int            // rows in the builders
+	max      int            // rows per batch
+	presize  bool           // reserve prevRows and prevData at the start of a batch
+	prevRows int            // rows in the previous batch
+	prevData []int          // bytes of each string column in the previous batch
 }
 
-func newArrowTable(rb *array.RecordBuilder, sink batchSink, opts PartOptions) arrowTable {
-	return arrowTable{rb: rb, sink: sink, max: opts.RowGroupRows, presize: opts.Format == FormatParquet}
+// newArrowTable starts a table of schema. In Parquet, the columns named in
+// dict are built as dictionaries (dictStrings), not in rb.
+func newArrowTable(w io.Writer, schema *arrow.Schema, noDict, dict []string, opts PartOptions) (arrowTable, error) {
+	t := arrowTable{schema: schema, max: opts.RowGroupRows, presize: opts.Format == FormatParquet}
+	if opts.Format == FormatParquet {
+		t.schema = withDictionaries(schema, dict)
+		t.dicts = make([]*dictStrings, schema.NumFields())
+		for i, f := range t.schema.Fields() {
+			if f.Type == dictType {
+				t.dicts[i] = newDictStrings(opts.alloc)
+			}
+		}
+	}
+	sink, err := newBatchSink(w, t.schema, noDict, opts)
+	if err != nil {
+		return t, err
+	}
+	t.sink = sink
+	t.rb = array.NewRecordBuilder(opts.alloc, schema)
+	return t, nil
+}
+
+// str returns the appender of string field i: its dictionary builder, or
+// its string builder.
+func (t *arrowTable) str(i int) stringAppender {
+	if t.dicts != nil && t.dicts[i] != nil {
+		return t.dicts[i]
+	}
+	return t.rb.Field(i).(*array.StringBuilder)
+}
+
+// stringAppender appends to a string column.
+type stringAppender interface {
+	Append(string)
+	AppendNull()
+}
+
+// overflows reports whether appending s to d (nil: not a dictionary
+// column) would take d's dictionary past maxDictBytes. It is checked for
+// every dictionary column of a row before the row is appended, and the
+// batch is flushed first if any would: every row group's dictionaries then
+// stay under Parquet's dictionary page limit, unless one row alone exceeds
+// it. (pqarrow puts a dictionary array's whole dictionary first and then
+// its indices in batches; a dictionary past the limit makes the column
+// writer fall back to plain encoding between two batches, releasing the
+// dictionary encoder the later batches were handed. It read back correctly
+// when tried, but gavel does not depend on that path.)
+func overflows(d *dictStrings, s string) bool {
+	return d != nil && d.bytes+len(s)+4 > maxDictBytes && !d.has(s)
+}
+
+// dict returns the dictionary builder of field i, or nil.
+func (t *arrowTable) dict(i int) *dictStrings {
+	if t.dicts == nil {
+		return nil
+	}
+	return t.dicts[i]
 }
 
 // room returns how many rows fit before the batch is full, presizing the
 // builders when a batch starts.
 func (t *arrowTable) room() int {
 	if t.n == 0 && t.presize && t.prevRows > 0 {
-		t.rb.Reserve(t.prevRows)
 		for i, f := range t.rb.Fields() {
+			if t.dicts != nil && t.dicts[i] != nil {
+				t.dicts[i].idx.Reserve(t.prevRows)
+				continue
+			}
+			f.Reserve(t.prevRows)
 			if sb, ok := f.(*array.StringBuilder); ok {
 				sb.ReserveData(t.prevData[i])
 			}
@@ -276,7 +361,23 @@ func (t *arrowTable) flush() error {
 			t.prevData = append(t.prevData, d)
 		}
 	}
-	rec := t.rb.NewRecordBatch()
+	var rec arrow.RecordBatch
+	if t.dicts == nil {
+		rec = t.rb.NewRecordBatch()
+	} else {
+		cols := make([]arrow.Array, len(t.dicts))
+		for i, d := range t.dicts {
+			if d != nil {
+				cols[i] = d.newArray()
+			} else {
+				cols[i] = t.rb.Field(i).NewArray()
+			}
+		}
+		rec = array.NewRecordBatch(t.schema, cols, int64(t.n))
+		for _, c := range cols {
+			c.Release()
+		}
+	}
 	defer rec.Release()
 	t.n = 0
 	return t.sink.write(rec)
@@ -295,44 +396,55 @@ func (t *arrowTable) release() {
 		a.shutdown()
 	}
 	t.rb.Release()
+	for _, d := range t.dicts {
+		if d != nil {
+			d.release()
+		}
+	}
 }
 
 // arrowRewards appends rewards rows to the rewards builders.
 type arrowRewards struct {
 	arrowTable
-	rolloutID, taskID, verifierID, status *array.StringBuilder
-	passed                                *array.BooleanBuilder
-	reward                                *array.Float64Builder
-	checksTotal, checksPassed             *array.Int32Builder
-	requiredTotal, requiredPassed         *array.Int32Builder
-	errorKind, errorMsg, sourceFile       *array.StringBuilder
-	sourceRow                             *array.Int64Builder
-	keep                                  []*array.StringBuilder
+	rolloutID, errorMsg           *array.StringBuilder
+	taskID, verifierID, status    stringAppender
+	passed                        *array.BooleanBuilder
+	reward                        *array.Float64Builder
+	checksTotal, checksPassed     *array.Int32Builder
+	requiredTotal, requiredPassed *array.Int32Builder
+	errorKind, sourceFile         stringAppender
+	sourceRow                     *array.Int64Builder
+	keep                          []*array.StringBuilder
 }
 
+// rewardDicts and checkDicts name the categorical columns, written to
+// Parquet as dictionaries built by gavel (dictStrings).
+var (
+	rewardDicts = []string{"task_id", "verifier_id", "status", "error_kind", "source_file"}
+	checkDicts  = []string{"task_id", "verifier_id", "check_id", "label", "status"}
+)
+
 func newArrowRewards(w io.Writer, opts PartOptions) (*arrowRewards, error) {
-	schema := rewardsSchema(opts.Keep)
-	sink, err := newBatchSink(w, schema, []string{"rollout_id", "error"}, opts)
+	t, err := newArrowTable(w, rewardsSchema(opts.Keep), []string{"rollout_id", "error"}, rewardDicts, opts)
 	if err != nil {
 		return nil, err
 	}
-	rb := array.NewRecordBuilder(opts.alloc, schema)
-	f := rb.Fields()
+	f := t.rb.Fields()
 	a := &arrowRewards{
-		arrowTable:     newArrowTable(rb, sink, opts),
+		arrowTable:     t,
 		rolloutID:      f[0].(*array.StringBuilder),
-		taskID:         f[1].(*array.StringBuilder),
-		verifierID:     f[2].(*array.StringBuilder),
-		status:         f[3].(*array.StringBuilder),
+		taskID:         t.str(1),
+		verifierID:     t.str(2),
+		status:         t.str(3),
 		passed:         f[4].(*array.BooleanBuilder),
 		reward:         f[5].(*array.Float64Builder),
 		checksTotal:    f[6].(*array.Int32Builder),
 		checksPassed:   f[7].(*array.Int32Builder),
 		requiredTotal:  f[8].(*array.Int32Builder),
 		requiredPassed: f[9].(*array.Int32Builder),
-		errorKind:      f[10].(*array.StringBuilder),
+		errorKind:      t.str(10),
 		errorMsg:       f[11].(*array.StringBuilder),
-		sourceFile:     f[12].(*array.StringBuilder),
+		sourceFile:     t.str(12),
 		sourceRow:      f[13].(*array.Int64Builder),
 	}
 	for _, b := range f[len(rewardColumns):] {
@@ -342,13 +454,17 @@ func newArrowRewards(w io.Writer, opts PartOptions) (*arrowRewards, error) {
 }
 
 func (a *arrowRewards) writeRewards(rows []RewardRow) error {
-	for len(rows) > 0 {
-		chunk := rows[:min(len(rows), a.room())]
-		rows = rows[len(chunk):]
-		for i := range chunk {
-			a.append(&chunk[i])
+	for i := range rows {
+		r := &rows[i]
+		if a.n > 0 && (overflows(a.dict(1), r.TaskID) || overflows(a.dict(2), r.VerifierID.S) || overflows(a.dict(3), r.Status) ||
+			overflows(a.dict(10), r.ErrorKind.S) || overflows(a.dict(12), r.SourceFile)) {
+			if err := a.flush(); err != nil {
+				return err
+			}
 		}
-		if err := a.added(len(chunk)); err != nil {
+		a.room()
+		a.append(r)
+		if err := a.added(1); err != nil {
 			return err
 		}
 	}
@@ -390,31 +506,29 @@ func (a *arrowRewards) append(r *RewardRow) {
 // arrowChecks appends checks rows to the checks builders.
 type arrowChecks struct {
 	arrowTable
-	rolloutID, taskID, verifierID    *array.StringBuilder
-	checkIndex                       *array.Int32Builder
-	checkID, label                   *array.StringBuilder
-	required                         *array.BooleanBuilder
-	status, detail, actual, expected *array.StringBuilder
+	rolloutID, detail, actual, expected *array.StringBuilder
+	taskID, verifierID, checkID, label  stringAppender
+	status                              stringAppender
+	checkIndex                          *array.Int32Builder
+	required                            *array.BooleanBuilder
 }
 
 func newArrowChecks(w io.Writer, opts PartOptions) (*arrowChecks, error) {
-	schema := checksSchema()
-	sink, err := newBatchSink(w, schema, []string{"rollout_id", "detail", "actual", "expected"}, opts)
+	t, err := newArrowTable(w, checksSchema(), []string{"rollout_id", "detail", "actual", "expected"}, checkDicts, opts)
 	if err != nil {
 		return nil, err
 	}
-	rb := array.NewRecordBuilder(opts.alloc, schema)
-	f := rb.Fields()
+	f := t.rb.Fields()
 	return &arrowChecks{
-		arrowTable: newArrowTable(rb, sink, opts),
+		arrowTable: t,
 		rolloutID:  f[0].(*array.StringBuilder),
-		taskID:     f[1].(*array.StringBuilder),
-		verifierID: f[2].(*array.StringBuilder),
+		taskID:     t.str(1),
+		verifierID: t.str(2),
 		checkIndex: f[3].(*array.Int32Builder),
-		checkID:    f[4].(*array.StringBuilder),
-		label:      f[5].(*array.StringBuilder),
+		checkID:    t.str(4),
+		label:      t.str(5),
 		required:   f[6].(*array.BooleanBuilder),
-		status:     f[7].(*array.StringBuilder),
+		status:     t.str(7),
 		detail:     f[8].(*array.StringBuilder),
 		actual:     f[9].(*array.StringBuilder),
 		expected:   f[10].(*array.StringBuilder),
@@ -422,13 +536,17 @@ func newArrowChecks(w io.Writer, opts PartOptions) (*arrowChecks, error) {
 }
 
 func (a *arrowChecks) writeChecks(rows []CheckRow) error {
-	for len(rows) > 0 {
-		chunk := rows[:min(len(rows), a.room())]
-		rows = rows[len(chunk):]
-		for i := range chunk {
-			a.append(&chunk[i])
+	for i := range rows {
+		r := &rows[i]
+		if a.n > 0 && (overflows(a.dict(1), r.TaskID) || overflows(a.dict(2), r.VerifierID.S) || overflows(a.dict(4), r.CheckID) ||
+			overflows(a.dict(5), r.Label) || overflows(a.dict(7), r.Status)) {
+			if err := a.flush(); err != nil {
+				return err
+			}
 		}
-		if err := a.added(len(chunk)); err != nil {
+		a.room()
+		a.append(r)
+		if err := a.added(1); err != nil {
 			return err
 		}
 	}
@@ -449,10 +567,78 @@ func (a *arrowChecks) append(r *CheckRow) {
 	appendNullString(a.expected, r.Expected)
 }
 
-func appendNullString(b *array.StringBuilder, s NullString) {
+func appendNullString(b stringAppender, s NullString) {
 	if s.Valid {
 		b.Append(s.S)
 	} else {
 		b.AppendNull()
 	}
+}
+
+// maxDictBytes bounds the dictionary a dictStrings column builds for one
+// row group, as Parquet counts it (each value's bytes and 4), well under
+// the dictionary page limit (1 MiB, parquet.DefaultDictionaryPageSizeLimit)
+// past which the column writer falls back to plain encoding.
+const maxDictBytes = 256 << 10
+
+// dictStrings builds a string column of a Parquet part as an Arrow
+// dictionary array: the distinct values in order of first appearance, and
+// an index per row. pqarrow then writes the dictionary once per row group
+// and the indices as they are, instead of hashing every value again in its
+// dictionary encoder (whose hash table allocates on every lookup). Rows of
+// a result table repeat their categorical values in runs (the checks of
+// one rollout share its task and verifier), so a value equal to the
+// previous row's needs no hash at all.
+type dictStrings struct {
+	idx     *array.Int32Builder
+	values  *array.StringBuilder
+	index   map[string]int32
+	last    string
+	lastIdx int32 // -1 when no row has been appended since the last batch
+	bytes   int   // the dictionary's size as Parquet counts it
+}
+
+func newDictStrings(alloc memory.Allocator) *dictStrings {
+	return &dictStrings{idx: array.NewInt32Builder(alloc), values: array.NewStringBuilder(alloc), index: map[string]int32{}, lastIdx: -1}
+}
+
+func (d *dictStrings) has(s string) bool {
+	_, ok := d.index[s]
+	return ok
+}
+
+func (d *dictStrings) Append(s string) {
+	if d.lastIdx >= 0 && s == d.last {
+		d.idx.Append(d.lastIdx)
+		return
+	}
+	i, ok := d.index[s]
+	if !ok {
+		i = int32(len(d.index))
+		d.index[s] = i
+		d.values.Append(s)
+		d.bytes += len(s) + 4
+	}
+	d.last, d.lastIdx = s, i
+	d.idx.Append(i)
+}
+
+func (d *dictStrings) AppendNull() { d.idx.AppendNull() }
+
+// newArray returns the rows appended as a dictionary array and starts the
+// next batch with an empty dictionary.
+func (d *dictStrings) newArray() arrow.Array {
+	indices := d.idx.NewArray()
+	values := d.values.NewArray()
+	arr := array.NewDictionaryArray(dictType, indices, values)
+	indices.Release()
+	values.Release()
+	clear(d.index)
+	d.last, d.lastIdx, d.bytes = "", -1, 0
+	return arr
+}
+
+func (d *dictStrings) release() {
+	d.idx.Release()
+	d.values.Release()
 }

@@ -960,3 +960,62 @@ func BenchmarkWriteParts(b *testing.B) {
 		})
 	}
 }
+
+// TestWritePartsLargeDictionaries writes checks whose labels outgrow a
+// row group's dictionary: the batch is cut before the row that would take
+// it past maxDictBytes, a label larger than Parquet's dictionary page
+// limit gets a row group of its own (where the column falls back to plain
+// encoding), and every value reads back, the same file for any Write
+// sizes.
+func TestWritePartsLargeDictionaries(t *testing.T) {
+	var checks []CheckRow
+	for i := range 60 {
+		label := fmt.Sprintf("%03d %s", i, strings.Repeat("x", 20<<10))
+		if i == 30 {
+			label = strings.Repeat("y", 1536<<10)
+		}
+		checks = append(checks, CheckRow{RolloutID: fmt.Sprintf("r%d", i), TaskID: "t", CheckID: "c", Label: label, Status: "pass"})
+		checks = append(checks, CheckRow{RolloutID: fmt.Sprintf("r%d", i), TaskID: "t", CheckIndex: 1, CheckID: "d", Label: "short", Status: "fail"})
+	}
+	var files [][]byte
+	for _, step := range []int{1, 7, 0} {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		opts := PartOptions{Format: FormatParquet, alloc: mem}
+		_, checksPath := writeTestPart(t, t.TempDir(), 0, opts, nil, checks, step)
+		mem.AssertSize(t, 0)
+		checkPqarrow(t, checksPath, wantCheckCols, checkValues(checks))
+		data, err := os.ReadFile(checksPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, data)
+		pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := pf.RowGroups()
+		if len(groups) < 5 {
+			t.Errorf("step %d: %d row groups, want the batch cut as the labels' dictionary grows", step, len(groups))
+		}
+		for _, g := range groups {
+			if n := g.NumRows(); n == 1 {
+				continue // the row with the huge label
+			}
+			label := g.ColumnChunks()[5]
+			pages := label.Pages()
+			p, err := pages.ReadPage()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Dictionary() == nil {
+				t.Errorf("step %d: a row group of %d rows has no label dictionary", step, g.NumRows())
+			}
+			pages.Close()
+		}
+	}
+	for i := 1; i < len(files); i++ {
+		if !bytes.Equal(files[i], files[0]) {
+			t.Errorf("the file differs with another Write size")
+		}
+	}
+}
