@@ -299,3 +299,54 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 	})
 }
+
+// oneByteReader returns at most n bytes per Read, so that lines straddle
+// reads anywhere.
+type oneByteReader struct {
+	r io.Reader
+	n int
+}
+
+func (o *oneByteReader) Read(p []byte) (int, error) {
+	return o.r.Read(p[:min(len(p), o.n)])
+}
+
+// FuzzJSONLReaderLines checks the reader's split of a stream into lines
+// against a model (split at '\n', drop one '\r' before it, skip blank
+// lines, refuse lines over the limit), for any batch size, read size and
+// limit: indexes, byte offsets, texts and errors.
+func FuzzJSONLReaderLines(f *testing.F) {
+	f.Add([]byte("{\"a\":1}\n\n  \n{\"b\":2}\r\n{\"c\":3}"), uint8(2), uint8(3), uint8(5))
+	f.Add([]byte("aaaaaaaaaaaaaaaaaaaaaaaa\nb\n\r\ncccccccccccccccccccc"), uint8(1), uint8(1), uint8(4))
+	f.Add([]byte("x\n"+strings.Repeat("y", 300)+"\n"+strings.Repeat(" ", 40)+"\nz"), uint8(3), uint8(17), uint8(30))
+	f.Fuzz(func(t *testing.T, data []byte, maxRows, readSize, maxLine uint8) {
+		limit := int(maxLine) + 1
+		var want []lineRow
+		off := int64(0)
+		rest := data
+		for i := int64(0); len(rest) > 0; i++ {
+			n := bytes.IndexByte(rest, '\n') + 1
+			if n == 0 {
+				n = len(rest)
+			}
+			text := rest[:n]
+			rest = rest[n:]
+			line := bytes.TrimSuffix(bytes.TrimSuffix(text, []byte{'\n'}), []byte{'\r'})
+			switch {
+			case n > limit+2:
+				want = append(want, lineRow{Index: i, Offset: off, Err: fmt.Sprintf("line %d is longer than the limit of %d bytes", i+1, limit)})
+			case len(bytes.TrimSpace(line)) > 0:
+				want = append(want, lineRow{Index: i, Offset: off, Line: string(line)})
+			}
+			off += int64(n)
+		}
+		r, err := NewJSONLReader("x.jsonl", &oneByteReader{bytes.NewReader(data), int(readSize) + 1}, Options{MaxLineBytes: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readAllLines(t, r, int(maxRows)%7+1)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("lines (-want +got):\n%s", diff)
+		}
+	})
+}
