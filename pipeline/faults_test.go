@@ -183,12 +183,18 @@ func writeFile(t *testing.T, path string, data []byte) {
 // writeDataset writes a Parquet file with the given columns and rows.
 func writeDataset(t *testing.T, path string, cols []columnar.DatasetColumn, rows [][]columnar.DatasetValue) {
 	t.Helper()
+	writeDatasetAs(t, path, columnar.DatasetParquet, cols, rows)
+}
+
+// writeDatasetAs writes a file of the given format, columns and rows.
+func writeDatasetAs(t *testing.T, path string, format columnar.DatasetFormat, cols []columnar.DatasetColumn, rows [][]columnar.DatasetValue) {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w, err := columnar.NewDatasetWriter(f, columnar.DatasetParquet, cols, columnar.DatasetOptions{})
+	w, err := columnar.NewDatasetWriter(f, format, cols, columnar.DatasetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,23 +429,7 @@ func TestMetaAcrossFormats(t *testing.T) {
 	metas := map[string]map[string]string{}
 	for _, format := range []columnar.DatasetFormat{columnar.DatasetParquet, columnar.DatasetJSONL} {
 		path := filepath.Join(dir, "in."+string(format))
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := columnar.NewDatasetWriter(f, format, cols, columnar.DatasetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rows {
-			if err := w.Write(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+		writeDatasetAs(t, path, format, cols, rows)
 		got := map[string]string{}
 		var mu sync.Mutex
 		v := testVerifier(func(r *verifiers.Rollout) {

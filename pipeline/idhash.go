@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/gavelhq/gavel/internal/mix"
 )
 
 // Duplicate rollout ids are found from 64-bit hashes of the ids, which the
@@ -33,7 +35,7 @@ func idsPath(dir string, unit int) string {
 // every process (the hash files outlive the process). It need not resist
 // attack: a collision only costs a comparison of the ids.
 func hashID[T string | []byte](s T) uint64 {
-	const m = 0x9e3779b97f4a7c15
+	const m = mix.M
 	h := uint64(len(s))*m ^ 0x243f6a8885a308d3
 	for len(s) >= 8 {
 		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
@@ -46,14 +48,7 @@ func hashID[T string | []byte](s T) uint64 {
 	for i := len(s) - 1; i >= 0; i-- {
 		w = w<<8 | uint64(s[i])
 	}
-	h = (h ^ w) * m
-	// The finalizer of MurmurHash3's 64-bit variant.
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+	return mix.Finalize((h ^ w) * m)
 }
 
 // idWriter gathers the id hashes of the part being written and writes its

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"unsafe"
 	"weak"
+
+	"github.com/gavelhq/gavel/internal/mix"
 )
 
 // Cache indexes texts that repeat across rows once and shares the result.
@@ -84,7 +86,7 @@ func (c *Cache) key(data []byte) uint64 {
 	if len(data) <= sampleAll {
 		return maphash.Bytes(c.seed, data)
 	}
-	const m = 0x9e3779b97f4a7c15
+	const m = mix.M
 	h := (c.seed64 ^ uint64(len(data))) * m
 	step := (len(data) - sampleLen) / (samples - 1)
 	for k := range samples {
@@ -94,12 +96,7 @@ func (c *Cache) key(data []byte) uint64 {
 			h ^= h >> 29
 		}
 	}
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+	return mix.Finalize(h)
 }
 
 // NewCache returns a cache that keeps at most maxBytes of texts (0: 16 MiB).
@@ -218,7 +215,7 @@ const prefixLen = 256
 
 // prefixKey hashes the first prefixLen bytes of data.
 func (c *Cache) prefixKey(data []byte) uint64 {
-	const m = 0x9e3779b97f4a7c15
+	const m = mix.M
 	h := c.seed64 * m
 	for i := 0; i < prefixLen; i += 8 {
 		h = (h ^ binary.LittleEndian.Uint64(data[i:])) * m
