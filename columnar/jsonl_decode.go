@@ -21,31 +21,17 @@ func DecodeLine(row *Row, fields *FieldNames, doc *jsonview.Doc) (jsonview.Value
 		return jsonview.Value{}, row.Err
 	}
 	root, err := doc.Parse(row.Line)
-	return fillLine(row, fields, root, err)
+	return fillLine(row, fields, root, err, nil)
 }
 
-// DecodeLineCached is DecodeLine for lines whose states repeat, as the
-// initial states of a task's rollouts do, and the final states of those
-// that changed nothing. An initial state that is an object or an array is
-// not indexed in the line but found in cache, or else parsed into initDoc
-// (which counts a sighting for the cache); a final state is found in cache
-// when it holds it, else indexed in the line (jsonview.Doc.ParseSkipping).
-// cache may be nil: the initial state is then parsed into initDoc.
-// Their cells are CellJSON cells whose V is the cached index or initDoc's.
-//
-// It also appends the row's metadata to meta, as the text of a JSON
-// object: the line's members other than the rollout fields (SPEC 3.1:
-// "anything else"), as they are written, in order.
-//
-// Errors are DecodeLine's: a line that fails a step is decoded again by
-// DecodeLine, which reports its first error.
-func DecodeLineCached(row *Row, fields *FieldNames, doc, initDoc *jsonview.Doc, cache *jsonview.Cache, meta []byte) ([]byte, error) {
-	if row.Err != nil {
-		return meta, row.Err
-	}
+// StateSkips returns what DecodeLineCached asks jsonview.Doc.ParseSkipping
+// to leave out of a line's index, with fields' names (defaults applied):
+// the initial state, always, and the final state when cache holds it. A
+// column named for two fields is indexed in place, for both. cache may be
+// nil.
+func StateSkips(fields *FieldNames, cache *jsonview.Cache) jsonview.Skips {
 	sk := jsonview.Skips{Cache: cache, Scan: fields.Initial, Match: fields.Final}
 	for _, f := range []string{fields.ID, fields.Task, fields.Output, fields.Log} {
-		// A column named for two fields is decoded in place, for both.
 		if f == sk.Scan {
 			sk.Scan = ""
 		}
@@ -56,13 +42,35 @@ func DecodeLineCached(row *Row, fields *FieldNames, doc, initDoc *jsonview.Doc, 
 	if sk.Scan == sk.Match {
 		sk.Scan, sk.Match = "", ""
 	}
+	return sk
+}
+
+// DecodeLineCached is DecodeLine for lines whose states repeat, as the
+// initial states of a task's rollouts do, and the final states of those
+// that changed nothing. sk comes from StateSkips. An initial state that is
+// an object or an array is not indexed in the line but found in sk.Cache,
+// or else parsed into initDoc (which counts a sighting for the cache); a
+// final state is found in the cache when it holds it, else indexed in the
+// line (jsonview.Doc.ParseSkipping). Their cells are CellJSON cells whose V
+// is the cached index or initDoc's.
+//
+// It also appends the row's metadata to meta, as the text of a JSON
+// object: the line's members other than the rollout fields (SPEC 3.1:
+// "anything else"), as they are written, in order.
+//
+// Errors are DecodeLine's: a line that fails a step is decoded again by
+// DecodeLine, which reports its first error.
+func DecodeLineCached(row *Row, fields *FieldNames, sk jsonview.Skips, doc, initDoc *jsonview.Doc, meta []byte) ([]byte, error) {
+	if row.Err != nil {
+		return meta, row.Err
+	}
 	root, scanned, matched, err := doc.ParseSkipping(row.Line, sk)
 	if err == nil && scanned.Text != nil {
 		initial := scanned.Cached
 		switch {
 		case initial.Exists():
-		case cache != nil:
-			initial, _, err = cache.Parse(initDoc, scanned.Text)
+		case sk.Cache != nil:
+			initial, _, err = sk.Cache.Parse(initDoc, scanned.Text)
 		default:
 			initial, err = initDoc.Parse(scanned.Text)
 		}
@@ -77,26 +85,16 @@ func DecodeLineCached(row *Row, fields *FieldNames, doc, initDoc *jsonview.Doc, 
 	} else if matched.Text != nil {
 		row.Final = Cell{Kind: CellJSON, Data: matched.Text, V: matched.Cached}
 	}
-	if _, err = fillLine(row, fields, root, err); err != nil {
-		return meta, err
-	}
 	meta = append(meta, '{')
-	first := true
-	for m := root.First(); m.Exists(); m = m.Next() {
-		if m.KeyIs(fields.ID) || m.KeyIs(fields.Task) || m.KeyIs(fields.Final) || m.KeyIs(fields.Initial) || m.KeyIs(fields.Output) || m.KeyIs(fields.Log) {
-			continue
-		}
-		if !first {
-			meta = append(meta, ',')
-		}
-		first = false
-		meta = append(meta, m.RawMember()...)
+	if _, err = fillLine(row, fields, root, err, &meta); err != nil {
+		return meta, err
 	}
 	return append(meta, '}'), nil
 }
 
 // fillLine fills the row's cells from the members of the parsed line.
-func fillLine(row *Row, fields *FieldNames, root jsonview.Value, err error) (jsonview.Value, error) {
+// With meta, it appends the other members to *meta, comma-separated.
+func fillLine(row *Row, fields *FieldNames, root jsonview.Value, err error, meta *[]byte) (jsonview.Value, error) {
 	if err != nil {
 		if se, ok := err.(*jsonview.SyntaxError); ok {
 			return jsonview.Value{}, fmt.Errorf("line %d: invalid JSON at byte %d of the line: %s", row.Index+1, se.Offset, se.Msg)
@@ -106,6 +104,7 @@ func fillLine(row *Row, fields *FieldNames, root jsonview.Value, err error) (jso
 	if root.Kind() != jsonview.Object {
 		return jsonview.Value{}, fmt.Errorf("line %d: not a JSON object", row.Index+1)
 	}
+	others := 0
 	for m := root.First(); m.Exists(); m = m.Next() {
 		var c *Cell
 		switch {
@@ -122,6 +121,13 @@ func fillLine(row *Row, fields *FieldNames, root jsonview.Value, err error) (jso
 		case m.KeyIs(fields.Log):
 			c = &row.Log
 		default:
+			if meta != nil {
+				if others > 0 {
+					*meta = append(*meta, ',')
+				}
+				others++
+				*meta = append(*meta, m.RawMember()...)
+			}
 			continue
 		}
 		if c.Kind != CellNull || c.V.Exists() {

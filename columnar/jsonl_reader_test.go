@@ -262,7 +262,7 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 		for range 3 {
 			got := Row{Line: line}
-			meta, gotErr := DecodeLineCached(&got, &fields, &doc2, &initDoc, cache, nil)
+			meta, gotErr := DecodeLineCached(&got, &fields, StateSkips(&fields, cache), &doc2, &initDoc, nil)
 			if fmt.Sprint(gotErr) != fmt.Sprint(err) {
 				t.Fatalf("DecodeLineCached error %v, DecodeLine error %v", gotErr, err)
 			}

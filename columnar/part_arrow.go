@@ -318,9 +318,8 @@ func (t *arrowTable) dict(i int) *dictStrings {
 	return t.dicts[i]
 }
 
-// room returns how many rows fit before the batch is full, presizing the
-// builders when a batch starts.
-func (t *arrowTable) room() int {
+// beginRow presizes the builders when a batch starts.
+func (t *arrowTable) beginRow() {
 	if t.n == 0 && t.presize && t.prevRows > 0 {
 		for i, f := range t.rb.Fields() {
 			if t.dicts != nil && t.dicts[i] != nil {
@@ -333,12 +332,11 @@ func (t *arrowTable) room() int {
 			}
 		}
 	}
-	return t.max - t.n
 }
 
-// added records that n rows were appended and writes the batch when full.
-func (t *arrowTable) added(n int) error {
-	t.n += n
+// endRow records that a row was appended and writes the batch when full.
+func (t *arrowTable) endRow() error {
+	t.n++
 	if t.n < t.max {
 		return nil
 	}
@@ -462,9 +460,9 @@ func (a *arrowRewards) writeRewards(rows []RewardRow) error {
 				return err
 			}
 		}
-		a.room()
+		a.beginRow()
 		a.append(r)
-		if err := a.added(1); err != nil {
+		if err := a.endRow(); err != nil {
 			return err
 		}
 	}
@@ -544,9 +542,9 @@ func (a *arrowChecks) writeChecks(rows []CheckRow) error {
 				return err
 			}
 		}
-		a.room()
+		a.beginRow()
 		a.append(r)
-		if err := a.added(1); err != nil {
+		if err := a.endRow(); err != nil {
 			return err
 		}
 	}

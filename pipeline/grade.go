@@ -21,6 +21,9 @@ type plan struct {
 	// initials indexes each distinct initial-state text once, shared
 	// read-only by all workers (nil: no cache).
 	initials *jsonview.Cache
+	// skips is what JSON Lines lines are indexed without
+	// (columnar.StateSkips).
+	skips jsonview.Skips
 }
 
 // initialCacheBytes bounds the initial-state texts kept indexed; their
@@ -136,7 +139,7 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 		// final state equal to its initial state is found there too), and
 		// the metadata is the line's other members.
 		var err error
-		g.metaBuf, err = columnar.DecodeLineCached(row, fields, &g.line, &g.initial, g.plan.initials, g.metaBuf[:0])
+		g.metaBuf, err = columnar.DecodeLineCached(row, fields, g.plan.skips, &g.line, &g.initial, g.metaBuf[:0])
 		if err != nil {
 			rw.RolloutID = fallbackID(u, row)
 			return verifiers.InputError(err.Error()), nil

@@ -198,6 +198,7 @@ func prepare(cfg Config) (*runner, error) {
 	if p.keep == nil {
 		p.keep = defaultKeep(files, p.fields)
 	}
+	p.skips = columnar.StateSkips(&p.fields, p.initials)
 	for _, k := range p.keep {
 		if p.fields.Is(k) {
 			return nil, &ConfigError{Msg: fmt.Sprintf("--keep %s: %s is a rollout field, not metadata", k, k)}

@@ -132,25 +132,24 @@ func mergeStats(parts []*partStats, skipped []string) *Summary {
 	for _, ps := range parts {
 		s.Counts.merge(ps.Total)
 		s.Checks += ps.Checks
-		for _, k := range sortedKeys(ps.Verifiers) {
-			c := s.Verifiers[k]
-			if c == nil {
-				c = &Counts{}
-				s.Verifiers[k] = c
-			}
-			c.merge(ps.Verifiers[k])
-		}
-		for _, k := range sortedKeys(ps.Tasks) {
-			c := s.Tasks[k]
-			if c == nil {
-				c = &Counts{}
-				s.Tasks[k] = c
-			}
-			c.merge(ps.Tasks[k])
-		}
+		mergeGroups(s.Verifiers, ps.Verifiers)
+		mergeGroups(s.Tasks, ps.Tasks)
 	}
 	s.finish()
 	return s
+}
+
+// mergeGroups merges the counts of src into dst, group by group, in key
+// order.
+func mergeGroups(dst map[string]*Counts, src map[string]rawCounts) {
+	for _, k := range sortedKeys(src) {
+		c := dst[k]
+		if c == nil {
+			c = &Counts{}
+			dst[k] = c
+		}
+		c.merge(src[k])
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
