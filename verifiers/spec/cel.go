@@ -45,6 +45,7 @@ import (
 	"cel.dev/cel-go/interpreter"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -201,7 +202,8 @@ func (p *program) evalJSON(r *verifiers.Rollout, s *scratch) (jsonview.Value, st
 	if err != nil {
 		return jsonview.Value{}, "", err
 	}
-	v, err := s.exprDoc.Parse([]byte(text))
+	// The index reads text in place: a string's bytes never change.
+	v, err := s.exprDoc.Parse(unsafe.Slice(unsafe.StringData(text), len(text)))
 	if err != nil {
 		return jsonview.Value{}, "", fmt.Errorf("value is not JSON: %w", err)
 	}
@@ -675,8 +677,7 @@ func appendCEL(b []byte, v ref.Val) ([]byte, error) {
 		}
 		return strconv.AppendFloat(b, f, 'g', -1, 64), nil
 	case types.String:
-		q, _ := json.Marshal(string(x))
-		return append(b, q...), nil
+		return columnar.AppendJSONString(b, string(x)), nil
 	case types.Null:
 		return append(b, "null"...), nil
 	case traits.Lister:
@@ -711,8 +712,7 @@ func appendCEL(b []byte, v ref.Val) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			q, _ := json.Marshal(k)
-			b = append(append(b, q...), ':')
+			b = append(columnar.AppendJSONString(b, k), ':')
 			var err error
 			if b, err = appendCEL(b, x.Get(types.String(k))); err != nil {
 				return b, err

@@ -129,7 +129,6 @@ func (c *check) grade(r *verifiers.Rollout, s *scratch) verifiers.Check {
 		out.Status, out.Detail = verifiers.Error, err.Error()
 		return out
 	}
-	s.rows = rows // keep the grown storage
 	var details []string
 	decided := false
 	if c.kind == kindSequential {

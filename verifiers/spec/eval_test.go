@@ -333,3 +333,30 @@ func TestLet(t *testing.T) {
 		})
 	}
 }
+
+// TestStringsAreNotHTMLEscaped checks that strings in details and in the
+// actual and expected texts read as written: a constant value, a CEL value
+// and a CEL detail holding <, > and & are not escaped for HTML.
+func TestStringsAreNotHTMLEscaped(t *testing.T) {
+	for _, tc := range []struct{ name, check string }{
+		{"constant", "- id: c\n  type: state\n  table: x\n  asserts: [{comparator: eq, value: [\"a<b&c>\"]}]"},
+		{"expr value", "- id: c\n  type: state\n  table: x\n  asserts: [{comparator: eq, value: {expr: '[\"a<b&c>\"]'}}]"},
+		{"expr detail", "- id: c\n  type: expr\n  expr: 'final.x[0] == \"a<b&c>\"'\n  detail: '[final.x[0]]'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checks := grade(t, oneCheck(tc.check), ro{final: `{"x": ["a<b&c>"]}`})
+			c := checks[0]
+			if c.Status != verifiers.Pass {
+				t.Fatalf("status %v, detail %q", c.Status, c.Detail)
+			}
+			for _, s := range []string{c.Detail, c.Actual, c.Expected} {
+				if strings.Contains(s, `\u00`) {
+					t.Errorf("HTML-escaped text %q (detail %q, actual %q, expected %q)", s, c.Detail, c.Actual, c.Expected)
+				}
+			}
+			if !strings.Contains(c.Detail+c.Actual+c.Expected, "a<b&c>") {
+				t.Errorf("detail %q, actual %q, expected %q do not show a<b&c>", c.Detail, c.Actual, c.Expected)
+			}
+		})
+	}
+}

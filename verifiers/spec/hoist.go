@@ -134,7 +134,7 @@ func hoistExpr(env *cel.Env, a *cel.Ast) (prg cel.Program, h *hoisted, touched b
 		return nil, nil, touched
 	}
 	for i := range picks {
-		if !strings.Contains(text, hoistPrefix+strconv.Itoa(i)) {
+		if !containsIdent(text, hoistPrefix+strconv.Itoa(i)) {
 			return nil, nil, touched
 		}
 	}
@@ -355,4 +355,24 @@ func hoistIndex(name string) (int, bool) {
 		return 0, false // not a name hoistExpr writes
 	}
 	return n, true
+}
+
+// containsIdent reports whether text holds name as a whole identifier, not
+// as the start of a longer one (__gavel_h1 in __gavel_h10).
+func containsIdent(text, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(text[i:], name)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(name)
+		if end == len(text) || !isIdentByte(text[end]) {
+			return true
+		}
+		i = end
+	}
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }

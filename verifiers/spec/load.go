@@ -77,9 +77,8 @@ type check struct {
 	required  bool
 	kind      checkKind
 
-	table     []string // state: the dotted table path
-	tableText string
-	initial   bool // state: read the initial state
+	table   []string // state: the dotted table path
+	initial bool     // state: read the initial state
 
 	manual *ManualFunc // manual
 	args   []jsonview.Value
@@ -364,7 +363,7 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 			if err != nil {
 				l.problem(tn, "a table is a dotted path such as crm.deals", "table %q: %v", table, err)
 			}
-			c.table, c.tableText = fields, table
+			c.table = fields
 		}
 		if s, sn := l.str(m, n, "state", what, false); sn != nil {
 			switch s {
@@ -385,7 +384,6 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 				c.manual = f
 			}
 		}
-		var argNodes []*yaml.Node
 		if an := m["function_args"]; an != nil {
 			if an.Kind != yaml.SequenceNode {
 				l.problem(an, "", "function_args of %s must be a list, not %s", what, kindName(an))
@@ -397,7 +395,6 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 						continue
 					}
 					c.args = append(c.args, constant(text))
-					argNodes = append(argNodes, resolve(a))
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
@@ -155,8 +156,7 @@ func appendJSON(buf *bytes.Buffer, n *yaml.Node, sortKeys bool) (*yaml.Node, err
 }
 
 func writeString(buf *bytes.Buffer, s string) {
-	b, _ := json.Marshal(s)
-	buf.Write(b)
+	buf.Write(columnar.AppendJSONString(buf.AvailableBuffer(), s))
 }
 
 // constant parses JSON text into a jsonview value kept for the life of the
