@@ -113,10 +113,13 @@ func interleaved(fs *flag.FlagSet, args []string) []string {
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 			continue
 		}
-		if i+1 < len(args) {
-			i++
-			flags = append(flags, args[i])
+		if i+1 == len(args) {
+			// The value is missing: end with the flag, so that parsing
+			// reports that it needs one.
+			return flags
 		}
+		i++
+		flags = append(flags, args[i])
 	}
 	return append(append(flags, "--"), pos...)
 }

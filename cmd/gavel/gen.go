@@ -46,14 +46,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	switch *env {
-	case "crm":
-	case "calendar":
-		if fs.NArg() > 0 {
-			return usagef("gavel gen --help", "unexpected argument %q", fs.Arg(0))
-		}
-		return runGenCalendar(ctx, fs, stdout, stderr)
-	default:
+	if *env != "crm" && *env != "calendar" {
 		return usagef("gavel gen --env calendar", "--env %q: want crm or calendar", *env)
 	}
 	const hint = "gavel gen --help"
@@ -96,6 +89,9 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if err := cfg.Validate(); err != nil {
 		return usagef(hint, "%v", err)
+	}
+	if *env == "calendar" {
+		return runGenCalendar(ctx, fs, cfg, *quiet, stdout, stderr)
 	}
 	start := time.Now()
 	exp, err := gen.Run(ctx, cfg)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
@@ -16,9 +15,9 @@ import (
 
 // runGenCalendar is `gavel gen --env calendar`: a dataset of TASK-C01
 // rollouts for the built-in calendar spec (SPEC 7.2), with the expected
-// verdicts by construction. It reads the flags runGen parsed; those that
-// only the CRM environment has are refused.
-func runGenCalendar(ctx context.Context, fs *flag.FlagSet, stdout, stderr io.Writer) error {
+// verdicts by construction. It takes the configuration runGen parsed and
+// validated; the flags that only the CRM environment has are refused.
+func runGenCalendar(ctx context.Context, fs *flag.FlagSet, c gen.Config, quiet bool, stdout, stderr io.Writer) error {
 	const hint = "gavel gen --env calendar --out calendar.parquet --rollouts 1000"
 	var bad string
 	fs.Visit(func(f *flag.Flag) {
@@ -31,30 +30,12 @@ func runGenCalendar(ctx context.Context, fs *flag.FlagSet, stdout, stderr io.Wri
 	if bad != "" {
 		return usagef(hint, "--%s is not supported with --env calendar", bad)
 	}
-	get := func(name string) string { return fs.Lookup(name).Value.String() }
-	out := get("out")
-	if out == "" {
-		return usagef(hint, "--out must not be empty")
-	}
-	rollouts, _ := strconv.Atoi(get("rollouts"))
-	seed, _ := strconv.ParseUint(get("seed"), 10, 64)
-	rowGroup, _ := strconv.Atoi(get("row-group-rows"))
-	if rollouts < 1 {
-		return usagef(hint, "--rollouts must be at least 1, got %d", rollouts)
-	}
-	format := columnar.DatasetFormat(get("format"))
+	out, _, expPath, _ := c.Paths()
+	format := c.Format
 	if format == "" {
-		f, ok := columnar.DatasetFormatOf(out)
-		if !ok {
-			return usagef(hint, "--out %s: unknown dataset extension (use .parquet, .jsonl or .jsonl.zst, or --format)", out)
-		}
-		format = f
+		format, _ = columnar.DatasetFormatOf(out) // Validate checked it
 	}
-	expPath := get("expected")
-	if expPath == "" {
-		expPath = out + ".expected.json"
-	}
-	cfg := gen.CalendarConfig{Format: format, Rollouts: rollouts, Seed: seed, RowGroupRows: rowGroup}
+	cfg := gen.CalendarConfig{Format: format, Rollouts: c.Rollouts, Seed: c.Seed, RowGroupRows: c.RowGroupRows}
 	var exp *gen.CalendarExpected
 	err := writeAtomic(out, func(w io.Writer) error {
 		var err error
@@ -78,7 +59,7 @@ func runGenCalendar(ctx context.Context, fs *flag.FlagSet, stdout, stderr io.Wri
 	if err := exp.WriteTable(stdout); err != nil {
 		return err
 	}
-	if get("quiet") != "true" {
+	if !quiet {
 		fmt.Fprintf(stderr, "wrote %s and %s\ngrade it with: gavel grade %s\n", out, expPath, out)
 	}
 	return nil
@@ -96,6 +77,12 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 	}
 	defer os.Remove(f.Name())
 	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	// CreateTemp makes the file private; results are meant to be shared,
+	// as gen and grade write them.
+	if err := f.Chmod(0o644); err != nil {
 		f.Close()
 		return err
 	}

@@ -86,21 +86,7 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *out == "" {
 		return write(lb, stdout)
 	}
-	tmp := *out + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("leaderboard: %w", err)
-	}
-	if err := write(lb, f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", *out, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", *out, err)
-	}
-	if err := os.Rename(tmp, *out); err != nil {
+	if err := writeAtomic(*out, func(w io.Writer) error { return write(lb, w) }); err != nil {
 		return fmt.Errorf("write %s: %w", *out, err)
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", *out)

@@ -107,7 +107,7 @@ func exitCode(err error, stderr io.Writer) int {
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "gavel grades agent rollouts in bulk.\n\nUsage: gavel COMMAND [flags] [args]\n\nCommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'gavel COMMAND --help' for a command's flags and examples.")
 }

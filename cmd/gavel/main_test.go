@@ -215,3 +215,45 @@ func TestProgressBar(t *testing.T) {
 		t.Errorf("--quiet: exit %d, stderr %q, want 3 and no progress bar", code, stderr)
 	}
 }
+
+// TestGenCalendarChecks checks that gen --env calendar validates its flags
+// as the CRM environment does and writes files readable by others.
+func TestGenCalendarChecks(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "cal.parquet")
+	for _, args := range [][]string{
+		{"gen", "--env", "calendar", "--out", out, "--format", "bogus"},
+		{"gen", "--env", "calendar", "--out", out, "--row-group-rows", "-5"},
+		{"gen", "--env", "calendar", "--out", filepath.Join(dir, "cal.txt")},
+		{"gen", "--env", "calendar", "--out", out, "--worlds", "3"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2: %s", args, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "gen", "--env", "calendar", "--out", out, "--rollouts", "20", "--quiet"); code != 0 {
+		t.Fatalf("gen --env calendar: exit %d: %s", code, stderr)
+	}
+	for _, p := range []string{out, out + ".expected.json"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v, want 0644", p, st.Mode().Perm())
+		}
+	}
+}
+
+// TestVerifierAddRefusesSpecBuiltins refuses a Go verifier whose id or
+// task the built-in calendar spec already has.
+func TestVerifierAddRefusesSpecBuiltins(t *testing.T) {
+	for _, args := range [][]string{
+		{"verifier", "add", "VER-C01", "--task", "TASK-990", "--name", "x", "--dir", t.TempDir()},
+		{"verifier", "add", "VER-990", "--task", "TASK-C01", "--name", "x", "--dir", t.TempDir()},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 2 || !strings.Contains(stderr, "calendar") {
+			t.Errorf("%q: exit %d, want 2 naming the calendar spec: %s", args, code, stderr)
+		}
+	}
+}

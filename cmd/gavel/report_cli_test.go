@@ -155,7 +155,8 @@ func TestLeaderboardCLI(t *testing.T) {
 	if total != 600 {
 		t.Errorf("rollouts over groups = %d, want 600", total)
 	}
-	page := filepath.Join(t.TempDir(), "lb.html")
+	// --out may name a directory that does not exist yet.
+	page := filepath.Join(t.TempDir(), "site", "lb.html")
 	if code, _, stderr := runCLI(t, "leaderboard", "--format", "html", "--out", page, base); code != 0 {
 		t.Fatalf("leaderboard --format html: exit %d: %s", code, stderr)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
@@ -85,30 +86,29 @@ func loadVerifiers(paths []string) ([]*verifiers.Verifier, error) {
 }
 
 // allVerifiers appends loaded spec verifiers to the built-in ones, refusing
-// an id or a task that two of them claim.
+// an id or a task that two of them claim (pipeline.Bind).
 func allVerifiers(loaded []*verifiers.Verifier) ([]*verifiers.Verifier, error) {
-	all := append(verifiers.Builtin(), spec.Builtin()...)
-	ids := map[string]*verifiers.Verifier{}
-	tasks := map[string]*verifiers.Verifier{}
-	for _, v := range all {
-		ids[v.ID] = v
-		for _, t := range v.Tasks {
-			tasks[t] = v
-		}
+	all := append(append(verifiers.Builtin(), spec.Builtin()...), loaded...)
+	if _, err := pipeline.Bind(all); err != nil {
+		return nil, usagef("gavel verifier list", "%v", err)
 	}
-	for _, v := range loaded {
-		if prev := ids[v.ID]; prev != nil {
-			return nil, usagef("gavel verifier list", "verifier id %s is defined twice (%s and %s)", v.ID, prev.Source, v.Source)
+	return all, nil
+}
+
+// checkNewVerifier refuses a new verifier whose id, or task, a built-in
+// verifier (Go or spec) or one of others already has.
+func checkNewVerifier(id, task string, others []*verifiers.Verifier) error {
+	for _, v := range append(append(verifiers.Builtin(), spec.Builtin()...), others...) {
+		if v.ID == id {
+			return usagef("gavel verifier list", "verifier %s already exists (%s)", id, v.Source)
 		}
-		ids[v.ID] = v
 		for _, t := range v.Tasks {
-			if prev := tasks[t]; prev != nil {
-				return nil, usagef("gavel verifier list", "task %s is bound by two verifiers: %s (%s) and %s (%s)", t, prev.ID, prev.Source, v.ID, v.Source)
+			if t == task {
+				return usagef("gavel verifier list", "task %s is already bound by %s (%s)", task, v.ID, v.Source)
 			}
-			tasks[t] = v
 		}
 	}
-	return append(all, loaded...), nil
+	return nil
 }
 
 // addSpecVerifier appends a scaffold verifier to the spec file path,
@@ -139,15 +139,8 @@ func addSpecVerifier(path, id, task, name string, stdout io.Writer) error {
 		}
 		existing = vs
 	}
-	for _, v := range append(append(verifiers.Builtin(), spec.Builtin()...), existing...) {
-		if v.ID == id {
-			return usagef("gavel verifier list", "verifier %s already exists (%s)", id, v.Source)
-		}
-		for _, t := range v.Tasks {
-			if t == task {
-				return usagef("gavel verifier list", "task %s is already bound by %s (%s)", task, v.ID, v.Source)
-			}
-		}
+	if err := checkNewVerifier(id, task, existing); err != nil {
+		return err
 	}
 	updated, err := appendScaffold(old, scaffold)
 	if err != nil {

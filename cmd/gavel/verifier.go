@@ -95,15 +95,8 @@ func runVerifierAdd(args []string, stdout, stderr io.Writer) error {
 	if *specFile != "" {
 		return addSpecVerifier(*specFile, id, *task, *name, stdout)
 	}
-	for _, v := range verifiers.Builtin() {
-		if v.ID == id {
-			return usagef("gavel verifier list", "verifier %s already exists (%s)", id, v.Source)
-		}
-		for _, t := range v.Tasks {
-			if t == *task {
-				return usagef("gavel verifier list", "task %s is already bound by %s (%s)", *task, v.ID, v.Source)
-			}
-		}
+	if err := checkNewVerifier(id, *task, nil); err != nil {
+		return err
 	}
 	root := *dir
 	if root == "" {
