@@ -28,9 +28,9 @@ type Process struct {
 }
 
 // RunProcess runs argv[0] with the rest of argv as arguments, waits for it
-// and measures it. Standard error passes through; a non-zero exit status
-// other than those listed in okStatus is an error that carries the tail of
-// standard error.
+// and measures it. Standard output and standard error are captured; a
+// non-zero exit status other than those listed in okStatus is an error
+// that carries the tail of standard error.
 func RunProcess(ctx context.Context, argv []string, okStatus ...int) (Process, error) {
 	p := Process{Load: LoadAverage()}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)

@@ -134,7 +134,9 @@ func ParseThreshold(s string) (Threshold, error) {
 // String returns the threshold as it would be written on the command line.
 func (t Threshold) String() string {
 	if t.IsRate {
-		return strconv.FormatFloat(t.Rate*100, 'g', -1, 64) + "%"
+		// 12 significant digits: 0.07 is written 7%, not the
+		// 7.000000000000001% its product with 100 gives.
+		return strconv.FormatFloat(t.Rate*100, 'g', 12, 64) + "%"
 	}
 	return strconv.FormatInt(t.Count, 10)
 }
@@ -280,12 +282,21 @@ type inputKey struct {
 	rows int64
 }
 
+// manifestInputs returns each input file's size and rows. A large Parquet
+// file is split into several units, each with its rows: they are summed
+// (-1 when a unit's are unknown).
 func manifestInputs(m *manifest) map[string]inputKey {
 	out := map[string]inputKey{}
 	for _, in := range m.Inputs {
-		k := inputKey{size: in.Size, rows: -1}
-		if in.Rows != nil {
-			k.rows = *in.Rows
+		k, seen := out[in.Path]
+		if !seen {
+			k = inputKey{size: in.Size}
+		}
+		switch {
+		case in.Rows == nil || k.rows < 0:
+			k.rows = -1
+		default:
+			k.rows += *in.Rows
 		}
 		out[in.Path] = k
 	}

@@ -226,3 +226,32 @@ func TestLoadSideInterleavedChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestThresholdString writes a threshold back as a user would type it.
+func TestThresholdString(t *testing.T) {
+	for in, want := range map[string]string{"7%": "7%", "0.07": "7%", "0.5%": "0.5%", "5": "5", "0": "0", "100%": "100%"} {
+		th, err := ParseThreshold(in)
+		if err != nil {
+			t.Fatalf("ParseThreshold(%q): %v", in, err)
+		}
+		if got := th.String(); got != want {
+			t.Errorf("ParseThreshold(%q).String() = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestManifestInputs sums the rows of the units of one file.
+func TestManifestInputs(t *testing.T) {
+	var m manifest
+	text := `{"inputs": [{"path": "a", "size": 9, "rows": 10}, {"path": "a", "size": 9, "rows": 5}, {"path": "b", "size": 3, "rows": 2}, {"path": "b", "size": 3}]}`
+	if err := json.Unmarshal([]byte(text), &m); err != nil {
+		t.Fatal(err)
+	}
+	got := manifestInputs(&m)
+	if want := (inputKey{size: 9, rows: 15}); got["a"] != want {
+		t.Errorf("a: %+v, want %+v", got["a"], want)
+	}
+	if want := (inputKey{size: 3, rows: -1}); got["b"] != want {
+		t.Errorf("b: %+v, want %+v", got["b"], want)
+	}
+}
