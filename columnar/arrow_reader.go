@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -38,22 +36,15 @@ import (
 //
 // Next is not safe for concurrent use; Release of its batches is.
 type ArrowReader struct {
-	path      string
-	f         *os.File
-	file      *ipc.FileReader // nil for a stream
-	stream    *ipc.Reader     // nil for a file
-	rows      int64
-	cols      []arrowColumn
-	metaNames []string
+	chunkReader[arrow.RecordBatch]
+	f      *os.File
+	file   *ipc.FileReader // nil for a stream
+	stream *ipc.Reader     // nil for a file
+	cols   []arrowColumn
 
 	rec    arrow.RecordBatch // current record batch (the reader's reference)
 	recPos int64             // next row of rec
 	recIdx int               // index of the next record batch of a file
-	next   int64             // file index of the next row
-	err    error
-
-	mu   sync.Mutex
-	free []*arrowBatch
 }
 
 // arrowColumn is one column read by an ArrowReader.
@@ -63,11 +54,9 @@ type arrowColumn struct {
 	slots []int
 }
 
-// arrowBatch is a Batch with the buffers an ArrowReader reuses with it.
-type arrowBatch struct {
-	batchBuffers
-	recs []arrow.RecordBatch // record batches retained by the cells
-}
+// arrowBatch is a batch of an ArrowReader; it holds the record batches
+// its cells point into.
+type arrowBatch = chunkBatch[arrow.RecordBatch]
 
 // OpenArrow opens the Arrow IPC file (or stream) at path and reads its
 // schema, and for a file its footer. It fails with an error naming path when
@@ -82,7 +71,10 @@ func openArrow(path string, opts Options, mem memory.Allocator) (*ArrowReader, e
 	if err != nil {
 		return nil, err
 	}
-	r := &ArrowReader{path: path, f: f, rows: -1}
+	r := &ArrowReader{
+		chunkReader: chunkReader[arrow.RecordBatch]{path: path, end: -1, unhold: arrow.RecordBatch.Release},
+		f:           f,
+	}
 	if err := r.open(mem, opts.Fields.WithDefaults()); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -119,7 +111,7 @@ func (r *ArrowReader) open(mem memory.Allocator, fields FieldNames) (err error) 
 		}
 		schema = r.file.Schema()
 		if rows, ok := arrowFileRows(r.f, size); ok {
-			r.rows = rows
+			r.end = rows
 		}
 	case n >= 4 && string(head[:4]) == "FEA1":
 		return errors.New("feather v1 files are not supported; rewrite as feather v2 (arrow ipc)")
@@ -172,15 +164,6 @@ func arrowSupported(dt arrow.DataType) bool {
 	return false
 }
 
-// Rows returns the number of rows in an Arrow IPC file, summed from the
-// record batch headers its footer points to, or -1 for a stream (or a
-// footer whose batches could not be counted).
-func (r *ArrowReader) Rows() int64 { return r.rows }
-
-// MetaNames returns the names of the metadata columns, in schema order, as
-// every batch's MetaNames holds them.
-func (r *ArrowReader) MetaNames() []string { return r.metaNames }
-
 // Close releases the file and the reader's record batch. Batches already
 // returned stay valid until they are released.
 func (r *ArrowReader) Close() error {
@@ -196,9 +179,7 @@ func (r *ArrowReader) Close() error {
 		r.stream.Release()
 		r.stream = nil
 	}
-	if r.err == nil {
-		r.err = errors.New("reader is closed")
-	}
+	r.closed()
 	if r.f == nil {
 		return nil
 	}
@@ -209,73 +190,40 @@ func (r *ArrowReader) Close() error {
 
 // Next returns the next batch of at most limit rows (at least one), in file
 // order; a batch may span record batches. At the end of the input it returns
-// nil and io.EOF.
-func (r *ArrowReader) Next(limit int) (b *Batch, err error) {
-	if r.err != nil {
-		return nil, r.err
+// nil and io.EOF. The row count of a file's footer only sizes the batches:
+// the input ends where its record batches end.
+func (r *ArrowReader) Next(limit int) (*Batch, error) { return r.nextBatch(limit, r) }
+
+// fill reads up to len(rows) rows of the current record batch.
+func (r *ArrowReader) fill(rows []Row, ab *arrowBatch) (int, error) {
+	if r.rec == nil {
+		return 0, nil
 	}
-	n := max(limit, 1)
-	if r.rows >= 0 {
-		// The footer's count only sizes the batch: the end of the input is
-		// where the record batches end.
-		n = int(min(int64(n), max(r.rows-r.next, 1)))
+	k := int(min(int64(len(rows)), r.rec.NumRows()-r.recPos))
+	if k == 0 {
+		return 0, nil
 	}
-	ab := r.getBatch(n)
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("read %s record batch %d: corrupt data: %v", r.path, r.recIdx-1, p)
-		}
-		if err != nil {
-			r.err = err
-		}
-		if b == nil {
-			ab.b.Rows = ab.b.Rows[:0]
-			ab.b.Release()
-		}
-	}()
-	rows := ab.b.Rows
-	m := len(r.metaNames)
-	for i := range rows {
-		rows[i] = Row{Index: r.next + int64(i), Offset: -1, Meta: ab.meta[i*m : (i+1)*m : (i+1)*m]}
-	}
-	filled := 0
-	for filled < len(rows) {
-		if r.rec == nil || r.recPos >= r.rec.NumRows() {
-			ok, err := r.nextRecord()
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				break
-			}
-			continue
-		}
-		k := int(min(int64(len(rows)-filled), r.rec.NumRows()-r.recPos))
-		r.rec.Retain()
-		ab.recs = append(ab.recs, r.rec)
-		for _, c := range r.cols {
-			arr := r.rec.Column(c.index)
-			for j := range k {
-				cell := ab.cell(arr, int(r.recPos)+j)
-				row := &rows[filled+j]
-				for _, s := range c.slots {
-					*slotCell(row, s) = cell
-				}
+	r.rec.Retain()
+	ab.held = append(ab.held, r.rec)
+	for _, c := range r.cols {
+		arr := r.rec.Column(c.index)
+		for j := range k {
+			cell := arrowCell(ab, arr, int(r.recPos)+j)
+			row := &rows[j]
+			for _, s := range c.slots {
+				*slotCell(row, s) = cell
 			}
 		}
-		filled += k
-		r.recPos += int64(k)
 	}
-	if filled == 0 {
-		return nil, io.EOF
-	}
-	ab.b.Rows = rows[:filled]
-	r.next += int64(filled)
-	return &ab.b, nil
+	r.recPos += int64(k)
+	return k, nil
 }
 
-// nextRecord moves to the next non-empty record batch; false at the end.
-func (r *ArrowReader) nextRecord() (bool, error) {
+// where names the current record batch in errors.
+func (r *ArrowReader) where() string { return fmt.Sprintf("record batch %d", r.recIdx-1) }
+
+// nextChunk moves to the next non-empty record batch; false at the end.
+func (r *ArrowReader) nextChunk() (bool, error) {
 	if r.rec != nil {
 		r.rec.Release()
 		r.rec = nil
@@ -314,8 +262,8 @@ func (r *ArrowReader) nextRecord() (bool, error) {
 	return false, nil
 }
 
-// cell converts row i of arr.
-func (ab *arrowBatch) cell(arr arrow.Array, i int) Cell {
+// arrowCell converts row i of arr, formatting numbers into ab's arena.
+func arrowCell(ab *arrowBatch, arr arrow.Array, i int) Cell {
 	if arr.IsNull(i) {
 		return Cell{}
 	}
@@ -340,13 +288,13 @@ func (ab *arrowBatch) cell(arr arrow.Array, i int) Cell {
 	case *array.Boolean:
 		return boolCell(a.Value(i))
 	case *array.Int8:
-		return ab.integer(int64(a.Value(i)))
+		return ab.integer(int64(a.Value(i)), 0)
 	case *array.Int16:
-		return ab.integer(int64(a.Value(i)))
+		return ab.integer(int64(a.Value(i)), 0)
 	case *array.Int32:
-		return ab.integer(int64(a.Value(i)))
+		return ab.integer(int64(a.Value(i)), 0)
 	case *array.Int64:
-		return ab.integer(a.Value(i))
+		return ab.integer(a.Value(i), 0)
 	case *array.Uint8:
 		return ab.unsigned(uint64(a.Value(i)))
 	case *array.Uint16:
@@ -356,17 +304,17 @@ func (ab *arrowBatch) cell(arr arrow.Array, i int) Cell {
 	case *array.Uint64:
 		return ab.unsigned(a.Value(i))
 	case *array.Date32:
-		return ab.integer(int64(a.Value(i)))
+		return ab.integer(int64(a.Value(i)), 0)
 	case *array.Date64:
-		return ab.integer(int64(a.Value(i)))
+		return ab.integer(int64(a.Value(i)), 0)
 	case *array.Time32:
-		return ab.integer(int64(a.Value(i)))
+		return ab.integer(int64(a.Value(i)), 0)
 	case *array.Time64:
-		return ab.integer(int64(a.Value(i)))
+		return ab.integer(int64(a.Value(i)), 0)
 	case *array.Timestamp:
-		return ab.integer(int64(a.Value(i)))
+		return ab.integer(int64(a.Value(i)), 0)
 	case *array.Duration:
-		return ab.integer(int64(a.Value(i)))
+		return ab.integer(int64(a.Value(i)), 0)
 	case *array.Float16:
 		return ab.float(float64(a.Value(i).Float32()), 32)
 	case *array.Float32:
@@ -374,7 +322,7 @@ func (ab *arrowBatch) cell(arr arrow.Array, i int) Cell {
 	case *array.Float64:
 		return ab.float(a.Value(i), 64)
 	case *array.Dictionary:
-		return ab.cell(a.Dictionary(), a.GetValueIndex(i))
+		return arrowCell(ab, a.Dictionary(), a.GetValueIndex(i))
 	}
 	return Cell{}
 }
@@ -383,55 +331,6 @@ func (ab *arrowBatch) cell(arr arrow.Array, i int) Cell {
 // the bytes after it.
 func stringCell(b []byte) Cell {
 	return Cell{Kind: CellString, Data: b[:len(b):len(b)]}
-}
-
-func (ab *arrowBatch) integer(v int64) Cell {
-	start := len(ab.arena)
-	ab.arena = strconv.AppendInt(ab.arena, v, 10)
-	return Cell{Kind: CellNumber, Data: ab.arena[start:len(ab.arena):len(ab.arena)]}
-}
-
-func (ab *arrowBatch) unsigned(v uint64) Cell {
-	start := len(ab.arena)
-	ab.arena = strconv.AppendUint(ab.arena, v, 10)
-	return Cell{Kind: CellNumber, Data: ab.arena[start:len(ab.arena):len(ab.arena)]}
-}
-
-func (ab *arrowBatch) float(f float64, bitSize int) Cell {
-	var cell Cell
-	ab.arena, cell = floatCell(ab.arena, f, bitSize)
-	return cell
-}
-
-// getBatch takes a batch from the free list (or makes one) sized for n rows.
-func (r *ArrowReader) getBatch(n int) *arrowBatch {
-	r.mu.Lock()
-	ab := popFree(&r.free)
-	r.mu.Unlock()
-	if ab == nil {
-		ab = &arrowBatch{}
-		ab.b.MetaNames = r.metaNames
-		ab.b.release = func(*Batch) { r.put(ab) }
-	}
-	ab.ready(n, len(r.metaNames))
-	return ab
-}
-
-// put releases a batch's record batches and returns it to the free list. A
-// second release of the same batch is ignored.
-func (r *ArrowReader) put(ab *arrowBatch) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !ab.out {
-		return
-	}
-	ab.out = false
-	for i, rec := range ab.recs {
-		rec.Release()
-		ab.recs[i] = nil
-	}
-	ab.recs = ab.recs[:0]
-	r.free = append(r.free, ab)
 }
 
 // arrowFileRows sums the lengths of an Arrow IPC file's record batches by

@@ -242,7 +242,7 @@ func TestArrowCellSliced(t *testing.T) {
 	var ab arrowBatch
 	var got []readerCell
 	for i := range 3 {
-		got = append(got, snapCell(ab.cell(ss, i)), snapCell(ab.cell(ls, i)))
+		got = append(got, snapCell(arrowCell(&ab, ss, i)), snapCell(arrowCell(&ab, ls, i)))
 	}
 	want := []readerCell{strC("s2"), strC("l3"), strC("s3"), strC("l4"), strC("s4"), strC("l5")}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -50,6 +50,6 @@ func OpenParquetRange(path string, first, n int, opts Options) (*ParquetReader, 
 		}
 	}
 	r.rg = first - 1
-	r.start, r.next, r.end = start, start, start+count
+	r.start, r.next, r.end, r.left = start, start, start+count, count
 	return r, nil
 }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"sync"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -57,10 +56,11 @@ import (
 // The rejected alternative releases each page as soon as it is consumed and
 // copies every byte-array value into the per-batch arena. It is as safe but
 // copies every state once, which costs about a third more CPU per row with
-// two ~5 KB state columns (BenchmarkParquetRead measures both). The
-// reference count is the library's documented way to share a page's
-// lifetime between layers, and it is atomic, so a batch may be released
-// from any goroutine.
+// two ~5 KB state columns (BenchmarkParquetRead measures the copy against
+// the reader as built). The reference count is the library's documented
+// way to share a page's lifetime between layers, and it is atomic, so a
+// batch may be released from any goroutine. Stable cells rely on the
+// dictionary's memory staying as decoded (TestParquetDictionaryNotReused).
 //
 // Each column chunk's pages are read and decompressed ahead of Next in a
 // goroutine of their own (pqPrefetch), so the state columns decompress in
@@ -71,29 +71,17 @@ import (
 //
 // Next is not safe for concurrent use; Release of its batches is.
 type ParquetReader struct {
-	path      string
-	f         *os.File
-	file      *parquet.File
-	groups    []parquet.RowGroup
-	cols      []*pqColumn
-	metaNames []string
+	chunkReader[parquet.Page]
+	f      *os.File
+	file   *parquet.File
+	groups []parquet.RowGroup
+	cols   []*pqColumn
 
 	rg     int   // current row group; -1 before the first
 	rgLeft int64 // rows of the current row group not yet read
 	rgRead int64 // rows of the current row group already read
-	next   int64 // file index of the next row
-	start  int64 // file index of the first row read (see parquet_range.go)
-	end    int64 // file index after the last row read
-	gen    uint64
+	left   int64 // rows not yet read
 	vals   []parquet.Value
-	err    error
-
-	// copyValues selects the rejected design (copy byte arrays into the
-	// arena, release pages at once); kept for the benchmark.
-	copyValues bool
-
-	mu   sync.Mutex
-	free []*pqBatch
 }
 
 // pqKind says how a Parquet column's values become cells.
@@ -130,11 +118,9 @@ type pqColumn struct {
 	heldGen uint64
 }
 
-// pqBatch is a Batch with the buffers a ParquetReader reuses with it.
-type pqBatch struct {
-	batchBuffers
-	pages []parquet.Page // pages retained by the batch's cells
-}
+// pqBatch is a batch of a ParquetReader; it holds the pages its cells
+// point into.
+type pqBatch = chunkBatch[parquet.Page]
 
 // pqValueChunk is how many values are read from a page at a time.
 const pqValueChunk = 512
@@ -173,14 +159,13 @@ func newParquetReader(path string, f *os.File, opts Options) (*ParquetReader, er
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	r := &ParquetReader{
-		path:   path,
-		f:      f,
-		file:   file,
-		groups: file.RowGroups(),
-		rg:     -1,
-		gen:    1,
-		vals:   make([]parquet.Value, pqValueChunk),
-		end:    file.NumRows(),
+		chunkReader: chunkReader[parquet.Page]{path: path, end: file.NumRows(), exact: true, unhold: parquet.Release},
+		f:           f,
+		file:        file,
+		groups:      file.RowGroups(),
+		rg:          -1,
+		left:        file.NumRows(),
+		vals:        make([]parquet.Value, pqValueChunk),
 	}
 	var total int64
 	for _, g := range r.groups {
@@ -324,21 +309,11 @@ func pqDescribe(col *parquet.Column) string {
 	return col.Type().String()
 }
 
-// Rows returns the number of rows the reader reads: the row count recorded
-// in the file's footer, or that of its row-group range (OpenParquetRange).
-func (r *ParquetReader) Rows() int64 { return r.end - r.start }
-
-// MetaNames returns the names of the metadata columns, in file order, as
-// every batch's MetaNames holds them.
-func (r *ParquetReader) MetaNames() []string { return r.metaNames }
-
 // Close releases the file and the pages the reader still holds. Batches
 // already returned stay valid until they are released.
 func (r *ParquetReader) Close() error {
 	r.closeRowGroup()
-	if r.err == nil {
-		r.err = errors.New("reader is closed")
-	}
+	r.closed()
 	if r.f == nil {
 		return nil
 	}
@@ -350,61 +325,36 @@ func (r *ParquetReader) Close() error {
 // Next returns the next batch of at most limit rows (at least one), in file
 // order; a batch may span row groups. At the end of the file it returns nil
 // and io.EOF.
-func (r *ParquetReader) Next(limit int) (b *Batch, err error) {
-	if r.err != nil {
-		return nil, r.err
+func (r *ParquetReader) Next(limit int) (*Batch, error) { return r.nextBatch(limit, r) }
+
+// fill reads up to len(rows) rows of the current row group.
+func (r *ParquetReader) fill(rows []Row, pb *pqBatch) (int, error) {
+	// Columns are filled a few rows at a time, in turn, so that every
+	// prefetch goroutine keeps decoding while the others are drained.
+	k := min(int64(len(rows)), r.rgLeft, pqInterleave)
+	if k == 0 {
+		return 0, nil
 	}
-	left := r.end - r.next
-	if left <= 0 {
-		return nil, io.EOF
-	}
-	n := int64(max(limit, 1))
-	if left < n {
-		n = left
-	}
-	pb := r.getBatch(int(n))
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("read %s row group %d: corrupt data: %v", r.path, r.rg, p)
+	part := rows[:k]
+	for _, c := range r.cols {
+		if err := r.readColumn(c, part, pb); err != nil {
+			return 0, fmt.Errorf("read %s row group %d column %q: %w", r.path, r.rg, c.name, err)
 		}
-		if err != nil {
-			r.err = err
-			pb.b.Rows = pb.b.Rows[:0]
-			pb.b.Release()
-			b = nil
-		}
-	}()
-	rows := pb.b.Rows
-	m := len(r.metaNames)
-	for i := range rows {
-		rows[i] = Row{Index: r.next + int64(i), Offset: -1, Meta: pb.meta[i*m : (i+1)*m : (i+1)*m]}
 	}
-	filled := 0
-	for filled < len(rows) {
-		if r.rgLeft == 0 {
-			if err := r.nextRowGroup(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		// Columns are filled a few rows at a time, in turn, so that every
-		// prefetch goroutine keeps decoding while the others are drained.
-		k := min(int64(len(rows)-filled), r.rgLeft, pqInterleave)
-		part := rows[filled : filled+int(k)]
-		for _, c := range r.cols {
-			if err := r.readColumn(c, part, pb); err != nil {
-				return nil, fmt.Errorf("read %s row group %d column %q: %w", r.path, r.rg, c.name, err)
-			}
-		}
-		filled += int(k)
-		r.rgLeft -= k
-		r.rgRead += k
-	}
-	r.next += int64(len(rows))
-	if r.next == r.end {
+	r.rgLeft -= k
+	r.rgRead += k
+	if r.left -= k; r.left == 0 {
 		r.closeRowGroup() // end the prefetch goroutines now
 	}
-	return &pb.b, nil
+	return int(k), nil
+}
+
+// where names the current row group in errors.
+func (r *ParquetReader) where() string { return fmt.Sprintf("row group %d", r.rg) }
+
+// nextChunk moves to the next non-empty row group.
+func (r *ParquetReader) nextChunk() (bool, error) {
+	return true, r.nextRowGroup()
 }
 
 // nextRowGroup closes the current row group's page readers and opens the
@@ -544,15 +494,15 @@ func (r *ParquetReader) readColumn(c *pqColumn, rows []Row, pb *pqBatch) error {
 			c.page, c.values, c.heldGen = p, p.Values(), 0
 			c.dict = p.Dictionary() != nil
 		}
-		if c.kind == pqBytes && !r.copyValues && c.heldGen != r.gen {
+		if c.kind == pqBytes && c.heldGen != pb.gen {
 			parquet.Retain(c.page)
-			pb.pages = append(pb.pages, c.page)
-			c.heldGen = r.gen
+			pb.held = append(pb.held, c.page)
+			c.heldGen = pb.gen
 		}
 		vals := r.vals[:min(len(rows)-i, len(r.vals))]
 		n, err := c.values.ReadValues(vals)
 		for j, v := range vals[:n] {
-			cell := c.cell(v, pb, r.copyValues)
+			cell := c.cell(v, pb)
 			row := &rows[i+j]
 			for _, s := range c.slots {
 				*slotCell(row, s) = cell
@@ -573,19 +523,14 @@ func (r *ParquetReader) readColumn(c *pqColumn, rows []Row, pb *pqBatch) error {
 }
 
 // cell converts one value of column c.
-func (c *pqColumn) cell(v parquet.Value, pb *pqBatch, copyBytes bool) Cell {
+func (c *pqColumn) cell(v parquet.Value, pb *pqBatch) Cell {
 	if v.IsNull() {
 		return Cell{}
 	}
 	switch c.kind {
 	case pqBytes:
 		b := v.ByteArray()
-		if copyBytes {
-			start := len(pb.arena)
-			pb.arena = append(pb.arena, b...)
-			b = pb.arena[start:]
-		}
-		return Cell{Kind: CellString, Stable: c.dict && !copyBytes, Data: b[:len(b):len(b)]}
+		return Cell{Kind: CellString, Stable: c.dict, Data: b[:len(b):len(b)]}
 	case pqBool:
 		return boolCell(v.Boolean())
 	case pqInt32:
@@ -593,76 +538,19 @@ func (c *pqColumn) cell(v parquet.Value, pb *pqBatch, copyBytes bool) Cell {
 	case pqInt64:
 		return pb.integer(v.Int64(), c.scale)
 	case pqUint32:
-		start := len(pb.arena)
-		pb.arena = strconv.AppendUint(pb.arena, uint64(v.Uint32()), 10)
-		return pb.numberFrom(start)
+		return pb.unsigned(uint64(v.Uint32()))
 	case pqUint64:
-		start := len(pb.arena)
-		pb.arena = strconv.AppendUint(pb.arena, v.Uint64(), 10)
-		return pb.numberFrom(start)
+		return pb.unsigned(v.Uint64())
 	case pqFloat:
-		var cell Cell
-		pb.arena, cell = floatCell(pb.arena, float64(v.Float()), 32)
-		return cell
+		return pb.float(float64(v.Float()), 32)
 	case pqDouble:
-		var cell Cell
-		pb.arena, cell = floatCell(pb.arena, v.Double(), 64)
-		return cell
+		return pb.float(v.Double(), 64)
 	case pqUUID:
 		start := len(pb.arena)
 		pb.arena = appendUUID(pb.arena, v.ByteArray())
 		return Cell{Kind: CellString, Data: pb.arena[start:len(pb.arena):len(pb.arena)]}
 	}
 	return Cell{}
-}
-
-// integer appends the text of a signed (or, with scale > 0, decimal)
-// integer to the arena and returns its CellNumber.
-func (pb *pqBatch) integer(v int64, scale int) Cell {
-	start := len(pb.arena)
-	if scale > 0 {
-		pb.arena = appendDecimal(pb.arena, v, scale)
-	} else {
-		pb.arena = strconv.AppendInt(pb.arena, v, 10)
-	}
-	return pb.numberFrom(start)
-}
-
-// numberFrom returns a CellNumber for the arena bytes after start.
-func (pb *pqBatch) numberFrom(start int) Cell {
-	return Cell{Kind: CellNumber, Data: pb.arena[start:len(pb.arena):len(pb.arena)]}
-}
-
-// getBatch takes a batch from the free list (or makes one) sized for n rows.
-func (r *ParquetReader) getBatch(n int) *pqBatch {
-	r.gen++
-	r.mu.Lock()
-	pb := popFree(&r.free)
-	r.mu.Unlock()
-	if pb == nil {
-		pb = &pqBatch{}
-		pb.b.MetaNames = r.metaNames
-		pb.b.release = func(*Batch) { r.put(pb) }
-	}
-	pb.ready(n, len(r.metaNames))
-	return pb
-}
-
-// put releases a batch's pages and returns it to the free list. A second
-// release of the same batch is ignored.
-func (r *ParquetReader) put(pb *pqBatch) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !pb.out {
-		return
-	}
-	pb.out = false
-	for i, p := range pb.pages {
-		parquet.Release(p)
-		pb.pages[i] = nil
-	}
-	pb.pages = pb.pages[:0]
-	r.free = append(r.free, pb)
 }
 
 // Cell slots: the six fields in Row order, then the metadata columns.

@@ -389,7 +389,7 @@ func checkLayout(t *testing.T, path string, page format.PageType, dict bool, cod
 }
 
 // checkParquetFile reads path with several batch sizes, then holding every
-// batch (with and without copying values), and compares the rows with want.
+// batch, and compares the rows with want.
 func checkParquetFile(t *testing.T, path string, opts Options, want []readerRow, metaNames []string) {
 	t.Helper()
 	for _, size := range []int{1, 3, 1000} {
@@ -408,17 +408,14 @@ func checkParquetFile(t *testing.T, path string, opts Options, want []readerRow,
 			t.Fatal(err)
 		}
 	}
-	for _, copyValues := range []bool{false, true} {
-		r, err := OpenParquet(path, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.copyValues = copyValues
-		if diff := cmp.Diff(want, readHeldRows(t, r, 4)); diff != "" {
-			t.Errorf("held batches (copy %v): rows (-want +got):\n%s", copyValues, diff)
-		}
-		r.Close()
+	r, err := OpenParquet(path, opts)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if diff := cmp.Diff(want, readHeldRows(t, r, 4)); diff != "" {
+		t.Errorf("held batches: rows (-want +got):\n%s", diff)
+	}
+	r.Close()
 }
 
 // writePQArrow writes rec with arrow-go's Parquet writer.
