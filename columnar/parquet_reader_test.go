@@ -880,3 +880,93 @@ func TestAppendDecimal(t *testing.T) {
 		}
 	}
 }
+
+// TestParquetDictionaryNotReused guards what Cell.Stable and the address
+// lookup of jsonview.Cache.ParseStable rely on: the bytes of a
+// dictionary-encoded value keep their content, while anything points to
+// them, after their batch is released, after later pages and row groups
+// are decoded (into pooled buffers that may be the same ones), and after
+// garbage collections. It fails if parquet-go starts decoding dictionaries
+// into pooled or reused memory.
+func TestParquetDictionaryNotReused(t *testing.T) {
+	rows := testRollouts(120)
+	dir := t.TempDir()
+	pgoDict := filepath.Join(dir, "pgo-dict.parquet")
+	writePGO(t, pgoDict, toDictRows(rows), parquet.MaxRowsPerRowGroup(17), parquet.PageBufferSize(64), parquet.Compression(&parquet.Zstd))
+	plain := filepath.Join(dir, "plain.parquet")
+	writePGO(t, plain, rows, parquet.MaxRowsPerRowGroup(17), parquet.PageBufferSize(64), parquet.Compression(&parquet.Zstd))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec, _, _ := arrowRollouts(t, mem, 90)
+	defer rec.Release()
+	arrowDict := filepath.Join(dir, "arrow-dict.parquet")
+	writePQArrow(t, arrowDict, rec, pqa.WithMaxRowGroupLength(11), pqa.WithDataPageSize(256), pqa.WithBatchSize(3),
+		pqa.WithCompression(compress.Codecs.Zstd), pqa.WithDataPageVersion(pqa.DataPageV2))
+
+	// churn reads a file to the end, releasing every batch at once, so
+	// that the pools its pages come from are drained and refilled.
+	churn := func(path string) {
+		t.Helper()
+		r, err := OpenParquet(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		readAllRows(t, r, 5, r.MetaNames())
+	}
+	for _, path := range []string{pgoDict, arrowDict} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			type kept struct {
+				row  int64
+				data []byte // the cell's bytes, where the reader put them
+				text string // a copy taken when the batch was read
+			}
+			var all []kept
+			groups := map[int]bool{}
+			r, err := OpenParquet(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				b, err := r.Next(3)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range b.Rows {
+					row := &b.Rows[i]
+					for _, c := range []Cell{row.ID, row.Task, row.Final, row.Initial, row.Output, row.Log} {
+						if c.Stable && len(c.Data) > 0 {
+							all = append(all, kept{row.Index, c.Data, string(c.Data)})
+							groups[r.rg] = true
+						}
+					}
+				}
+				b.Release()
+				churn(plain)
+			}
+			r.Close()
+			if len(groups) < 2 {
+				t.Fatalf("stable cells in %d row groups, want several", len(groups))
+			}
+			for range 3 {
+				runtime.GC()
+				churn(plain)
+				churn(path)
+			}
+			bad := 0
+			for _, k := range all {
+				if string(k.data) != k.text {
+					if bad++; bad <= 3 {
+						t.Errorf("row %d: dictionary value changed from %q to %q", k.row, k.text, k.data)
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d of %d dictionary values changed after their batch was released", bad, len(all))
+			}
+		})
+	}
+}
