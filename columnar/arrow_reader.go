@@ -71,26 +71,61 @@ func openArrow(path string, opts Options, mem memory.Allocator) (*ArrowReader, e
 	if err != nil {
 		return nil, err
 	}
+	return newArrowReader(path, f, opts, mem)
+}
+
+// newArrowReader reads the Arrow IPC file or stream f, named path in
+// errors. It takes f over: the reader closes it, and so does a failure.
+func newArrowReader(path string, f *os.File, opts Options, mem memory.Allocator) (*ArrowReader, error) {
 	r := &ArrowReader{
 		chunkReader: chunkReader[arrow.RecordBatch]{path: path, end: -1, unhold: arrow.RecordBatch.Release},
 		f:           f,
 	}
-	if err := r.open(mem, opts.Fields.WithDefaults()); err != nil {
+	ipcIn, err := openArrowIPC(f, mem)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	r.file, r.stream, r.end = ipcIn.file, ipcIn.stream, ipcIn.rows
+	if err := r.planColumns(ipcIn.schema, opts.Fields.WithDefaults()); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return r, nil
 }
 
-func (r *ArrowReader) open(mem memory.Allocator, fields FieldNames) (err error) {
+// arrowIPC is an Arrow IPC input opened for reading: a file (with its
+// footer read) or a stream (with its schema message read).
+type arrowIPC struct {
+	file   *ipc.FileReader // nil for a stream
+	stream *ipc.Reader     // nil for a file
+	schema *arrow.Schema
+	rows   int64 // from a file's record batch headers; -1 if unknown
+}
+
+// close releases the file or stream reader (not the file under it).
+func (a *arrowIPC) close() {
+	if a.file != nil {
+		a.file.Close()
+	}
+	if a.stream != nil {
+		a.stream.Release()
+	}
+}
+
+// openArrowIPC reads the schema of the Arrow IPC file or stream f, and for
+// a file its footer and the row count of its record batch headers.
+func openArrowIPC(f *os.File, mem memory.Allocator) (a arrowIPC, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("corrupt arrow data: %v", p)
+			a.close()
+			a, err = arrowIPC{}, fmt.Errorf("corrupt arrow data: %v", p)
 		}
 	}()
-	st, err := r.f.Stat()
+	a.rows = -1
+	st, err := f.Stat()
 	if err != nil {
-		return err
+		return a, err
 	}
 	// No message can be larger than the file: the limits keep a damaged or
 	// foreign file from asking for a huge buffer, and let through record
@@ -102,27 +137,31 @@ func (r *ArrowReader) open(mem memory.Allocator, fields FieldNames) (err error) 
 		ipc.WithBodySizeLimit(max(size, 1)),
 	}
 	var head [6]byte
-	n, _ := r.f.ReadAt(head[:], 0)
-	var schema *arrow.Schema
+	n, _ := f.ReadAt(head[:], 0)
 	switch {
 	case n == len(head) && string(head[:]) == "ARROW1":
-		if r.file, err = ipc.NewFileReader(r.f, opts...); err != nil {
-			return fmt.Errorf("not a valid arrow ipc file (truncated?): %w", err)
+		if a.file, err = ipc.NewFileReader(f, opts...); err != nil {
+			return a, fmt.Errorf("not a valid arrow ipc file (truncated?): %w", err)
 		}
-		schema = r.file.Schema()
-		if rows, ok := arrowFileRows(r.f, size); ok {
-			r.end = rows
+		a.schema = a.file.Schema()
+		if rows, ok := arrowFileRows(f, size); ok {
+			a.rows = rows
 		}
 	case n >= 4 && string(head[:4]) == "FEA1":
-		return errors.New("feather v1 files are not supported; rewrite as feather v2 (arrow ipc)")
+		return a, errors.New("feather v1 files are not supported; rewrite as feather v2 (arrow ipc)")
 	default:
 		// NewReaderFromMessageReader, unlike NewReader, applies the limits.
-		msgs := ipc.NewMessageReader(bufio.NewReaderSize(r.f, 1<<16), opts...)
-		if r.stream, err = ipc.NewReaderFromMessageReader(msgs, opts...); err != nil { // releases msgs
-			return fmt.Errorf("not an arrow ipc file or stream: %w", err)
+		msgs := ipc.NewMessageReader(bufio.NewReaderSize(f, 1<<16), opts...)
+		if a.stream, err = ipc.NewReaderFromMessageReader(msgs, opts...); err != nil { // releases msgs
+			return a, fmt.Errorf("not an arrow ipc file or stream: %w", err)
 		}
-		schema = r.stream.Schema()
+		a.schema = a.stream.Schema()
 	}
+	return a, nil
+}
+
+// planColumns picks the columns to read and where their cells go.
+func (r *ArrowReader) planColumns(schema *arrow.Schema, fields FieldNames) error {
 	names := fieldSlotNames(fields)
 	for i, field := range schema.Fields() {
 		var slots []int

@@ -2,7 +2,10 @@ package columnar
 
 import (
 	"fmt"
+	"os"
 	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Input formats recognised by file name.
@@ -37,17 +40,47 @@ func InputFormat(name string) (format string, ok bool) {
 	return "", false
 }
 
+// unsupportedType is the error for a file name of no input format.
+func unsupportedType(path string) error {
+	return fmt.Errorf("open %s: unsupported file type (want .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow or .feather)", path)
+}
+
 // Open opens an input file with the reader for its format.
 func Open(path string, opts Options) (Reader, error) {
 	format, ok := InputFormat(path)
 	if !ok {
-		return nil, fmt.Errorf("open %s: unsupported file type (want .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow or .feather)", path)
+		return nil, unsupportedType(path)
 	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return newReader(path, format, f, opts)
+}
+
+// newReader makes the reader of format for the file f, named path in
+// errors. It takes f over: the reader closes it, and so does a failure.
+func newReader(path, format string, f *os.File, opts Options) (Reader, error) {
 	switch format {
 	case InputParquet:
-		return OpenParquet(path, opts)
+		r, err := newParquetReader(path, f, opts)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return r, nil
 	case InputArrow:
-		return OpenArrow(path, opts)
+		r, err := newArrowReader(path, f, opts, memory.NewGoAllocator())
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
-	return OpenJSONL(path, opts)
+	r, err := NewJSONLReader(path, f, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.closers = append(r.closers, f)
+	return r, nil
 }

@@ -145,18 +145,16 @@ func OpenParquet(path string, opts Options) (*ParquetReader, error) {
 	return r, nil
 }
 
+// newParquetReader reads the Parquet file f, named path in errors. The
+// caller closes f when it fails.
 func newParquetReader(path string, f *os.File, opts Options) (*ParquetReader, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	size := st.Size()
-	if err := checkParquetMagic(f, size); err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	file, err := openParquetFile(f, size)
+	file, err := readParquetFooter(path, f, st.Size())
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	r := &ParquetReader{
 		chunkReader: chunkReader[parquet.Page]{path: path, end: file.NumRows(), exact: true, unhold: parquet.Release},
@@ -178,6 +176,19 @@ func newParquetReader(path string, f *os.File, opts Options) (*ParquetReader, er
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return r, nil
+}
+
+// readParquetFooter checks that f, of size bytes and named path in errors,
+// is a Parquet file and reads its footer.
+func readParquetFooter(path string, f io.ReaderAt, size int64) (*parquet.File, error) {
+	if err := checkParquetMagic(f, size); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	file, err := openParquetFile(f, size)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return file, nil
 }
 
 // checkParquetMagic gives a clearer error than the library for files that
@@ -222,6 +233,28 @@ func openParquetFile(f io.ReaderAt, size int64) (file *parquet.File, err error) 
 		parquet.SkipBloomFilters(true),
 		parquet.ReadBufferSize(64<<10),
 	)
+}
+
+// restrict limits the reader, before its first Next, to the row groups
+// first through first+n-1 (0-based). Row indexes stay those of the file,
+// so rows read through a range are numbered as when the whole file is
+// read; Rows returns the rows of the range.
+func (r *ParquetReader) restrict(first, n int) error {
+	if first < 0 || n < 0 || first+n > len(r.groups) {
+		return fmt.Errorf("open %s: row groups %d..%d out of range (the file has %d)", r.path, first, first+n-1, len(r.groups))
+	}
+	var start, count int64
+	for i, g := range r.groups {
+		switch {
+		case i < first:
+			start += g.NumRows()
+		case i < first+n:
+			count += g.NumRows()
+		}
+	}
+	r.rg = first - 1
+	r.start, r.next, r.end, r.left = start, start, start+count, count
+	return nil
 }
 
 // planColumns picks the columns to read and where their cells go.

@@ -32,6 +32,12 @@ type Unit struct {
 	// unit; RowGroups 0 means the whole file.
 	FirstRowGroup int
 	RowGroups     int
+
+	// input describes the unit's file; it is nil for standard input and
+	// when describing failed, with err.
+	input *columnar.Input
+	err   error
+	rows  int64 // rows of the unit; -1 when unknown
 }
 
 // ConfigError is a usage or configuration problem found before anything

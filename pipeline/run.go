@@ -73,6 +73,9 @@ type Config struct {
 	// MaxLineBytes bounds one JSON Lines line (0: 64 MiB); a longer line
 	// is a row with status error.
 	MaxLineBytes int
+
+	// open opens input files (os.Open when nil); tests count opens with it.
+	open columnar.OpenFunc
 }
 
 // Progress receives the progress of a run from one goroutine.
@@ -182,7 +185,7 @@ func prepare(cfg Config) (*runner, error) {
 	if stdins > 0 && cfg.Shard.Count > 1 {
 		return nil, &ConfigError{Msg: "--shard cannot split standard input (-) between processes"}
 	}
-	units := splitUnits(files, cfg.RowGroupsPerUnit)
+	units := describeUnits(files, cfg.RowGroupsPerUnit, cfg.open)
 	bindings, err := Bind(cfg.Verifiers)
 	if err != nil {
 		return nil, err
@@ -196,7 +199,7 @@ func prepare(cfg Config) (*runner, error) {
 		p.tasks = tasks
 	}
 	if p.keep == nil {
-		p.keep = defaultKeep(files, p.fields)
+		p.keep = defaultKeep(units, p.fields)
 	}
 	p.skips = columnar.StateSkips(&p.fields, p.initials)
 	for _, k := range p.keep {
@@ -231,21 +234,18 @@ func Bind(vs []*verifiers.Verifier) (map[string]*verifiers.Verifier, error) {
 }
 
 // defaultKeep returns those of model, run_id and sample that any input
-// has: the columns of Parquet and Arrow files, the keys of the first
-// object line of JSON Lines files. Standard input is not probed, nor is a
-// file that cannot be read: grading it fails later, as that unit's error.
+// has, by the inputs' descriptions: the columns of Parquet and Arrow
+// files, the keys of the first object line of JSON Lines files. Standard
+// input is not probed, nor is a file that cannot be read: grading it fails
+// later, as that unit's error.
 func defaultKeep(units []Unit, fields columnar.FieldNames) []string {
 	want := []string{"model", "run_id", "sample"}
 	found := map[string]bool{}
 	for _, u := range units {
-		if u.Path == Stdin {
+		if u.input == nil {
 			continue
 		}
-		names, err := columnar.ProbeColumns(u.Path)
-		if err != nil {
-			continue
-		}
-		for _, n := range names {
+		for _, n := range u.input.Columns {
 			found[n] = true
 		}
 	}
@@ -419,7 +419,7 @@ func (r *runner) produce(ctx context.Context, units []*Unit, tokens chan struct{
 	}
 	opts := columnar.Options{Fields: r.plan.fields, MaxLineBytes: r.cfg.MaxLineBytes}
 	if r.cfg.Progress != nil {
-		r.cfg.Progress.SetTotal(r.totalRows(units, opts))
+		r.cfg.Progress.SetTotal(totalRows(units))
 	}
 	for _, u := range units {
 		rows, err, ok := r.produceUnit(u, opts, send)
@@ -461,34 +461,26 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 	return rows, nil, true
 }
 
+// open returns the reader of a unit, made from its input's description.
 func (r *runner) open(u *Unit, opts columnar.Options) (columnar.Reader, error) {
-	if u.Path == Stdin {
+	switch {
+	case u.Path == Stdin:
 		return columnar.NewJSONLReader("-", r.cfg.Stdin, opts)
+	case u.input == nil:
+		return nil, u.err
 	}
-	if u.RowGroups > 0 {
-		return columnar.OpenParquetRange(u.Path, u.FirstRowGroup, u.RowGroups, opts)
-	}
-	return columnar.Open(u.Path, opts)
+	return u.input.Open(columnar.InputUnit{FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups, Rows: u.rows}, opts)
 }
 
-// totalRows sums the row counts recorded in the inputs' footers, or
-// returns -1 when an input does not record one.
-func (r *runner) totalRows(units []*Unit, opts columnar.Options) int64 {
+// totalRows sums the row counts of the units, as their inputs' footers
+// record them, or returns -1 when one is unknown.
+func totalRows(units []*Unit) int64 {
 	var total int64
 	for _, u := range units {
-		if u.Format == columnar.InputJSONL {
+		if u.rows < 0 {
 			return -1
 		}
-		rd, err := r.open(u, opts)
-		if err != nil {
-			return -1 // the producer reports the error when it gets there
-		}
-		n := rd.Rows()
-		rd.Close()
-		if n < 0 {
-			return -1
-		}
-		total += n
+		total += u.rows
 	}
 	return total
 }

@@ -12,31 +12,35 @@ import (
 // DefaultRowGroupsPerUnit is Config.RowGroupsPerUnit when it is 0.
 const DefaultRowGroupsPerUnit = 16
 
-// splitUnits cuts every Parquet file with more than perUnit row groups into
-// units of perUnit consecutive row groups (the last may hold fewer), and
-// numbers the units in input order. The cut depends only on the files and
-// perUnit, never on --shard, so that a sharded run writes exactly the parts
-// of an unsharded one. A file whose footer cannot be read stays one unit:
-// reading it fails later, as that unit's error.
-func splitUnits(files []Unit, perUnit int) []Unit {
+// describeUnits describes every input file, opening it once through open
+// (os.Open when nil), and returns the units of the run numbered in input
+// order: every Parquet file with more than perUnit row groups is cut into
+// units of perUnit consecutive row groups (the last may hold fewer), other
+// files are one unit each. The cut depends only on the files and perUnit,
+// never on --shard, so that a sharded run writes exactly the parts of an
+// unsharded one. A file that cannot be described stays one unit, which
+// fails with that error when its turn to be read comes.
+func describeUnits(files []Unit, perUnit int, open columnar.OpenFunc) []Unit {
 	var units []Unit
 	for _, u := range files {
-		if u.Format != columnar.InputParquet || u.Path == Stdin {
+		u.rows = -1
+		if u.Path == Stdin {
 			u.Index = len(units)
 			units = append(units, u)
 			continue
 		}
-		groups, err := columnar.ParquetRowGroups(u.Path)
-		if err != nil || groups <= perUnit {
+		in, err := columnar.Describe(u.Path, columnar.DescribeOptions{RowGroupsPerUnit: perUnit, Open: open})
+		if err != nil {
 			u.Index = len(units)
+			u.err = err
 			units = append(units, u)
 			continue
 		}
-		for first := 0; first < groups; first += perUnit {
+		for _, iu := range in.Units {
 			r := u
 			r.Index = len(units)
-			r.FirstRowGroup = first
-			r.RowGroups = min(perUnit, groups-first)
+			r.FirstRowGroup, r.RowGroups, r.rows = iu.FirstRowGroup, iu.RowGroups, iu.Rows
+			r.input = in
 			units = append(units, r)
 		}
 	}
