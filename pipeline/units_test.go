@@ -9,12 +9,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// countingProgress asks for the total, as the progress bar does.
-type countingProgress struct{ total int64 }
+// totalProgress keeps the total it is given, which it asks for as the
+// progress bar does.
+type totalProgress struct{ total int64 }
 
-func (p *countingProgress) SetTotal(total int64) { p.total = total }
-func (p *countingProgress) Add(int)              {}
-func (p *countingProgress) Finish()              {}
+func (p *totalProgress) SetTotal(total int64) { p.total = total }
+func (p *totalProgress) Add(int)              {}
+func (p *totalProgress) Finish()              {}
 
 // TestInputOpens counts the opens of each input file while a run is
 // prepared and graded. The bound: planning (the input's format, its units,
@@ -55,7 +56,7 @@ func TestInputOpens(t *testing.T) {
 				os.RemoveAll(out)
 			}
 			clear(opens)
-			progress := &countingProgress{}
+			progress := &totalProgress{total: -2} // -2: SetTotal not called
 			grade(t, Config{Inputs: []string{pq, jl}, Out: out, RowGroupsPerUnit: 4, Shard: tt.shard, Resume: tt.resume, Progress: progress, open: open})
 			if diff := cmp.Diff(tt.want, opens); diff != "" {
 				t.Errorf("opens by file (-want +got):\n%s", diff)
