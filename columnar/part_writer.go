@@ -62,27 +62,20 @@ type PartOptions struct {
 type Part struct {
 	rewards *partFile
 	checks  *partFile
-	rw      rewardsEncoder
-	cw      checksEncoder
+	rw      encoder[RewardRow]
+	cw      encoder[CheckRow]
 	keep    int   // number of keep columns
 	err     error // sticky: the first write error
 	closed  bool  // Close or Abort was called
 }
 
-// rewardsEncoder encodes rewards rows into one file.
-type rewardsEncoder interface {
-	writeRewards(rows []RewardRow) error
+// encoder encodes the rows of one table into one file.
+type encoder[R any] interface {
+	write(rows []R) error
 	// finish writes what is still buffered and the file's footer, if any,
 	// to the partFile's buffered writer.
 	finish() error
 	// release frees buffered rows; it is called once, last.
-	release()
-}
-
-// checksEncoder encodes checks rows into one file.
-type checksEncoder interface {
-	writeChecks(rows []CheckRow) error
-	finish() error
 	release()
 }
 
@@ -122,14 +115,15 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 		return nil, err
 	}
 
+	rewards := rewardsTable(opts.Keep)
 	switch opts.Format {
 	case FormatJSONL:
-		p.rw = newJSONLRewards(p.rewards.bw, opts.Keep)
-		p.cw = newJSONLChecks(p.checks.bw)
+		p.rw = newJSONLTable(p.rewards.bw, rewards)
+		p.cw = newJSONLTable(p.checks.bw, checkColumns)
 	default:
-		p.rw, err = newArrowRewards(p.rewards.bw, opts)
+		p.rw, err = newArrowTable(p.rewards.bw, rewards, opts)
 		if err == nil {
-			p.cw, err = newArrowChecks(p.checks.bw, opts)
+			p.cw, err = newArrowTable(p.checks.bw, checkColumns, opts)
 		}
 	}
 	if err != nil {
@@ -144,7 +138,7 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 func checkKeep(keep []string) error {
 	seen := make(map[string]bool, len(rewardColumns)+len(keep))
 	for _, c := range rewardColumns {
-		seen[c] = true
+		seen[c.name] = true
 	}
 	for _, k := range keep {
 		if k == "" {
@@ -171,7 +165,7 @@ func (p *Part) WriteRewards(rows []RewardRow) error {
 			return p.err
 		}
 	}
-	if err := p.rw.writeRewards(rows); err != nil {
+	if err := p.rw.write(rows); err != nil {
 		p.err = pathErr("write", p.rewards.final, err)
 		return p.err
 	}
@@ -183,7 +177,7 @@ func (p *Part) WriteChecks(rows []CheckRow) error {
 	if err := p.usable(); err != nil {
 		return err
 	}
-	if err := p.cw.writeChecks(rows); err != nil {
+	if err := p.cw.write(rows); err != nil {
 		p.err = pathErr("write", p.checks.final, err)
 		return p.err
 	}
