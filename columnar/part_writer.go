@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/gavelhq/gavel/internal/atomicfile"
 )
 
 // defaultRowGroupRows is the row group (Parquet) and record batch (Arrow)
@@ -231,10 +232,10 @@ func (p *Part) Close() error {
 		return err
 	}
 	// Both renames must reach the disk before the part counts as complete.
-	if err := syncDir(p.checks.dir); err != nil {
+	if err := atomicfile.SyncDir(p.checks.dir); err != nil {
 		return err
 	}
-	return syncDir(p.rewards.dir)
+	return atomicfile.SyncDir(p.rewards.dir)
 }
 
 // finish completes both files and closes them, without renaming.
@@ -280,25 +281,20 @@ func PartName(index int, format string) string {
 type partFile struct {
 	dir   string
 	final string // path under the final name
-	tmp   string // path under the temporary name
-	f     *os.File
+	f     *atomicfile.File
 	bw    *bufio.Writer
 }
 
 // createPartFile creates dir and, in it, the temporary file for name. A
 // temporary file left by an earlier, interrupted run is truncated.
 func createPartFile(dir, name string) (*partFile, error) {
-	pf := &partFile{
-		dir:   dir,
-		final: filepath.Join(dir, name),
-		tmp:   filepath.Join(dir, "."+name+".tmp"),
-	}
+	pf := &partFile{dir: dir, final: filepath.Join(dir, name)}
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, pathErr("create", dir, err)
 	}
-	f, err := os.OpenFile(pf.tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	f, err := atomicfile.Create(pf.final, atomicfile.Options{Durable: true})
 	if err != nil {
-		return nil, pathErr("create", pf.tmp, err)
+		return nil, err
 	}
 	pf.f = f
 	pf.bw = bufio.NewWriterSize(f, 1<<20)
@@ -307,59 +303,22 @@ func createPartFile(dir, name string) (*partFile, error) {
 
 // close flushes, syncs and closes the temporary file.
 func (pf *partFile) close() error {
-	f := pf.f
-	pf.f = nil
 	if err := pf.bw.Flush(); err != nil {
-		f.Close()
+		pf.f.Abort()
 		return pathErr("write", pf.final, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return pathErr("sync", pf.tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return pathErr("close", pf.tmp, err)
-	}
-	return nil
+	return pf.f.Close()
 }
 
 // rename moves the closed temporary file to its final name.
-func (pf *partFile) rename() error {
-	// The *os.LinkError names both paths.
-	return os.Rename(pf.tmp, pf.final)
-}
+func (pf *partFile) rename() error { return pf.f.Rename() }
 
 // remove closes the temporary file, if open, and removes it. Errors are
 // ignored: this is cleanup after a failure or an abort.
 func (pf *partFile) remove() {
-	if pf == nil {
-		return
+	if pf != nil {
+		pf.f.Abort()
 	}
-	if pf.f != nil {
-		pf.f.Close()
-		pf.f = nil
-	}
-	os.Remove(pf.tmp)
-}
-
-// syncDir makes a rename in dir durable. Windows cannot sync a directory;
-// there the rename is left to the file system.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return pathErr("sync", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return pathErr("sync", dir, err)
-	}
-	return nil
 }
 
 // pathErr wraps err as "op path: err". An *os.PathError, which would name
