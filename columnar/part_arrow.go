@@ -24,9 +24,9 @@ import (
 //
 // Nullability: a column that SPEC section 6 never allows to be null is
 // declared non-nullable in Arrow and REQUIRED in Parquet; the nullable ones
-// (verifier_id, passed, reward, error_kind, error, actual, expected and the
-// keep columns) are nullable / OPTIONAL. Strings are Arrow utf8 and Parquet
-// BYTE_ARRAY annotated STRING.
+// and the keep columns are nullable / OPTIONAL. Strings are Arrow utf8 and
+// Parquet BYTE_ARRAY annotated STRING. Both, and each column's Parquet
+// encoding, are set by the tables' column lists (results.go).
 //
 // Parquet dictionary encoding is kept for the categorical columns (task,
 // verifier, status, error kind, source file, check id, label, kept
@@ -46,75 +46,9 @@ import (
 // fields by name), while pqarrow already gives the exact physical and
 // logical types both readers expect.
 
-// rewardColumns names the fixed rewards columns in order (SPEC 6).
-var rewardColumns = []string{
-	"rollout_id", "task_id", "verifier_id", "status", "passed", "reward",
-	"checks_total", "checks_passed", "required_total", "required_passed",
-	"error_kind", "error", "source_file", "source_row",
-}
-
-// rewardsSchema returns the Arrow schema of the rewards table with the keep
-// columns appended.
-func rewardsSchema(keep []string) *arrow.Schema {
-	str := arrow.BinaryTypes.String
-	i32 := arrow.PrimitiveTypes.Int32
-	fields := []arrow.Field{
-		{Name: "rollout_id", Type: str},
-		{Name: "task_id", Type: str},
-		{Name: "verifier_id", Type: str, Nullable: true},
-		{Name: "status", Type: str},
-		{Name: "passed", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
-		{Name: "reward", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-		{Name: "checks_total", Type: i32},
-		{Name: "checks_passed", Type: i32},
-		{Name: "required_total", Type: i32},
-		{Name: "required_passed", Type: i32},
-		{Name: "error_kind", Type: str, Nullable: true},
-		{Name: "error", Type: str, Nullable: true},
-		{Name: "source_file", Type: str},
-		{Name: "source_row", Type: arrow.PrimitiveTypes.Int64},
-	}
-	for _, k := range keep {
-		fields = append(fields, arrow.Field{Name: k, Type: str, Nullable: true})
-	}
-	return arrow.NewSchema(fields, nil)
-}
-
-// checksSchema returns the Arrow schema of the checks table.
-func checksSchema() *arrow.Schema {
-	str := arrow.BinaryTypes.String
-	return arrow.NewSchema([]arrow.Field{
-		{Name: "rollout_id", Type: str},
-		{Name: "task_id", Type: str},
-		{Name: "verifier_id", Type: str, Nullable: true},
-		{Name: "check_index", Type: arrow.PrimitiveTypes.Int32},
-		{Name: "check_id", Type: str},
-		{Name: "label", Type: str},
-		{Name: "required", Type: arrow.FixedWidthTypes.Boolean},
-		{Name: "status", Type: str},
-		{Name: "detail", Type: str},
-		{Name: "actual", Type: str, Nullable: true},
-		{Name: "expected", Type: str, Nullable: true},
-	}, nil)
-}
-
 // dictType is the Arrow type of the categorical string columns of Parquet
 // parts (dictStrings).
 var dictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
-
-// withDictionaries returns schema with the columns named in dict typed as
-// dictType.
-func withDictionaries(schema *arrow.Schema, dict []string) *arrow.Schema {
-	fields := schema.Fields()
-	for i := range fields {
-		for _, d := range dict {
-			if fields[i].Name == d {
-				fields[i].Type = dictType
-			}
-		}
-	}
-	return arrow.NewSchema(fields, nil)
-}
 
 // batchSink writes record batches of one table to a file.
 type batchSink interface {
@@ -234,7 +168,8 @@ func (a *asyncSink) shutdown() {
 func (s parquetSink) write(rec arrow.RecordBatch) error { return s.fw.Write(rec) }
 func (s parquetSink) close() error                      { return s.fw.Close() }
 
-// arrowTable buffers up to max rows of one table in Arrow builders.
+// arrowTable buffers up to max rows of one table, whose rows are R, in
+// Arrow builders.
 //
 // Rows are appended one by one with the builders' checked Append methods
 // and never with a Reserve sized by the caller's slice: the capacities a
@@ -247,11 +182,13 @@ func (s parquetSink) close() error                      { return s.fw.Close() }
 // spares the builders' repeated doubling and copying. Arrow IPC does not
 // presize: the builders' validity buffers are written as they are, and a
 // short last batch would carry buffers sized for a full one.
-type arrowTable struct {
+type arrowTable[R any] struct {
 	rb       *array.RecordBuilder
 	sink     batchSink
 	schema   *arrow.Schema  // of the batches written (dictionary columns in Parquet)
-	dicts    []*dictStrings // by field: the column's dictionary builder, or nil
+	dicts    []*dictStrings // by column: its dictionary builder, or nil
+	add      []func(*R)     // by column: appends a row's value
+	keys     []dictKey[R]   // the dictionary columns
 	n        int            // rows in the builders
 	max      int            // rows per batch
 	presize  bool           // reserve prevRows and prevData at the start of a batch
@@ -259,67 +196,106 @@ type arrowTable struct {
 	prevData []int          // bytes of each string column in the previous batch
 }
 
-// newArrowTable starts a table of schema. In Parquet, the columns named in
-// dict are built as dictionaries (dictStrings), not in rb.
-func newArrowTable(w io.Writer, schema *arrow.Schema, noDict, dict []string, opts PartOptions) (arrowTable, error) {
-	t := arrowTable{schema: schema, max: opts.RowGroupRows, presize: opts.Format == FormatParquet}
+// dictKey is a dictionary column of a Parquet part and the way a row's
+// value of it is read.
+type dictKey[R any] struct {
+	d   *dictStrings
+	key func(*R) string
+}
+
+// newArrowTable starts a table of cols. In Parquet, the categorical
+// columns are built as dictionaries (dictStrings), not in rb, and the
+// plain ones are written without a dictionary.
+func newArrowTable[R any](w io.Writer, cols []column[R], opts PartOptions) (*arrowTable[R], error) {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = arrow.Field{Name: c.name, Type: c.typ, Nullable: c.nullable}
+	}
+	schema := arrow.NewSchema(fields, nil)
+	t := &arrowTable[R]{schema: schema, max: opts.RowGroupRows, presize: opts.Format == FormatParquet}
+	var noDict []string
 	if opts.Format == FormatParquet {
-		t.schema = withDictionaries(schema, dict)
-		t.dicts = make([]*dictStrings, schema.NumFields())
-		for i, f := range t.schema.Fields() {
-			if f.Type == dictType {
+		t.dicts = make([]*dictStrings, len(cols))
+		written := make([]arrow.Field, len(fields))
+		copy(written, fields)
+		for i, c := range cols {
+			switch c.enc {
+			case pqCategorical:
+				written[i].Type = dictType
 				t.dicts[i] = newDictStrings(opts.alloc)
+				t.keys = append(t.keys, dictKey[R]{t.dicts[i], c.key})
+			case pqPlain:
+				noDict = append(noDict, c.name)
 			}
 		}
+		t.schema = arrow.NewSchema(written, nil)
 	}
 	sink, err := newBatchSink(w, t.schema, noDict, opts)
 	if err != nil {
-		return t, err
+		t.releaseDicts()
+		return nil, err
 	}
 	t.sink = sink
 	t.rb = array.NewRecordBuilder(opts.alloc, schema)
+	for i, c := range cols {
+		var b columnBuilder = t.rb.Field(i)
+		if t.dicts != nil && t.dicts[i] != nil {
+			b = t.dicts[i]
+		}
+		t.add = append(t.add, c.bind(b))
+	}
 	return t, nil
 }
 
-// str returns the appender of string field i: its dictionary builder, or
-// its string builder.
-func (t *arrowTable) str(i int) stringAppender {
-	if t.dicts != nil && t.dicts[i] != nil {
-		return t.dicts[i]
+// write appends rows, writing a batch whenever it is full. Before a row
+// is appended, every dictionary column is checked (overflows), and the
+// batch is written first if the row would take one past maxDictBytes.
+func (t *arrowTable[R]) write(rows []R) error {
+	for i := range rows {
+		r := &rows[i]
+		if t.n > 0 && t.dictFull(r) {
+			if err := t.flush(); err != nil {
+				return err
+			}
+		}
+		t.beginRow()
+		for _, add := range t.add {
+			add(r)
+		}
+		if err := t.endRow(); err != nil {
+			return err
+		}
 	}
-	return t.rb.Field(i).(*array.StringBuilder)
+	return nil
 }
 
-// stringAppender appends to a string column.
-type stringAppender interface {
-	Append(string)
-	AppendNull()
+// dictFull reports whether r would take a dictionary column past
+// maxDictBytes.
+func (t *arrowTable[R]) dictFull(r *R) bool {
+	for _, k := range t.keys {
+		if overflows(k.d, k.key(r)) {
+			return true
+		}
+	}
+	return false
 }
 
-// overflows reports whether appending s to d (nil: not a dictionary
-// column) would take d's dictionary past maxDictBytes. It is checked for
-// every dictionary column of a row before the row is appended, and the
-// batch is flushed first if any would: every row group's dictionaries then
-// stay under Parquet's dictionary page limit, unless one row alone exceeds
-// it. (pqarrow puts a dictionary array's whole dictionary first and then
-// its indices in batches; a dictionary past the limit makes the column
-// writer fall back to plain encoding between two batches, releasing the
-// dictionary encoder the later batches were handed. It read back correctly
-// when tried, but gavel does not depend on that path.)
+// overflows reports whether appending s to d would take d's dictionary
+// past maxDictBytes. It is checked for every dictionary column of a row
+// before the row is appended, and the batch is flushed first if any
+// would: every row group's dictionaries then stay under Parquet's
+// dictionary page limit, unless one row alone exceeds it. (pqarrow puts a
+// dictionary array's whole dictionary first and then its indices in
+// batches; a dictionary past the limit makes the column writer fall back
+// to plain encoding between two batches, releasing the dictionary encoder
+// the later batches were handed. It read back correctly when tried, but
+// gavel does not depend on that path.)
 func overflows(d *dictStrings, s string) bool {
-	return d != nil && d.bytes+len(s)+4 > maxDictBytes && !d.has(s)
-}
-
-// dict returns the dictionary builder of field i, or nil.
-func (t *arrowTable) dict(i int) *dictStrings {
-	if t.dicts == nil {
-		return nil
-	}
-	return t.dicts[i]
+	return d.bytes+len(s)+4 > maxDictBytes && !d.has(s)
 }
 
 // beginRow presizes the builders when a batch starts.
-func (t *arrowTable) beginRow() {
+func (t *arrowTable[R]) beginRow() {
 	if t.n == 0 && t.presize && t.prevRows > 0 {
 		for i, f := range t.rb.Fields() {
 			if t.dicts != nil && t.dicts[i] != nil {
@@ -335,7 +311,7 @@ func (t *arrowTable) beginRow() {
 }
 
 // endRow records that a row was appended and writes the batch when full.
-func (t *arrowTable) endRow() error {
+func (t *arrowTable[R]) endRow() error {
 	t.n++
 	if t.n < t.max {
 		return nil
@@ -344,7 +320,7 @@ func (t *arrowTable) endRow() error {
 }
 
 // flush writes the buffered rows, if any, as one batch.
-func (t *arrowTable) flush() error {
+func (t *arrowTable[R]) flush() error {
 	if t.n == 0 {
 		return nil
 	}
@@ -381,7 +357,7 @@ func (t *arrowTable) flush() error {
 	return t.sink.write(rec)
 }
 
-func (t *arrowTable) finish() error {
+func (t *arrowTable[R]) finish() error {
 	if err := t.flush(); err != nil {
 		return err
 	}
@@ -389,187 +365,19 @@ func (t *arrowTable) finish() error {
 }
 
 // release frees the builders and ends an asynchronous sink's goroutine.
-func (t *arrowTable) release() {
+func (t *arrowTable[R]) release() {
 	if a, ok := t.sink.(*asyncSink); ok {
 		a.shutdown()
 	}
 	t.rb.Release()
+	t.releaseDicts()
+}
+
+func (t *arrowTable[R]) releaseDicts() {
 	for _, d := range t.dicts {
 		if d != nil {
 			d.release()
 		}
-	}
-}
-
-// arrowRewards appends rewards rows to the rewards builders.
-type arrowRewards struct {
-	arrowTable
-	rolloutID, errorMsg           *array.StringBuilder
-	taskID, verifierID, status    stringAppender
-	passed                        *array.BooleanBuilder
-	reward                        *array.Float64Builder
-	checksTotal, checksPassed     *array.Int32Builder
-	requiredTotal, requiredPassed *array.Int32Builder
-	errorKind, sourceFile         stringAppender
-	sourceRow                     *array.Int64Builder
-	keep                          []*array.StringBuilder
-}
-
-// rewardDicts and checkDicts name the categorical columns, written to
-// Parquet as dictionaries built by gavel (dictStrings).
-var (
-	rewardDicts = []string{"task_id", "verifier_id", "status", "error_kind", "source_file"}
-	checkDicts  = []string{"task_id", "verifier_id", "check_id", "label", "status"}
-)
-
-func newArrowRewards(w io.Writer, opts PartOptions) (*arrowRewards, error) {
-	t, err := newArrowTable(w, rewardsSchema(opts.Keep), []string{"rollout_id", "error"}, rewardDicts, opts)
-	if err != nil {
-		return nil, err
-	}
-	f := t.rb.Fields()
-	a := &arrowRewards{
-		arrowTable:     t,
-		rolloutID:      f[0].(*array.StringBuilder),
-		taskID:         t.str(1),
-		verifierID:     t.str(2),
-		status:         t.str(3),
-		passed:         f[4].(*array.BooleanBuilder),
-		reward:         f[5].(*array.Float64Builder),
-		checksTotal:    f[6].(*array.Int32Builder),
-		checksPassed:   f[7].(*array.Int32Builder),
-		requiredTotal:  f[8].(*array.Int32Builder),
-		requiredPassed: f[9].(*array.Int32Builder),
-		errorKind:      t.str(10),
-		errorMsg:       f[11].(*array.StringBuilder),
-		sourceFile:     t.str(12),
-		sourceRow:      f[13].(*array.Int64Builder),
-	}
-	for _, b := range f[len(rewardColumns):] {
-		a.keep = append(a.keep, b.(*array.StringBuilder))
-	}
-	return a, nil
-}
-
-func (a *arrowRewards) writeRewards(rows []RewardRow) error {
-	for i := range rows {
-		r := &rows[i]
-		if a.n > 0 && (overflows(a.dict(1), r.TaskID) || overflows(a.dict(2), r.VerifierID.S) || overflows(a.dict(3), r.Status) ||
-			overflows(a.dict(10), r.ErrorKind.S) || overflows(a.dict(12), r.SourceFile)) {
-			if err := a.flush(); err != nil {
-				return err
-			}
-		}
-		a.beginRow()
-		a.append(r)
-		if err := a.endRow(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (a *arrowRewards) append(r *RewardRow) {
-	a.rolloutID.Append(r.RolloutID)
-	a.taskID.Append(r.TaskID)
-	appendNullString(a.verifierID, r.VerifierID)
-	a.status.Append(r.Status)
-	if r.PassedValid {
-		a.passed.Append(r.Passed)
-	} else {
-		a.passed.AppendNull()
-	}
-	if r.RewardValid {
-		a.reward.Append(r.Reward)
-	} else {
-		a.reward.AppendNull()
-	}
-	a.checksTotal.Append(r.ChecksTotal)
-	a.checksPassed.Append(r.ChecksPassed)
-	a.requiredTotal.Append(r.RequiredTotal)
-	a.requiredPassed.Append(r.RequiredPassed)
-	appendNullString(a.errorKind, r.ErrorKind)
-	appendNullString(a.errorMsg, r.Error)
-	a.sourceFile.Append(r.SourceFile)
-	a.sourceRow.Append(r.SourceRow)
-	for i, b := range a.keep {
-		if i < len(r.Keep) {
-			appendNullString(b, r.Keep[i])
-		} else {
-			b.AppendNull()
-		}
-	}
-}
-
-// arrowChecks appends checks rows to the checks builders.
-type arrowChecks struct {
-	arrowTable
-	rolloutID, detail, actual, expected *array.StringBuilder
-	taskID, verifierID, checkID, label  stringAppender
-	status                              stringAppender
-	checkIndex                          *array.Int32Builder
-	required                            *array.BooleanBuilder
-}
-
-func newArrowChecks(w io.Writer, opts PartOptions) (*arrowChecks, error) {
-	t, err := newArrowTable(w, checksSchema(), []string{"rollout_id", "detail", "actual", "expected"}, checkDicts, opts)
-	if err != nil {
-		return nil, err
-	}
-	f := t.rb.Fields()
-	return &arrowChecks{
-		arrowTable: t,
-		rolloutID:  f[0].(*array.StringBuilder),
-		taskID:     t.str(1),
-		verifierID: t.str(2),
-		checkIndex: f[3].(*array.Int32Builder),
-		checkID:    t.str(4),
-		label:      t.str(5),
-		required:   f[6].(*array.BooleanBuilder),
-		status:     t.str(7),
-		detail:     f[8].(*array.StringBuilder),
-		actual:     f[9].(*array.StringBuilder),
-		expected:   f[10].(*array.StringBuilder),
-	}, nil
-}
-
-func (a *arrowChecks) writeChecks(rows []CheckRow) error {
-	for i := range rows {
-		r := &rows[i]
-		if a.n > 0 && (overflows(a.dict(1), r.TaskID) || overflows(a.dict(2), r.VerifierID.S) || overflows(a.dict(4), r.CheckID) ||
-			overflows(a.dict(5), r.Label) || overflows(a.dict(7), r.Status)) {
-			if err := a.flush(); err != nil {
-				return err
-			}
-		}
-		a.beginRow()
-		a.append(r)
-		if err := a.endRow(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (a *arrowChecks) append(r *CheckRow) {
-	a.rolloutID.Append(r.RolloutID)
-	a.taskID.Append(r.TaskID)
-	appendNullString(a.verifierID, r.VerifierID)
-	a.checkIndex.Append(r.CheckIndex)
-	a.checkID.Append(r.CheckID)
-	a.label.Append(r.Label)
-	a.required.Append(r.Required)
-	a.status.Append(r.Status)
-	a.detail.Append(r.Detail)
-	appendNullString(a.actual, r.Actual)
-	appendNullString(a.expected, r.Expected)
-}
-
-func appendNullString(b stringAppender, s NullString) {
-	if s.Valid {
-		b.Append(s.S)
-	} else {
-		b.AppendNull()
 	}
 }
 

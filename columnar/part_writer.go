@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/gavelhq/gavel/internal/atomicfile"
 )
 
 // defaultRowGroupRows is the row group (Parquet) and record batch (Arrow)
@@ -62,27 +63,20 @@ type PartOptions struct {
 type Part struct {
 	rewards *partFile
 	checks  *partFile
-	rw      rewardsEncoder
-	cw      checksEncoder
+	rw      encoder[RewardRow]
+	cw      encoder[CheckRow]
 	keep    int   // number of keep columns
 	err     error // sticky: the first write error
 	closed  bool  // Close or Abort was called
 }
 
-// rewardsEncoder encodes rewards rows into one file.
-type rewardsEncoder interface {
-	writeRewards(rows []RewardRow) error
+// encoder encodes the rows of one table into one file.
+type encoder[R any] interface {
+	write(rows []R) error
 	// finish writes what is still buffered and the file's footer, if any,
 	// to the partFile's buffered writer.
 	finish() error
 	// release frees buffered rows; it is called once, last.
-	release()
-}
-
-// checksEncoder encodes checks rows into one file.
-type checksEncoder interface {
-	writeChecks(rows []CheckRow) error
-	finish() error
 	release()
 }
 
@@ -122,14 +116,15 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 		return nil, err
 	}
 
+	rewards := rewardsTable(opts.Keep)
 	switch opts.Format {
 	case FormatJSONL:
-		p.rw = newJSONLRewards(p.rewards.bw, opts.Keep)
-		p.cw = newJSONLChecks(p.checks.bw)
+		p.rw = newJSONLTable(p.rewards.bw, rewards)
+		p.cw = newJSONLTable(p.checks.bw, checkColumns)
 	default:
-		p.rw, err = newArrowRewards(p.rewards.bw, opts)
+		p.rw, err = newArrowTable(p.rewards.bw, rewards, opts)
 		if err == nil {
-			p.cw, err = newArrowChecks(p.checks.bw, opts)
+			p.cw, err = newArrowTable(p.checks.bw, checkColumns, opts)
 		}
 	}
 	if err != nil {
@@ -144,7 +139,7 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 func checkKeep(keep []string) error {
 	seen := make(map[string]bool, len(rewardColumns)+len(keep))
 	for _, c := range rewardColumns {
-		seen[c] = true
+		seen[c.name] = true
 	}
 	for _, k := range keep {
 		if k == "" {
@@ -171,7 +166,7 @@ func (p *Part) WriteRewards(rows []RewardRow) error {
 			return p.err
 		}
 	}
-	if err := p.rw.writeRewards(rows); err != nil {
+	if err := p.rw.write(rows); err != nil {
 		p.err = pathErr("write", p.rewards.final, err)
 		return p.err
 	}
@@ -183,7 +178,7 @@ func (p *Part) WriteChecks(rows []CheckRow) error {
 	if err := p.usable(); err != nil {
 		return err
 	}
-	if err := p.cw.writeChecks(rows); err != nil {
+	if err := p.cw.write(rows); err != nil {
 		p.err = pathErr("write", p.checks.final, err)
 		return p.err
 	}
@@ -237,10 +232,10 @@ func (p *Part) Close() error {
 		return err
 	}
 	// Both renames must reach the disk before the part counts as complete.
-	if err := syncDir(p.checks.dir); err != nil {
+	if err := atomicfile.SyncDir(p.checks.dir); err != nil {
 		return err
 	}
-	return syncDir(p.rewards.dir)
+	return atomicfile.SyncDir(p.rewards.dir)
 }
 
 // finish completes both files and closes them, without renaming.
@@ -286,25 +281,20 @@ func PartName(index int, format string) string {
 type partFile struct {
 	dir   string
 	final string // path under the final name
-	tmp   string // path under the temporary name
-	f     *os.File
+	f     *atomicfile.File
 	bw    *bufio.Writer
 }
 
 // createPartFile creates dir and, in it, the temporary file for name. A
 // temporary file left by an earlier, interrupted run is truncated.
 func createPartFile(dir, name string) (*partFile, error) {
-	pf := &partFile{
-		dir:   dir,
-		final: filepath.Join(dir, name),
-		tmp:   filepath.Join(dir, "."+name+".tmp"),
-	}
+	pf := &partFile{dir: dir, final: filepath.Join(dir, name)}
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, pathErr("create", dir, err)
 	}
-	f, err := os.OpenFile(pf.tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	f, err := atomicfile.Create(pf.final, atomicfile.Options{Durable: true})
 	if err != nil {
-		return nil, pathErr("create", pf.tmp, err)
+		return nil, err
 	}
 	pf.f = f
 	pf.bw = bufio.NewWriterSize(f, 1<<20)
@@ -313,59 +303,22 @@ func createPartFile(dir, name string) (*partFile, error) {
 
 // close flushes, syncs and closes the temporary file.
 func (pf *partFile) close() error {
-	f := pf.f
-	pf.f = nil
 	if err := pf.bw.Flush(); err != nil {
-		f.Close()
+		pf.f.Abort()
 		return pathErr("write", pf.final, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return pathErr("sync", pf.tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return pathErr("close", pf.tmp, err)
-	}
-	return nil
+	return pf.f.Close()
 }
 
 // rename moves the closed temporary file to its final name.
-func (pf *partFile) rename() error {
-	// The *os.LinkError names both paths.
-	return os.Rename(pf.tmp, pf.final)
-}
+func (pf *partFile) rename() error { return pf.f.Rename() }
 
 // remove closes the temporary file, if open, and removes it. Errors are
 // ignored: this is cleanup after a failure or an abort.
 func (pf *partFile) remove() {
-	if pf == nil {
-		return
+	if pf != nil {
+		pf.f.Abort()
 	}
-	if pf.f != nil {
-		pf.f.Close()
-		pf.f = nil
-	}
-	os.Remove(pf.tmp)
-}
-
-// syncDir makes a rename in dir durable. Windows cannot sync a directory;
-// there the rename is left to the file system.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return pathErr("sync", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return pathErr("sync", dir, err)
-	}
-	return nil
 }
 
 // pathErr wraps err as "op path: err". An *os.PathError, which would name

@@ -895,7 +895,7 @@ func TestJSONLReward(t *testing.T) {
 		{math.NaN(), true, `null`},
 		{math.Inf(1), true, `null`},
 	}
-	j := newJSONLRewards(nil, nil)
+	j := newJSONLTable(nil, rewardsTable(nil))
 	for _, tt := range tests {
 		line := j.appendRow(nil, &RewardRow{Reward: tt.reward, RewardValid: tt.valid})
 		var obj map[string]json.RawMessage

@@ -1,5 +1,7 @@
 package columnar
 
+import "slices"
+
 // NullString is a string column value that may be null.
 type NullString struct {
 	S     string
@@ -10,7 +12,8 @@ type NullString struct {
 func Str(s string) NullString { return NullString{S: s, Valid: true} }
 
 // RewardRow is one row of rewards/part-NNNNN (SPEC section 6), one per
-// rollout. Columns are written in field order, then Keep.
+// rollout. Its columns are rewardColumns, then one per kept metadata
+// value.
 type RewardRow struct {
 	RolloutID      string
 	TaskID         string
@@ -33,7 +36,43 @@ type RewardRow struct {
 	Keep []NullString
 }
 
-// CheckRow is one row of checks/part-NNNNN, one per check.
+// rewardColumns are the fixed columns of the rewards table (SPEC 6), in
+// order; the keep columns follow them (rewardsTable).
+var rewardColumns = []column[RewardRow]{
+	stringCol("rollout_id", pqPlain, func(r *RewardRow) string { return r.RolloutID }),
+	stringCol("task_id", pqCategorical, func(r *RewardRow) string { return r.TaskID }),
+	nullStringCol("verifier_id", pqCategorical, func(r *RewardRow) NullString { return r.VerifierID }),
+	stringCol("status", pqCategorical, func(r *RewardRow) string { return r.Status }),
+	nullBoolCol("passed", func(r *RewardRow) (bool, bool) { return r.Passed, r.PassedValid }),
+	nullFloat64Col("reward", func(r *RewardRow) (float64, bool) { return r.Reward, r.RewardValid }),
+	int32Col("checks_total", func(r *RewardRow) int32 { return r.ChecksTotal }),
+	int32Col("checks_passed", func(r *RewardRow) int32 { return r.ChecksPassed }),
+	int32Col("required_total", func(r *RewardRow) int32 { return r.RequiredTotal }),
+	int32Col("required_passed", func(r *RewardRow) int32 { return r.RequiredPassed }),
+	nullStringCol("error_kind", pqCategorical, func(r *RewardRow) NullString { return r.ErrorKind }),
+	nullStringCol("error", pqPlain, func(r *RewardRow) NullString { return r.Error }),
+	stringCol("source_file", pqCategorical, func(r *RewardRow) string { return r.SourceFile }),
+	int64Col("source_row", func(r *RewardRow) int64 { return r.SourceRow }),
+}
+
+// rewardsTable returns the columns of a rewards part: rewardColumns, then
+// a nullable string column for each kept metadata name. A row with fewer
+// Keep values than keep columns has nulls in the rest.
+func rewardsTable(keep []string) []column[RewardRow] {
+	cols := slices.Clip(rewardColumns)
+	for i, k := range keep {
+		cols = append(cols, nullStringCol(k, pqDefault, func(r *RewardRow) NullString {
+			if i < len(r.Keep) {
+				return r.Keep[i]
+			}
+			return NullString{}
+		}))
+	}
+	return cols
+}
+
+// CheckRow is one row of checks/part-NNNNN, one per check. Its columns
+// are checkColumns.
 type CheckRow struct {
 	RolloutID  string
 	TaskID     string
@@ -46,6 +85,21 @@ type CheckRow struct {
 	Detail     string
 	Actual     NullString
 	Expected   NullString
+}
+
+// checkColumns are the columns of the checks table (SPEC 6), in order.
+var checkColumns = []column[CheckRow]{
+	stringCol("rollout_id", pqPlain, func(r *CheckRow) string { return r.RolloutID }),
+	stringCol("task_id", pqCategorical, func(r *CheckRow) string { return r.TaskID }),
+	nullStringCol("verifier_id", pqCategorical, func(r *CheckRow) NullString { return r.VerifierID }),
+	int32Col("check_index", func(r *CheckRow) int32 { return r.CheckIndex }),
+	stringCol("check_id", pqCategorical, func(r *CheckRow) string { return r.CheckID }),
+	stringCol("label", pqCategorical, func(r *CheckRow) string { return r.Label }),
+	boolCol("required", func(r *CheckRow) bool { return r.Required }),
+	stringCol("status", pqCategorical, func(r *CheckRow) string { return r.Status }),
+	stringCol("detail", pqPlain, func(r *CheckRow) string { return r.Detail }),
+	nullStringCol("actual", pqPlain, func(r *CheckRow) NullString { return r.Actual }),
+	nullStringCol("expected", pqPlain, func(r *CheckRow) NullString { return r.Expected }),
 }
 
 // Formats of result parts.

@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/atomicfile"
 )
 
 // Config says what to generate. The zero value works: 1000 rollouts with
@@ -358,10 +359,8 @@ func Run(ctx context.Context, cfg Config) (*Expected, error) {
 // pendingFile is an output written under a temporary name in its
 // directory until commit renames it into place.
 type pendingFile struct {
-	path string
-	f    *os.File
-	w    *bufio.Writer
-	done bool
+	f *atomicfile.File
+	w *bufio.Writer
 }
 
 // createPending starts path under a temporary name, creating its directory
@@ -370,37 +369,22 @@ func createPending(path string) (*pendingFile, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := atomicfile.Create(path, atomicfile.Options{Perm: 0o644})
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
+		return nil, err
 	}
-	return &pendingFile{path: path, f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+	return &pendingFile{f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
 }
 
 func (p *pendingFile) commit() error {
 	if err := p.w.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", p.path, err)
+		return err
 	}
-	// CreateTemp makes the file private; the outputs are ordinary files.
-	if err := p.f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", p.path, err)
-	}
-	if err := p.f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", p.path, err)
-	}
-	if err := os.Rename(p.f.Name(), p.path); err != nil {
-		return fmt.Errorf("rename %s: %w", p.path, err)
-	}
-	p.done = true
-	return nil
+	return p.f.Commit()
 }
 
-func (p *pendingFile) abort() {
-	if !p.done {
-		p.f.Close()
-		os.Remove(p.f.Name())
-	}
-}
+// abort removes the temporary file unless commit renamed it into place.
+func (p *pendingFile) abort() { p.f.Abort() }
 
 // behaviourMix holds cumulative behaviour weights.
 type behaviourMix [4]float64

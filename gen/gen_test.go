@@ -151,7 +151,7 @@ func TestGenDeterministic(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, e := range entries {
-				if strings.Contains(e.Name(), ".tmp-") {
+				if strings.HasSuffix(e.Name(), ".tmp") {
 					t.Errorf("temporary file %s left behind", e.Name())
 				}
 			}

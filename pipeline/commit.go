@@ -123,10 +123,10 @@ func Commit(dir string) (*Summary, error) {
 	if elapsed > 0 {
 		s.RowsPerSecond = float64(s.Rollouts) / elapsed
 	}
-	if err := writeJSON(filepath.Join(dir, manifestFile), &merged); err != nil {
+	if err := writeJSON(filepath.Join(dir, manifestFile), &merged, true); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(dir, summaryFile), s); err != nil {
+	if err := writeJSON(filepath.Join(dir, summaryFile), s, true); err != nil {
 		return nil, err
 	}
 	return s, writeSuccess(dir)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/gavelhq/gavel/internal/atomicfile"
 	"github.com/gavelhq/gavel/internal/mix"
 )
 
@@ -56,8 +57,8 @@ func hashID[T string | []byte](s T) uint64 {
 type idWriter struct {
 	dir  string
 	unit int
-	buf  []uint64 // the current run, unsorted
-	f    *os.File // the temporary file, once a run has been written
+	buf  []uint64         // the current run, unsorted
+	f    *atomicfile.File // the hash file, once a run has been written
 	w    *bufio.Writer
 }
 
@@ -84,7 +85,7 @@ func (iw *idWriter) flush() error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
-		f, err := os.CreateTemp(dir, fmt.Sprintf(".part-%05d.ids-*", iw.unit))
+		f, err := atomicfile.Create(idsPath(iw.dir, iw.unit), atomicfile.Options{Perm: 0o644})
 		if err != nil {
 			return fmt.Errorf("write rollout id hashes: %w", err)
 		}
@@ -103,7 +104,7 @@ func (iw *idWriter) flush() error {
 	}
 	iw.buf = iw.buf[:0]
 	if err := iw.w.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", iw.f.Name(), err)
+		return err
 	}
 	return nil
 }
@@ -115,14 +116,9 @@ func (iw *idWriter) finish() error {
 			return err
 		}
 	}
-	name := iw.f.Name()
-	err := iw.f.Close()
+	err := iw.f.Commit()
 	iw.f = nil
-	if err == nil {
-		err = os.Rename(name, idsPath(iw.dir, iw.unit))
-	}
 	if err != nil {
-		os.Remove(name)
 		return fmt.Errorf("write rollout id hashes: %w", err)
 	}
 	return nil
@@ -131,9 +127,7 @@ func (iw *idWriter) finish() error {
 // abort removes the temporary file of a part that will not be completed.
 func (iw *idWriter) abort() {
 	if iw.f != nil {
-		name := iw.f.Name()
-		iw.f.Close()
-		os.Remove(name)
+		iw.f.Abort()
 		iw.f = nil
 	}
 	iw.buf = iw.buf[:0]

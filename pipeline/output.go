@@ -164,7 +164,7 @@ func (r *runner) summaryPath() string {
 }
 
 func (r *runner) writeManifest() error {
-	return writeJSON(r.manifestPath(), r.manifest)
+	return writeJSON(r.manifestPath(), r.manifest, true)
 }
 
 // prepareOut creates the output directory and decides what is left to do.
@@ -313,7 +313,7 @@ func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	if elapsed > 0 {
 		s.RowsPerSecond = float64(s.Rollouts) / elapsed.Seconds()
 	}
-	if wErr := writeJSON(r.summaryPath(), s); wErr != nil && err == nil {
+	if wErr := writeJSON(r.summaryPath(), s, true); wErr != nil && err == nil {
 		err = wErr
 	}
 	return s, err

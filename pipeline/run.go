@@ -14,6 +14,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/internal/atomicfile"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -599,21 +600,16 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 	return nil
 }
 
-// writeJSON writes v as indented JSON under a temporary name and renames
-// it into place.
-func writeJSON(path string, v any) error {
+// writeJSON writes v as indented JSON to path, atomically; durable for
+// the files a run's completion is read from (manifest and summary).
+func writeJSON(path string, v any, durable bool) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
 	data = append(data, '\n')
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, atomicfile.Options{Perm: 0o644, Durable: durable}, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }

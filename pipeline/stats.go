@@ -90,7 +90,7 @@ func writeStats(dir string, ps *partStats) error {
 	if err := os.MkdirAll(filepath.Join(dir, statsDir), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Join(dir, statsDir), err)
 	}
-	return writeJSON(statsPath(dir, ps.Unit), ps)
+	return writeJSON(statsPath(dir, ps.Unit), ps, false)
 }
 
 func readStats(dir string, unit int) (*partStats, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/internal/atomicfile"
 )
 
 // runGenCalendar is `gavel gen --env calendar`: a dataset of TASK-C01
@@ -65,29 +66,13 @@ func runGenCalendar(ctx context.Context, fs *flag.FlagSet, c gen.Config, quiet b
 	return nil
 }
 
-// writeAtomic writes a file under a temporary name in its directory and
-// renames it into place when write succeeds.
+// writeAtomic writes a file under a temporary name in its directory,
+// creating the directory, and renames it into place when write succeeds.
+// The file is mode 0644 (before the umask): results are meant to be
+// shared, as gen and grade write them.
 func writeAtomic(path string, write func(io.Writer) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	// CreateTemp makes the file private; results are meant to be shared,
-	// as gen and grade write them.
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(path, atomicfile.Options{Perm: 0o644}, write)
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/gavelhq/gavel/bench"
+	"github.com/gavelhq/gavel/internal/atomicfile"
 )
 
 func main() {
@@ -240,19 +241,15 @@ func decompress(src, dst string) error {
 		return err
 	}
 	defer zr.Close()
-	tmp := dst + ".tmp"
-	out, err := os.Create(tmp)
+	out, err := atomicfile.Create(dst, atomicfile.Options{})
 	if err != nil {
 		return err
 	}
+	defer out.Abort()
 	if _, err := io.Copy(out, zr); err != nil {
-		out.Close()
 		return fmt.Errorf("decompress %s: %w", src, err)
 	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
+	return out.Commit()
 }
 
 // measure runs p repeat times, keeps the fastest run and checks its counts.

@@ -1,0 +1,240 @@
+package columnar
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// A result table is described once, as a list of columns whose rows are a
+// Go struct (rewardColumns, checkColumns in results.go). A column holds
+// its name, Arrow type, nullability, Parquet encoding and the way a row's
+// value is read; the Arrow schema, the builders, the Parquet dictionary
+// settings, the dictionary cut of row groups and the JSON Lines keys and
+// values all derive from that list. Adding a column is one entry, made
+// with one of the constructors below, plus the code that fills the row.
+//
+// Rejected: struct tags read by reflection. A row would be read through
+// reflect on every value, or through offsets and unsafe; a closure per
+// column costs one indirect call per value and stays typed.
+
+// encoding is how a column is encoded in Parquet parts.
+type encoding uint8
+
+const (
+	// pqDefault leaves the column to pqarrow's own dictionary encoder:
+	// numbers, booleans, lists and the kept metadata, whose values gavel
+	// does not know to be few.
+	pqDefault encoding = iota
+	// pqCategorical marks a string column of few distinct values (task,
+	// verifier, status, ...). Its dictionary is built by gavel
+	// (dictStrings) and handed to pqarrow as an Arrow dictionary array,
+	// and a row group is cut before the dictionary outgrows maxDictBytes.
+	pqCategorical
+	// pqPlain turns the dictionary off, for unique or free-text strings
+	// (ids, messages), which are left to zstd.
+	pqPlain
+)
+
+// column describes one column of a result table whose rows are R.
+type column[R any] struct {
+	name     string
+	typ      arrow.DataType
+	nullable bool
+	enc      encoding
+	// bind returns the function that appends a row's value to b: the
+	// column's Arrow builder or, for a categorical column of a Parquet
+	// part, its dictStrings.
+	bind func(b columnBuilder) func(*R)
+	// json appends a row's value as JSON.
+	json func(b []byte, r *R) []byte
+	// key, set for categorical columns, returns the string a row adds to
+	// the column's dictionary ("" for a null).
+	key func(*R) string
+}
+
+// columnBuilder is what a column appends to: an Arrow builder, or a
+// dictStrings.
+type columnBuilder interface {
+	AppendNull()
+}
+
+// stringAppender appends to a string column.
+type stringAppender interface {
+	Append(string)
+	AppendNull()
+}
+
+// stringCol returns a non-nullable string column.
+func stringCol[R any](name string, enc encoding, get func(*R) string) column[R] {
+	c := column[R]{
+		name: name, typ: arrow.BinaryTypes.String, enc: enc,
+		bind: func(b columnBuilder) func(*R) {
+			sb := b.(stringAppender)
+			return func(r *R) { sb.Append(get(r)) }
+		},
+		json: func(b []byte, r *R) []byte { return AppendJSONString(b, get(r)) },
+	}
+	if enc == pqCategorical {
+		c.key = get
+	}
+	return c
+}
+
+// nullStringCol returns a nullable string column.
+func nullStringCol[R any](name string, enc encoding, get func(*R) NullString) column[R] {
+	c := column[R]{
+		name: name, typ: arrow.BinaryTypes.String, nullable: true, enc: enc,
+		bind: func(b columnBuilder) func(*R) {
+			sb := b.(stringAppender)
+			return func(r *R) {
+				if s := get(r); s.Valid {
+					sb.Append(s.S)
+				} else {
+					sb.AppendNull()
+				}
+			}
+		},
+		json: func(b []byte, r *R) []byte { return appendJSONNullString(b, get(r)) },
+	}
+	if enc == pqCategorical {
+		c.key = func(r *R) string { return get(r).S }
+	}
+	return c
+}
+
+// boolCol returns a non-nullable boolean column.
+func boolCol[R any](name string, get func(*R) bool) column[R] {
+	return column[R]{
+		name: name, typ: arrow.FixedWidthTypes.Boolean,
+		bind: func(b columnBuilder) func(*R) {
+			bb := b.(*array.BooleanBuilder)
+			return func(r *R) { bb.Append(get(r)) }
+		},
+		json: func(b []byte, r *R) []byte { return strconv.AppendBool(b, get(r)) },
+	}
+}
+
+// nullBoolCol returns a nullable boolean column; get returns the value
+// and whether it is valid.
+func nullBoolCol[R any](name string, get func(*R) (bool, bool)) column[R] {
+	return column[R]{
+		name: name, typ: arrow.FixedWidthTypes.Boolean, nullable: true,
+		bind: func(b columnBuilder) func(*R) {
+			bb := b.(*array.BooleanBuilder)
+			return func(r *R) {
+				if v, ok := get(r); ok {
+					bb.Append(v)
+				} else {
+					bb.AppendNull()
+				}
+			}
+		},
+		json: func(b []byte, r *R) []byte {
+			if v, ok := get(r); ok {
+				return strconv.AppendBool(b, v)
+			}
+			return append(b, "null"...)
+		},
+	}
+}
+
+// int32Col returns a non-nullable 32-bit integer column.
+func int32Col[R any](name string, get func(*R) int32) column[R] {
+	return column[R]{
+		name: name, typ: arrow.PrimitiveTypes.Int32,
+		bind: func(b columnBuilder) func(*R) {
+			ib := b.(*array.Int32Builder)
+			return func(r *R) { ib.Append(get(r)) }
+		},
+		json: func(b []byte, r *R) []byte { return strconv.AppendInt(b, int64(get(r)), 10) },
+	}
+}
+
+// int64Col returns a non-nullable 64-bit integer column.
+func int64Col[R any](name string, get func(*R) int64) column[R] {
+	return column[R]{
+		name: name, typ: arrow.PrimitiveTypes.Int64,
+		bind: func(b columnBuilder) func(*R) {
+			ib := b.(*array.Int64Builder)
+			return func(r *R) { ib.Append(get(r)) }
+		},
+		json: func(b []byte, r *R) []byte { return strconv.AppendInt(b, get(r), 10) },
+	}
+}
+
+// nullFloat64Col returns a nullable double column; get returns the value
+// and whether it is valid. JSON Lines writes a value in the shortest form
+// that reads back as the same float64 (strconv 'g', -1), and a non-finite
+// one as null, because JSON has no spelling for it.
+func nullFloat64Col[R any](name string, get func(*R) (float64, bool)) column[R] {
+	return column[R]{
+		name: name, typ: arrow.PrimitiveTypes.Float64, nullable: true,
+		bind: func(b columnBuilder) func(*R) {
+			fb := b.(*array.Float64Builder)
+			return func(r *R) {
+				if v, ok := get(r); ok {
+					fb.Append(v)
+				} else {
+					fb.AppendNull()
+				}
+			}
+		},
+		json: func(b []byte, r *R) []byte {
+			if v, ok := get(r); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				return strconv.AppendFloat(b, v, 'g', -1, 64)
+			}
+			return append(b, "null"...)
+		},
+	}
+}
+
+// nullStringsCol returns a nullable column of lists of strings (Arrow
+// list<utf8> with non-null elements; a JSON array in JSON Lines); get
+// returns the list and whether it is valid. A valid empty list is written
+// as an empty list, not as null.
+func nullStringsCol[R any](name string, get func(*R) ([]string, bool)) column[R] {
+	return column[R]{
+		name: name, typ: arrow.ListOfNonNullable(arrow.BinaryTypes.String), nullable: true,
+		bind: func(b columnBuilder) func(*R) {
+			lb := b.(*array.ListBuilder)
+			vb := lb.ValueBuilder().(*array.StringBuilder)
+			return func(r *R) {
+				v, ok := get(r)
+				if !ok {
+					lb.AppendNull()
+					return
+				}
+				lb.Append(true)
+				for _, s := range v {
+					vb.Append(s)
+				}
+			}
+		},
+		json: func(b []byte, r *R) []byte {
+			v, ok := get(r)
+			if !ok {
+				return append(b, "null"...)
+			}
+			b = append(b, '[')
+			for i, s := range v {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = AppendJSONString(b, s)
+			}
+			return append(b, ']')
+		},
+	}
+}
+
+// columnNames returns the names of cols, in order.
+func columnNames[R any](cols []column[R]) []string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
+	}
+	return names
+}
