@@ -4,7 +4,8 @@ import (
 	"bufio"
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 // JSON Lines parts hold one JSON object per line with every column as a
@@ -28,7 +29,7 @@ type jsonlRewards struct {
 func newJSONLRewards(w *bufio.Writer, keep []string) *jsonlRewards {
 	j := &jsonlRewards{w: w}
 	for _, k := range keep {
-		b := append([]byte(`,`), AppendJSONString(nil, k)...)
+		b := append([]byte(`,`), jsonview.AppendJSONString(nil, k)...)
 		j.keys = append(j.keys, string(append(b, ':')))
 	}
 	return j
@@ -45,13 +46,13 @@ func (j *jsonlRewards) writeRewards(rows []RewardRow) error {
 
 func (j *jsonlRewards) appendRow(b []byte, r *RewardRow) []byte {
 	b = append(b, `{"rollout_id":`...)
-	b = AppendJSONString(b, r.RolloutID)
+	b = jsonview.AppendJSONString(b, r.RolloutID)
 	b = append(b, `,"task_id":`...)
-	b = AppendJSONString(b, r.TaskID)
+	b = jsonview.AppendJSONString(b, r.TaskID)
 	b = append(b, `,"verifier_id":`...)
 	b = appendJSONNullString(b, r.VerifierID)
 	b = append(b, `,"status":`...)
-	b = AppendJSONString(b, r.Status)
+	b = jsonview.AppendJSONString(b, r.Status)
 	b = append(b, `,"passed":`...)
 	switch {
 	case !r.PassedValid:
@@ -78,7 +79,7 @@ func (j *jsonlRewards) appendRow(b []byte, r *RewardRow) []byte {
 	b = append(b, `,"error":`...)
 	b = appendJSONNullString(b, r.Error)
 	b = append(b, `,"source_file":`...)
-	b = AppendJSONString(b, r.SourceFile)
+	b = jsonview.AppendJSONString(b, r.SourceFile)
 	b = append(b, `,"source_row":`...)
 	b = strconv.AppendInt(b, r.SourceRow, 10)
 	for i, k := range j.keys {
@@ -114,23 +115,23 @@ func (j *jsonlChecks) writeChecks(rows []CheckRow) error {
 
 func appendCheckJSON(b []byte, r *CheckRow) []byte {
 	b = append(b, `{"rollout_id":`...)
-	b = AppendJSONString(b, r.RolloutID)
+	b = jsonview.AppendJSONString(b, r.RolloutID)
 	b = append(b, `,"task_id":`...)
-	b = AppendJSONString(b, r.TaskID)
+	b = jsonview.AppendJSONString(b, r.TaskID)
 	b = append(b, `,"verifier_id":`...)
 	b = appendJSONNullString(b, r.VerifierID)
 	b = append(b, `,"check_index":`...)
 	b = strconv.AppendInt(b, int64(r.CheckIndex), 10)
 	b = append(b, `,"check_id":`...)
-	b = AppendJSONString(b, r.CheckID)
+	b = jsonview.AppendJSONString(b, r.CheckID)
 	b = append(b, `,"label":`...)
-	b = AppendJSONString(b, r.Label)
+	b = jsonview.AppendJSONString(b, r.Label)
 	b = append(b, `,"required":`...)
 	b = strconv.AppendBool(b, r.Required)
 	b = append(b, `,"status":`...)
-	b = AppendJSONString(b, r.Status)
+	b = jsonview.AppendJSONString(b, r.Status)
 	b = append(b, `,"detail":`...)
-	b = AppendJSONString(b, r.Detail)
+	b = jsonview.AppendJSONString(b, r.Detail)
 	b = append(b, `,"actual":`...)
 	b = appendJSONNullString(b, r.Actual)
 	b = append(b, `,"expected":`...)
@@ -145,69 +146,5 @@ func appendJSONNullString(b []byte, s NullString) []byte {
 	if !s.Valid {
 		return append(b, "null"...)
 	}
-	return AppendJSONString(b, s.S)
-}
-
-// jsonSafe reports the ASCII bytes that go into a JSON string as they are.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// AppendJSONString appends s as a quoted JSON string: escaped as
-// encoding/json escapes without HTML escaping (U+2028 and U+2029 escaped
-// too), invalid UTF-8 replaced by U+FFFD. It is the one JSON string
-// encoder of the project.
-func AppendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0 // s[start:i] is still to be copied
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return jsonview.AppendJSONString(b, s.S)
 }

@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 // Config says what to generate. The zero value works: 1000 rollouts with
@@ -718,7 +719,7 @@ func (rw *rowsWriter) write(rec *rowRecord, v *verdict) error {
 		if s == "" {
 			return append(b, "null"...)
 		}
-		return columnar.AppendJSONString(b, s)
+		return jsonview.AppendJSONString(b, s)
 	}
 	b := fmt.Appendf(rw.buf[:0], `{"row":%d,"rollout_id":`, rec.row)
 	b = str(b, rec.id)
@@ -747,7 +748,7 @@ func (rw *rowsWriter) write(rec *rowRecord, v *verdict) error {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = columnar.AppendJSONString(b, c.String())
+		b = jsonview.AppendJSONString(b, c.String())
 	}
 	b = append(b, "]}\n"...)
 	rw.buf = b

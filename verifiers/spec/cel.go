@@ -45,7 +45,6 @@ import (
 	"cel.dev/cel-go/interpreter"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -677,7 +676,7 @@ func appendCEL(b []byte, v ref.Val) ([]byte, error) {
 		}
 		return strconv.AppendFloat(b, f, 'g', -1, 64), nil
 	case types.String:
-		return columnar.AppendJSONString(b, string(x)), nil
+		return jsonview.AppendJSONString(b, string(x)), nil
 	case types.Null:
 		return append(b, "null"...), nil
 	case traits.Lister:
@@ -712,7 +711,7 @@ func appendCEL(b []byte, v ref.Val) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(columnar.AppendJSONString(b, k), ':')
+			b = append(jsonview.AppendJSONString(b, k), ':')
 			var err error
 			if b, err = appendCEL(b, x.Get(types.String(k))); err != nil {
 				return b, err
