@@ -202,7 +202,7 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	case row.Initial.Kind == columnar.CellJSON && b.JSONLines:
 		// Found in the cache, or indexed on its own, by DecodeLineCached:
 		// the shared index of a repeated text lets the verifiers' memos
-		// per world (verifiers.WorldMemo, spec hoisting) hit.
+		// per world (verifiers.WorldMemo) hit.
 		r.Initial = row.Initial.V
 	default:
 		r.Initial, initErr = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines)

@@ -78,7 +78,6 @@ var letEnv = sync.OnceValues(func() (*cel.Env, error) {
 func celLibrary() []cel.EnvOption {
 	return []cel.EnvOption{
 		cel.CrossTypeNumericComparisons(true),
-		cel.EnableMacroCallTracking(), // hoisting unparses subexpressions
 		ext.Strings(),
 		ext.Bindings(),
 		ext.TwoVarComprehensions(),
@@ -106,9 +105,8 @@ func celLibrary() []cel.EnvOption {
 
 // program is a compiled CEL expression.
 type program struct {
-	prg   cel.Program
-	src   string
-	hoist *hoisted // the subexpressions over the initial state only, if any
+	prg cel.Program
+	src string
 }
 
 // compile compiles a CEL expression found at node n. wantBool requires a
@@ -122,11 +120,11 @@ func (l *loader) compile(n *yaml.Node, src string, wantBool bool) *program {
 			return nil
 		}
 	}
-	return l.compileIn(env, n, src, wantBool, true)
+	return l.compileIn(env, n, src, wantBool)
 }
 
 // compileIn compiles a CEL expression in env.
-func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool, hoist bool) *program {
+func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool bool) *program {
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
 		l.problem(n, "CEL variables: final, initial, output, log, task, meta; functions: object_contains, count, numbers_in, states_number",
@@ -137,18 +135,6 @@ func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool, hoi
 		if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
 			l.problem(n, "compare the value, e.g. count(x) > 0", "expr must evaluate to a bool, not %s", t)
 			return nil
-		}
-	}
-	if hoist && !noHoisting {
-		prg, h, touched := hoistExpr(env, ast)
-		if prg != nil {
-			return &program{prg: prg, src: src, hoist: h}
-		}
-		if touched { // the failed rewrite changed ast: compile it again
-			if ast, iss = env.Compile(src); iss.Err() != nil {
-				l.problem(n, "", "CEL expression does not compile: %v", iss.Err())
-				return nil
-			}
 		}
 	}
 	prg, err := env.Program(ast, celProgramOptions...)
@@ -163,9 +149,6 @@ func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool, hoi
 // evaluation-time optimizations.
 var celProgramOptions = []cel.ProgramOption{cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize)}
 
-// noHoisting turns hoisting off, for tests that compare both ways.
-var noHoisting bool
-
 // costExceeded reports whether err is CEL's cost limit being exceeded.
 func costExceeded(err error) bool {
 	var cancelled interpreter.EvalCancelledError
@@ -176,10 +159,9 @@ func costExceeded(err error) bool {
 // before the arena is reset.
 func (p *program) eval(r *verifiers.Rollout, s *scratch, use func(ref.Val) error) error {
 	act := s.cel.bind(r)
-	act.prog = p
 	defer s.cel.reset()
 	out, _, err := p.prg.Eval(act)
-	if act.costExceeded || (err != nil && costExceeded(err)) {
+	if err != nil && costExceeded(err) {
 		return fmt.Errorf("expression exceeded the cost limit (%d)", CostLimit)
 	}
 	if err != nil {
@@ -255,13 +237,6 @@ type celScratch struct {
 	objs  []celObj
 	lists []celList
 	lets  *letValues // the let values of the rollout being graded, if any
-
-	sub       activation  // the activation of hoisted values computed in place
-	hoistDone []hoistDone // hoisted values computed in this evaluation
-
-	// frozen: the scratch holds a memoized value read by many goroutines;
-	// wrappers are then allocated one by one rather than from the arena.
-	frozen bool
 }
 
 // arenaChunk is how many wrappers of a kind one arena block holds.
@@ -285,15 +260,9 @@ func (c *celScratch) reset() {
 	c.objs = c.objs[:0]
 	c.lists = c.lists[:0]
 	c.act = activation{}
-	c.sub = activation{}
-	clear(c.hoistDone)
-	c.hoistDone = c.hoistDone[:0]
 }
 
 func (c *celScratch) obj(v jsonview.Value) *celObj {
-	if c.frozen {
-		return &celObj{v: v, s: c}
-	}
 	if len(c.objs) == cap(c.objs) {
 		c.objs = make([]celObj, 0, arenaChunk)
 	}
@@ -302,9 +271,6 @@ func (c *celScratch) obj(v jsonview.Value) *celObj {
 }
 
 func (c *celScratch) list(v jsonview.Value) *celList {
-	if c.frozen {
-		return &celList{v: v, s: c}
-	}
 	if len(c.lists) == cap(c.lists) {
 		c.lists = make([]celList, 0, arenaChunk)
 	}
@@ -339,9 +305,6 @@ type activation struct {
 	final, initial, task, meta *celObj
 	log                        *celList
 	output                     types.String
-
-	prog         *program // the program evaluated, for its hoisted values
-	costExceeded bool     // a hoisted value exceeded the cost limit
 }
 
 // resolveLet resolves a let name of the verifier being graded.
@@ -376,11 +339,6 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.task, true
 	case "meta":
 		return a.meta, true
-	}
-	if a.prog != nil && a.prog.hoist != nil {
-		if i, ok := hoistIndex(name); ok && i < len(a.prog.hoist.progs) {
-			return a.prog.hoist.resolve(a, i), true
-		}
 	}
 	return a.resolveLet(name)
 }
