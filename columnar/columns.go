@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 // A result table is described once, as a list of columns whose rows are a
@@ -75,7 +77,7 @@ func stringCol[R any](name string, enc encoding, get func(*R) string) column[R] 
 			sb := b.(stringAppender)
 			return func(r *R) { sb.Append(get(r)) }
 		},
-		json: func(b []byte, r *R) []byte { return AppendJSONString(b, get(r)) },
+		json: func(b []byte, r *R) []byte { return jsonview.AppendJSONString(b, get(r)) },
 	}
 	if enc == pqCategorical {
 		c.key = get
@@ -223,7 +225,7 @@ func nullStringsCol[R any](name string, get func(*R) ([]string, bool)) column[R]
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = AppendJSONString(b, s)
+				b = jsonview.AppendJSONString(b, s)
 			}
 			return append(b, ']')
 		},

@@ -8,11 +8,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 // DatasetFormat is a file format in which a DatasetWriter writes an input
@@ -187,7 +188,7 @@ func NewDatasetWriter(w io.Writer, f DatasetFormat, columns []DatasetColumn, opt
 		dw.bw = bufio.NewWriterSize(out, 1<<20)
 		dw.keys = make([][]byte, len(columns))
 		for i, c := range columns {
-			k := dw.appendString(nil, []byte(c.Name))
+			k := jsonview.AppendJSONString(nil, c.Name)
 			dw.keys[i] = append(k, ':')
 		}
 	default:
@@ -328,7 +329,7 @@ func (w *DatasetWriter) writeJSONL(row []DatasetValue) error {
 		case DatasetNull:
 			b = append(b, "null"...)
 		case DatasetText:
-			b = w.appendString(b, v.Bytes)
+			b = jsonview.AppendJSONString(b, v.Bytes)
 		case DatasetRaw:
 			if len(v.Bytes) == 0 || bytes.IndexByte(v.Bytes, '\n') >= 0 {
 				return fmt.Errorf("dataset writer: column %s: raw JSON empty or not on one line", w.columns[i].Name)
@@ -387,9 +388,4 @@ func (w *DatasetWriter) Close() error {
 		}
 	}
 	return nil
-}
-
-// appendString appends s as a JSON string.
-func (w *DatasetWriter) appendString(b, s []byte) []byte {
-	return AppendJSONString(b, unsafe.String(unsafe.SliceData(s), len(s)))
 }

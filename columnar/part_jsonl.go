@@ -2,7 +2,8 @@ package columnar
 
 import (
 	"bufio"
-	"unicode/utf8"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 // JSON Lines parts hold one JSON object per line with every column of the
@@ -32,7 +33,7 @@ func newJSONLTable[R any](w *bufio.Writer, cols []column[R]) *jsonlTable[R] {
 		if i == 0 {
 			sep = '{'
 		}
-		key := AppendJSONString([]byte{sep}, c.name)
+		key := jsonview.AppendJSONString([]byte{sep}, c.name)
 		j.keys = append(j.keys, string(append(key, ':')))
 	}
 	return j
@@ -63,69 +64,5 @@ func appendJSONNullString(b []byte, s NullString) []byte {
 	if !s.Valid {
 		return append(b, "null"...)
 	}
-	return AppendJSONString(b, s.S)
-}
-
-// jsonSafe reports the ASCII bytes that go into a JSON string as they are.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// AppendJSONString appends s as a quoted JSON string: escaped as
-// encoding/json escapes without HTML escaping (U+2028 and U+2029 escaped
-// too), invalid UTF-8 replaced by U+FFFD. It is the one JSON string
-// encoder of the project.
-func AppendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0 // s[start:i] is still to be copied
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return jsonview.AppendJSONString(b, s.S)
 }

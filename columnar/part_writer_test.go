@@ -840,45 +840,6 @@ func TestWritePartsDeterministic(t *testing.T) {
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
-	tests := []struct {
-		in   string
-		want string
-	}{
-		{"", `""`},
-		{"plain", `"plain"`},
-		{`q"b\s`, `"q\"b\\s"`},
-		{"\n\r\t\b\f", `"\n\r\t\b\f"`},
-		{"\x00\x01\x1f\x7f", `"\u0000\u0001\u001f` + "\x7f" + `"`},
-		{"<&>", `"<&>"`},
-		{"ünï ✓ 😀", `"ünï ✓ 😀"`},
-		{"a\u2028b\u2029c", `"a\u2028b\u2029c"`},
-		{"bad\xffutf8\xc3", "\"bad\ufffdutf8\ufffd\""},
-		{"\xed\xa0\x80", "\"\ufffd\ufffd\ufffd\""}, // a surrogate half is invalid UTF-8
-	}
-	for _, tt := range tests {
-		got := string(AppendJSONString(nil, tt.in))
-		if got != tt.want {
-			t.Errorf("AppendJSONString(%q) = %s, want %s", tt.in, got, tt.want)
-		}
-		// encoding/json must read back what it would have written.
-		std, err := json.Marshal(tt.in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var a, b string
-		if err := json.Unmarshal([]byte(got), &a); err != nil {
-			t.Errorf("AppendJSONString(%q) = %s: invalid JSON: %v", tt.in, got, err)
-		}
-		if err := json.Unmarshal(std, &b); err != nil {
-			t.Fatal(err)
-		}
-		if a != b {
-			t.Errorf("AppendJSONString(%q) reads back as %q, encoding/json's as %q", tt.in, a, b)
-		}
-	}
-}
-
 func TestJSONLReward(t *testing.T) {
 	tests := []struct {
 		reward float64

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 // Behaviour is what the simulated agent of a rollout did.
@@ -221,17 +221,17 @@ func (b *builder) call(tool string, args ...any) {
 	}
 	b.events++
 	b.log = append(b.log, `{"eventType":"tool_call","tool":`...)
-	b.log = columnar.AppendJSONString(b.log, tool)
+	b.log = jsonview.AppendJSONString(b.log, tool)
 	b.log = append(b.log, `,"args":{`...)
 	for k := 0; k+1 < len(args); k += 2 {
 		if k > 0 {
 			b.log = append(b.log, ',')
 		}
-		b.log = columnar.AppendJSONString(b.log, args[k].(string))
+		b.log = jsonview.AppendJSONString(b.log, args[k].(string))
 		b.log = append(b.log, ':')
 		switch v := args[k+1].(type) {
 		case string:
-			b.log = columnar.AppendJSONString(b.log, v)
+			b.log = jsonview.AppendJSONString(b.log, v)
 		case int:
 			b.log = fmt.Appendf(b.log, "%d", v)
 		case money:

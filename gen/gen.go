@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/internal/atomicfile"
 )
 
@@ -702,7 +703,7 @@ func (rw *rowsWriter) write(rec *rowRecord, v *verdict) error {
 		if s == "" {
 			return append(b, "null"...)
 		}
-		return columnar.AppendJSONString(b, s)
+		return jsonview.AppendJSONString(b, s)
 	}
 	b := fmt.Appendf(rw.buf[:0], `{"row":%d,"rollout_id":`, rec.row)
 	b = str(b, rec.id)
@@ -731,7 +732,7 @@ func (rw *rowsWriter) write(rec *rowRecord, v *verdict) error {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = columnar.AppendJSONString(b, c.String())
+		b = jsonview.AppendJSONString(b, c.String())
 	}
 	b = append(b, "]}\n"...)
 	rw.buf = b

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 // The user ids the CRM tasks name (SPEC 7.1), as indexes into world.users:
@@ -502,11 +502,11 @@ func (w *world) serialize() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = columnar.AppendJSONString(b, u.id)
+		b = jsonview.AppendJSONString(b, u.id)
 		b = append(b, `:{"id":`...)
-		b = columnar.AppendJSONString(b, u.id)
+		b = jsonview.AppendJSONString(b, u.id)
 		b = append(b, `,"name":`...)
-		b = columnar.AppendJSONString(b, u.name)
+		b = jsonview.AppendJSONString(b, u.name)
 		b = append(b, `,"active":`...)
 		b = fmt.Appendf(b, "%t}", u.active)
 	}
@@ -515,11 +515,11 @@ func (w *world) serialize() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = columnar.AppendJSONString(b, s.id)
+		b = jsonview.AppendJSONString(b, s.id)
 		b = append(b, `:{"id":`...)
-		b = columnar.AppendJSONString(b, s.id)
+		b = jsonview.AppendJSONString(b, s.id)
 		b = append(b, `,"name":`...)
-		b = columnar.AppendJSONString(b, s.name)
+		b = jsonview.AppendJSONString(b, s.name)
 		b = fmt.Appendf(b, `,"probability":%d,"isClosed":%t}`, s.prob, s.closed)
 	}
 	b = append(b, `},"opportunities":{`...)
@@ -533,17 +533,17 @@ func (w *world) serialize() {
 
 // appendOpp appends the member `"ID":{...}` of one opportunity.
 func (w *world) appendOpp(b []byte, o *opp) []byte {
-	b = columnar.AppendJSONString(b, o.id)
+	b = jsonview.AppendJSONString(b, o.id)
 	b = append(b, `:{"id":`...)
-	b = columnar.AppendJSONString(b, o.id)
+	b = jsonview.AppendJSONString(b, o.id)
 	b = append(b, `,"name":`...)
-	b = columnar.AppendJSONString(b, o.name)
+	b = jsonview.AppendJSONString(b, o.name)
 	b = append(b, `,"ownerId":`...)
-	b = columnar.AppendJSONString(b, w.users[o.owner].id)
+	b = jsonview.AppendJSONString(b, w.users[o.owner].id)
 	b = append(b, `,"stageId":`...)
-	b = columnar.AppendJSONString(b, w.stages[o.stage].id)
+	b = jsonview.AppendJSONString(b, w.stages[o.stage].id)
 	b = append(b, `,"status":`...)
-	b = columnar.AppendJSONString(b, o.status)
+	b = jsonview.AppendJSONString(b, o.status)
 	b = append(b, `,"amount":`...)
 	b = appendCents(b, o.cents, false)
 	return append(b, '}')

@@ -197,12 +197,12 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 			r.Initial, _, initErr = g.plan.initials.Parse(&g.initial, row.Initial.Data)
 		}
 		if initErr != nil {
-			initErr = fmt.Errorf("%s: %w", fields.Initial, describeJSON(initErr))
+			initErr = fmt.Errorf("%s: %w", fields.Initial, initErr)
 		}
 	case row.Initial.Kind == columnar.CellJSON && b.JSONLines:
 		// Found in the cache, or indexed on its own, by DecodeLineCached:
 		// the shared index of a repeated text lets the verifiers' memos
-		// per world (verifiers.WorldMemo, spec hoisting) hit.
+		// per world (verifiers.WorldMemo) hit.
 		r.Initial = row.Initial.V
 	default:
 		r.Initial, initErr = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines)
@@ -294,7 +294,7 @@ func (g *grader) state(c columnar.Cell, doc *jsonview.Doc, field string, jsonLin
 	case columnar.CellString:
 		v, err := doc.Parse(c.Data)
 		if err != nil {
-			return jsonview.Value{}, fmt.Errorf("%s: %w", field, describeJSON(err))
+			return jsonview.Value{}, fmt.Errorf("%s: %w", field, err)
 		}
 		return v, nil
 	}
@@ -318,10 +318,10 @@ func (g *grader) buildMeta(b *columnar.Batch, row *columnar.Row) {
 			buf = append(buf, ',')
 		}
 		n++
-		buf = appendJSONString(buf, []byte(name))
+		buf = jsonview.AppendJSONString(buf, name)
 		buf = append(buf, ':')
 		if c.Kind == columnar.CellString {
-			buf = appendJSONString(buf, c.Data)
+			buf = jsonview.AppendJSONString(buf, c.Data)
 		} else {
 			buf = append(buf, c.Data...)
 		}

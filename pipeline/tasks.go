@@ -102,7 +102,7 @@ func newTask(text []byte, fields *columnar.FieldNames) (*Task, string, error) {
 		d := new(jsonview.Doc)
 		v, err := d.Parse(s)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", fields.Initial, describeJSON(err))
+			return nil, "", fmt.Errorf("%s: %w", fields.Initial, err)
 		}
 		d.Share()
 		t.Initial = v
@@ -127,11 +127,11 @@ func rowObject(row *columnar.Row, metaNames []string, fields *columnar.FieldName
 			buf = append(buf, ',')
 		}
 		n++
-		buf = appendJSONString(buf, []byte(name))
+		buf = jsonview.AppendJSONString(buf, name)
 		buf = append(buf, ':')
 		switch {
 		case c.Kind == columnar.CellString && !jsonText:
-			buf = appendJSONString(buf, c.Data)
+			buf = jsonview.AppendJSONString(buf, c.Data)
 		default:
 			buf = append(buf, c.Data...)
 		}

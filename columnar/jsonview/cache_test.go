@@ -216,3 +216,18 @@ func TestParseSkippingCache(t *testing.T) {
 		}
 	}
 }
+
+// A shared Doc is read by many goroutines: indexing into it again is a bug.
+func TestSharedDocRefusesParse(t *testing.T) {
+	d := new(Doc)
+	if _, err := d.Parse([]byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	d.Share()
+	defer func() {
+		if recover() == nil {
+			t.Error("Parse into a shared Doc did not panic")
+		}
+	}()
+	_, _ = d.Parse([]byte(`[]`))
+}

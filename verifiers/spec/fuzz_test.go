@@ -1,9 +1,7 @@
 package spec
 
 import (
-	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
@@ -41,45 +39,6 @@ func FuzzParse(f *testing.F) {
 			var c verifiers.Checks
 			if err := v.Grade(rollout, &c); err != nil {
 				t.Fatalf("Grade: %v", err)
-			}
-		}
-	})
-}
-
-// FuzzHoisting grades arbitrary CEL expressions with hoisting off, on with
-// the rollout's initial state unshared (computed in place) and on with it
-// shared (memoized per world): the three must load alike and grade alike.
-func FuzzHoisting(f *testing.F) {
-	for _, e := range []string{
-		`cel.bind(s, initial.deals.transformList(k, v, v.owner == task.rep && v.status == "open", k), size(s) > 0 && s.all(k, final.deals[k].owner == "C"))`,
-		`final.deals.all(k, k in initial.deals.map(d, d))`,
-		`final.deals.d1.owner == "C" || initial.deals.exists(k, initial.deals[k].amount > 5)`,
-		`initial.nope.exists(k, true) || true`,
-		`final.deals.all(f, initial.deals.exists(d, d == f))`,
-		`final.deals.all(task, task in initial.deals.map(d, d))`,
-		`type(initial.deals.map(k, k)) == list`,
-		`size(initial.deals.filter(k, initial.deals[k].?status.orValue("") == "open")) == size(final.deals.filter(k, final.deals[k].?status.orValue("") == "open"))`,
-	} {
-		f.Add(e)
-	}
-	f.Fuzz(func(t *testing.T, expr string) {
-		if len(expr) > 500 {
-			return
-		}
-		text, _ := json.Marshal(expr)
-		spec := `{"verifiers": [{"id": "V", "task": "T", "name": "n", "checks": [{"id": "c", "type": "expr", "expr": ` + string(text) + `}]}]}`
-		off, errOff := parseHoisting(spec, false)
-		on, errOn := parseHoisting(spec, true)
-		if (errOff == nil) != (errOn == nil) {
-			t.Fatalf("loads without hoisting: %v; with: %v", errOff, errOn)
-		}
-		if errOff != nil {
-			return
-		}
-		want := gradeWorld(t, off[0], false)
-		for _, shared := range []bool{false, true} {
-			if got := gradeWorld(t, on[0], shared); !slices.Equal(got, want) {
-				t.Fatalf("shared=%v: hoisted %+v, want %+v", shared, got, want)
 			}
 		}
 	})

@@ -10,7 +10,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
@@ -156,7 +155,7 @@ func appendJSON(buf *bytes.Buffer, n *yaml.Node, sortKeys bool) (*yaml.Node, err
 }
 
 func writeString(buf *bytes.Buffer, s string) {
-	buf.Write(columnar.AppendJSONString(buf.AvailableBuffer(), s))
+	buf.Write(jsonview.AppendJSONString(buf.AvailableBuffer(), s))
 }
 
 // constant parses JSON text into a jsonview value kept for the life of the

@@ -17,10 +17,6 @@ package spec
 //   - A missing state, task or meta reads as an empty map, a missing log as
 //     an empty list, so `has(final.events)` is false for a missing state.
 //
-// Programs are compiled and planned once, at load, with a cost limit: an
-// evaluation whose cost exceeds it (a runaway comprehension) stops with an
-// error, which makes the check's status error, never a hang.
-//
 // Rejected: converting states to map[string]any (or structpb) per rollout,
 // which parses and allocates the whole state for expressions that usually
 // read a few fields.
@@ -34,220 +30,16 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"sync"
 	"unsafe"
 
-	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
-	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
-	"go.yaml.in/yaml/v3"
 
-	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/verifiers"
 )
-
-// CostLimit is the CEL cost limit of one evaluation: roughly the number of
-// operations, each comprehension step and function call counting at least
-// one. An expression exceeding it ends its check in status error.
-const CostLimit = 1_000_000
-
-// celEnv is the environment every spec expression is compiled in.
-var celEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(append(celLibrary(),
-		cel.Variable("final", cel.DynType),
-		cel.Variable("initial", cel.DynType),
-		cel.Variable("output", cel.StringType),
-		cel.Variable("log", cel.DynType),
-		cel.Variable("task", cel.DynType),
-		cel.Variable("meta", cel.DynType))...)
-})
-
-// letEnv is the environment of let expressions: only the initial state and
-// the task are in scope, which is what makes their values shareable by
-// every rollout of one initial state.
-var letEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(append(celLibrary(),
-		cel.Variable("initial", cel.DynType),
-		cel.Variable("task", cel.DynType))...)
-})
-
-// celLibrary returns the options and functions every spec environment has.
-func celLibrary() []cel.EnvOption {
-	return []cel.EnvOption{
-		cel.CrossTypeNumericComparisons(true),
-		cel.EnableMacroCallTracking(), // hoisting unparses subexpressions
-		ext.Strings(),
-		ext.Bindings(),
-		ext.TwoVarComprehensions(),
-		cel.OptionalTypes(),
-		cel.Function("object_contains",
-			cel.Overload("object_contains_dyn_dyn", []*cel.Type{cel.DynType, cel.DynType}, cel.BoolType,
-				cel.BinaryBinding(celObjectContains))),
-		cel.Function("count",
-			cel.Overload("count_dyn", []*cel.Type{cel.DynType}, cel.IntType,
-				cel.UnaryBinding(celCount))),
-		cel.Function("numbers_in",
-			cel.Overload("numbers_in_string", []*cel.Type{cel.StringType}, cel.ListType(cel.DoubleType),
-				cel.UnaryBinding(celNumbersIn))),
-		cel.Function("states_number",
-			cel.Overload("states_number_string_dyn", []*cel.Type{cel.StringType, cel.DynType}, cel.BoolType,
-				cel.BinaryBinding(func(text, value ref.Val) ref.Val {
-					return celStatesNumber(text, value, types.Double(verifiers.DefaultTolerance))
-				})),
-			cel.Overload("states_number_string_dyn_dyn", []*cel.Type{cel.StringType, cel.DynType, cel.DynType}, cel.BoolType,
-				cel.FunctionBinding(func(args ...ref.Val) ref.Val {
-					return celStatesNumber(args[0], args[1], args[2])
-				}))),
-	}
-}
-
-// program is a compiled CEL expression.
-type program struct {
-	prg   cel.Program
-	src   string
-	hoist *hoisted // the subexpressions over the initial state only, if any
-}
-
-// compile compiles a CEL expression found at node n. wantBool requires a
-// bool (or dyn) result type.
-func (l *loader) compile(n *yaml.Node, src string, wantBool bool) *program {
-	env := l.env
-	if env == nil {
-		var err error
-		if env, err = celEnv(); err != nil {
-			l.problem(n, "", "CEL environment: %v", err)
-			return nil
-		}
-	}
-	return l.compileIn(env, n, src, wantBool, true)
-}
-
-// compileIn compiles a CEL expression in env.
-func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool, hoist bool) *program {
-	ast, iss := env.Compile(src)
-	if iss.Err() != nil {
-		l.problem(n, "CEL variables: final, initial, output, log, task, meta; functions: object_contains, count, numbers_in, states_number",
-			"CEL expression does not compile: %v", iss.Err())
-		return nil
-	}
-	if wantBool {
-		if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
-			l.problem(n, "compare the value, e.g. count(x) > 0", "expr must evaluate to a bool, not %s", t)
-			return nil
-		}
-	}
-	if hoist && !noHoisting {
-		prg, h, touched := hoistExpr(env, ast)
-		if prg != nil {
-			return &program{prg: prg, src: src, hoist: h}
-		}
-		if touched { // the failed rewrite changed ast: compile it again
-			if ast, iss = env.Compile(src); iss.Err() != nil {
-				l.problem(n, "", "CEL expression does not compile: %v", iss.Err())
-				return nil
-			}
-		}
-	}
-	prg, err := env.Program(ast, celProgramOptions...)
-	if err != nil {
-		l.problem(n, "", "CEL expression: %v", err)
-		return nil
-	}
-	return &program{prg: prg, src: src}
-}
-
-// celProgramOptions plan every spec program: the cost limit, and CEL's
-// evaluation-time optimizations.
-var celProgramOptions = []cel.ProgramOption{cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize)}
-
-// noHoisting turns hoisting off, for tests that compare both ways.
-var noHoisting bool
-
-// costExceeded reports whether err is CEL's cost limit being exceeded.
-func costExceeded(err error) bool {
-	var cancelled interpreter.EvalCancelledError
-	return errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded
-}
-
-// eval evaluates the program on rollout r and hands the result to use
-// before the arena is reset.
-func (p *program) eval(r *verifiers.Rollout, s *scratch, use func(ref.Val) error) error {
-	act := s.cel.bind(r)
-	act.prog = p
-	defer s.cel.reset()
-	out, _, err := p.prg.Eval(act)
-	if act.costExceeded || (err != nil && costExceeded(err)) {
-		return fmt.Errorf("expression exceeded the cost limit (%d)", CostLimit)
-	}
-	if err != nil {
-		return err
-	}
-	return use(out)
-}
-
-// evalJSON evaluates the program and returns its value parsed into the
-// scratch's expression document, and as JSON text.
-func (p *program) evalJSON(r *verifiers.Rollout, s *scratch) (jsonview.Value, string, error) {
-	var text string
-	err := p.eval(r, s, func(v ref.Val) error {
-		b, err := appendCEL(s.buf[:0], v)
-		s.buf = b[:0]
-		text = string(b)
-		return err
-	})
-	if err != nil {
-		return jsonview.Value{}, "", err
-	}
-	// The index reads text in place: a string's bytes never change.
-	v, err := s.exprDoc.Parse(unsafe.Slice(unsafe.StringData(text), len(text)))
-	if err != nil {
-		return jsonview.Value{}, "", fmt.Errorf("value is not JSON: %w", err)
-	}
-	return v, text, nil
-}
-
-// gradeExpr runs an expr check.
-func (c *check) gradeExpr(r *verifiers.Rollout, s *scratch, out verifiers.Check) verifiers.Check {
-	var ok bool
-	err := c.expr.eval(r, s, func(v ref.Val) error {
-		b, isBool := v.(types.Bool)
-		if !isBool {
-			return fmt.Errorf("expr evaluated to %s, not a bool", v.Type().TypeName())
-		}
-		ok = bool(b)
-		return nil
-	})
-	if err != nil {
-		out.Status, out.Detail = verifiers.Error, "expr: "+err.Error()
-		return out
-	}
-	out.Status = verifiers.Fail
-	out.Actual = "false"
-	if ok {
-		out.Status, out.Actual = verifiers.Pass, "true"
-	}
-	out.Detail = "expr is " + out.Actual
-	if c.detail != nil {
-		err := c.detail.eval(r, s, func(v ref.Val) error {
-			if str, isStr := v.(types.String); isStr {
-				out.Detail = string(str) // copied: it may view the state
-				out.Detail = string([]byte(out.Detail))
-				return nil
-			}
-			b, err := appendCEL(nil, v)
-			out.Detail = string(b)
-			return err
-		})
-		if err != nil {
-			out.Detail = "expr is " + out.Actual + " (detail: " + err.Error() + ")"
-		}
-	}
-	return out
-}
 
 // celScratch is the per-Grade memory of CEL evaluations: the activation and
 // an arena of wrappers.
@@ -256,13 +48,6 @@ type celScratch struct {
 	objs  []celObj
 	lists []celList
 	lets  *letValues // the let values of the rollout being graded, if any
-
-	sub       activation  // the activation of hoisted values computed in place
-	hoistDone []hoistDone // hoisted values computed in this evaluation
-
-	// frozen: the scratch holds a memoized value read by many goroutines;
-	// wrappers are then allocated one by one rather than from the arena.
-	frozen bool
 }
 
 // arenaChunk is how many wrappers of a kind one arena block holds.
@@ -286,15 +71,9 @@ func (c *celScratch) reset() {
 	c.objs = c.objs[:0]
 	c.lists = c.lists[:0]
 	c.act = activation{}
-	c.sub = activation{}
-	clear(c.hoistDone)
-	c.hoistDone = c.hoistDone[:0]
 }
 
 func (c *celScratch) obj(v jsonview.Value) *celObj {
-	if c.frozen {
-		return &celObj{v: v, s: c}
-	}
 	if len(c.objs) == cap(c.objs) {
 		c.objs = make([]celObj, 0, arenaChunk)
 	}
@@ -303,9 +82,6 @@ func (c *celScratch) obj(v jsonview.Value) *celObj {
 }
 
 func (c *celScratch) list(v jsonview.Value) *celList {
-	if c.frozen {
-		return &celList{v: v, s: c}
-	}
 	if len(c.lists) == cap(c.lists) {
 		c.lists = make([]celList, 0, arenaChunk)
 	}
@@ -340,9 +116,6 @@ type activation struct {
 	final, initial, task, meta *celObj
 	log                        *celList
 	output                     types.String
-
-	prog         *program // the program evaluated, for its hoisted values
-	costExceeded bool     // a hoisted value exceeded the cost limit
 }
 
 // resolveLet resolves a let name of the verifier being graded.
@@ -377,11 +150,6 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.task, true
 	case "meta":
 		return a.meta, true
-	}
-	if a.prog != nil && a.prog.hoist != nil {
-		if i, ok := hoistIndex(name); ok && i < len(a.prog.hoist.progs) {
-			return a.prog.hoist.resolve(a, i), true
-		}
 	}
 	return a.resolveLet(name)
 }
@@ -677,7 +445,7 @@ func appendCEL(b []byte, v ref.Val) ([]byte, error) {
 		}
 		return strconv.AppendFloat(b, f, 'g', -1, 64), nil
 	case types.String:
-		return columnar.AppendJSONString(b, string(x)), nil
+		return jsonview.AppendJSONString(b, string(x)), nil
 	case types.Null:
 		return append(b, "null"...), nil
 	case traits.Lister:
@@ -712,7 +480,7 @@ func appendCEL(b []byte, v ref.Val) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(columnar.AppendJSONString(b, k), ':')
+			b = append(jsonview.AppendJSONString(b, k), ':')
 			var err error
 			if b, err = appendCEL(b, x.Get(types.String(k))); err != nil {
 				return b, err
@@ -732,113 +500,4 @@ func appendCompact(b, raw []byte) []byte {
 		return append(b, raw...)
 	}
 	return buf.Bytes()
-}
-
-// celObjectContains implements object_contains(x, pattern): when x is a
-// list, true when some element contains the pattern; otherwise whether x
-// contains it (SPEC 5.3 containment).
-func celObjectContains(x, pattern ref.Val) ref.Val {
-	if l, ok := x.(traits.Lister); ok {
-		if cl, ok := l.(*celList); ok {
-			if cp, ok := pattern.(*celObj); ok {
-				for e := cl.v.First(); e.Exists(); e = e.Next() {
-					if contains(e, cp.v) {
-						return types.True
-					}
-				}
-				return types.False
-			}
-		}
-		it := l.Iterator()
-		for it.HasNext() == types.True {
-			if celContains(it.Next(), pattern) {
-				return types.True
-			}
-		}
-		return types.False
-	}
-	return types.Bool(celContains(x, pattern))
-}
-
-// celContains is containment over CEL values.
-func celContains(v, pattern ref.Val) bool {
-	if a, ok := v.(*celObj); ok {
-		if b, ok := pattern.(*celObj); ok {
-			return contains(a.v, b.v)
-		}
-	}
-	pm, ok := pattern.(traits.Mapper)
-	if !ok {
-		return types.Equal(v, pattern) == types.True
-	}
-	vm, ok := v.(traits.Mapper)
-	if !ok {
-		return false
-	}
-	it := pm.Iterator()
-	for it.HasNext() == types.True {
-		k := it.Next()
-		x, found := vm.Find(k)
-		if !found || !celContains(x, pm.Get(k)) {
-			return false
-		}
-	}
-	return true
-}
-
-// celCount implements count(x): the size of a list or map, 0 for null.
-func celCount(x ref.Val) ref.Val {
-	if x == types.NullValue {
-		return types.Int(0)
-	}
-	if s, ok := x.(traits.Sizer); ok {
-		if _, isStr := x.(types.String); !isStr {
-			return s.Size()
-		}
-	}
-	return types.NewErr("count needs a list or a map, not %s", x.Type().TypeName())
-}
-
-// celNumbersIn implements numbers_in(text) with verifiers.NumbersIn.
-func celNumbersIn(text ref.Val) ref.Val {
-	s, ok := text.(types.String)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(text)
-	}
-	nums := verifiers.NumbersIn(string(s))
-	elems := make([]ref.Val, len(nums))
-	for i, f := range nums {
-		elems[i] = types.Double(f)
-	}
-	return types.NewRefValList(types.DefaultTypeAdapter, elems)
-}
-
-// celStatesNumber implements states_number(text, value[, tol]) with
-// verifiers.StatesNumber.
-func celStatesNumber(text, value, tol ref.Val) ref.Val {
-	s, ok := text.(types.String)
-	if !ok {
-		return types.MaybeNoSuchOverloadErr(text)
-	}
-	v, ok := celNumber(value)
-	if !ok {
-		return types.NewErr("states_number needs a number, not %s", value.Type().TypeName())
-	}
-	t, ok := celNumber(tol)
-	if !ok {
-		return types.NewErr("states_number needs a number tolerance, not %s", tol.Type().TypeName())
-	}
-	return types.Bool(verifiers.StatesNumber(string(s), v, t))
-}
-
-func celNumber(v ref.Val) (float64, bool) {
-	switch x := v.(type) {
-	case types.Double:
-		return float64(x), true
-	case types.Int:
-		return float64(x), true
-	case types.Uint:
-		return float64(x), true
-	}
-	return 0, false
 }
