@@ -50,12 +50,10 @@ type Config struct {
 	Progress Progress
 	// Version is written into the manifest.
 	Version string
-	// Flags are the result-affecting flags as given, for the manifest.
-	Flags map[string]string
 	// Resume continues an interrupted run in Out: units whose part is
 	// complete are skipped. Without a manifest in Out the run starts from
-	// the beginning; with one written for other inputs, verifiers or flags
-	// it is a ConfigError.
+	// the beginning; with one written for other inputs, verifiers or
+	// configuration (RunConfig) it is a ConfigError.
 	Resume bool
 	// Shard, when Count > 0, grades only the units of one shard; N shard
 	// processes may write into one Out at once, and Commit joins them.
@@ -85,7 +83,7 @@ type Progress interface {
 	Finish()
 }
 
-// ErrMaxErrors is returned when --max-errors stopped the run.
+// ErrMaxErrors is returned, wrapped, when Config.MaxErrors stopped the run.
 var ErrMaxErrors = errors.New("too many rows with status error")
 
 // Result is what a run did.
@@ -102,7 +100,7 @@ type Result struct {
 
 // ErrInterrupted is returned, wrapped, when the run's context was
 // cancelled (SIGINT, SIGTERM): the parts completed so far are in place and
-// --resume continues the run.
+// a run with Config.Resume continues it.
 var ErrInterrupted = errors.New("interrupted")
 
 // Run grades every input of cfg into cfg.Out. It returns after every
@@ -143,7 +141,7 @@ func prepare(cfg Config) (*runner, error) {
 	switch cfg.Format {
 	case columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL:
 	default:
-		return nil, &ConfigError{Msg: fmt.Sprintf("unknown output format %q", cfg.Format), Hint: "--format parquet, --format arrow or --format jsonl"}
+		return nil, &ConfigError{Field: "Format", Msg: fmt.Sprintf("unknown output format %q (want parquet, arrow or jsonl)", cfg.Format)}
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.NumCPU()
@@ -164,7 +162,7 @@ func prepare(cfg Config) (*runner, error) {
 		cfg.RowGroupsPerUnit = DefaultRowGroupsPerUnit
 	}
 	if cfg.Shard.Count > 0 && (cfg.Shard.Index < 0 || cfg.Shard.Index >= cfg.Shard.Count) {
-		return nil, &ConfigError{Msg: fmt.Sprintf("shard %d/%d: the index must be between 0 and %d", cfg.Shard.Index, cfg.Shard.Count, cfg.Shard.Count-1)}
+		return nil, &ConfigError{Field: "Shard", Msg: fmt.Sprintf("%d/%d: the index must be between 0 and %d", cfg.Shard.Index, cfg.Shard.Count, cfg.Shard.Count-1)}
 	}
 	files, skipped, err := Inputs(cfg.Inputs)
 	if err != nil {
@@ -180,7 +178,7 @@ func prepare(cfg Config) (*runner, error) {
 		return nil, &ConfigError{Msg: "standard input (-) is named more than once"}
 	}
 	if stdins > 0 && cfg.Shard.Count > 1 {
-		return nil, &ConfigError{Msg: "--shard cannot split standard input (-) between processes"}
+		return nil, &ConfigError{Field: "Shard", Msg: "cannot split standard input (-) between processes"}
 	}
 	units := splitUnits(files, cfg.RowGroupsPerUnit)
 	bindings, err := Bind(cfg.Verifiers)
@@ -191,7 +189,7 @@ func prepare(cfg Config) (*runner, error) {
 	if cfg.TasksFile != "" {
 		tasks, err := LoadTasks(cfg.TasksFile, cfg.Fields)
 		if err != nil {
-			return nil, &ConfigError{Msg: err.Error()}
+			return nil, &ConfigError{Field: "TasksFile", Msg: err.Error()}
 		}
 		p.tasks = tasks
 	}
@@ -201,11 +199,11 @@ func prepare(cfg Config) (*runner, error) {
 	p.skips = columnar.StateSkips(&p.fields, p.initials)
 	for _, k := range p.keep {
 		if p.fields.Is(k) {
-			return nil, &ConfigError{Msg: fmt.Sprintf("--keep %s: %s is a rollout field, not metadata", k, k)}
+			return nil, &ConfigError{Field: "Keep", Msg: fmt.Sprintf("%s is a rollout field, not metadata", k)}
 		}
 	}
 	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*partStats{}}
-	r.manifest = newManifest(cfg, units)
+	r.manifest = newManifest(cfg, p, units)
 	return r, nil
 }
 
@@ -359,7 +357,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	complete := err == nil && len(r.failed) == 0
 	if errors.Is(err, context.Canceled) {
 		done, total := r.progress()
-		err = fmt.Errorf("%w: %d of %d parts complete; run again with --resume to continue", ErrInterrupted, done, total)
+		err = fmt.Errorf("%w: %d of %d parts complete", ErrInterrupted, done, total)
 	}
 	if mErr := r.writeManifest(); mErr != nil && err == nil {
 		err = mErr
@@ -564,7 +562,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				pool.Put(res)
 				if r.cfg.MaxErrors > 0 && errRows >= r.cfg.MaxErrors {
 					<-tokens
-					return fmt.Errorf("%w: stopped after %d (--max-errors %d)", ErrMaxErrors, errRows, r.cfg.MaxErrors)
+					return fmt.Errorf("%w: stopped after %d", ErrMaxErrors, errRows)
 				}
 			case j.err != nil:
 				if part != nil {
