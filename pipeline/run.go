@@ -537,24 +537,23 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 			case j.res != nil:
 				res := j.res
 				j.res = nil
-				if part != nil {
-					for i := range res.rewards {
-						rw := &res.rewards[i]
-						cur.add(rw)
-						if rw.Status == "error" {
-							errRows++
-						}
-						if err := ids.add(rw.RolloutID); err != nil {
-							return err
-						}
+				// part is open: a unit's batches come before its end job.
+				for i := range res.rewards {
+					rw := &res.rewards[i]
+					cur.add(rw)
+					if rw.Status == verifiers.StatusError {
+						errRows++
 					}
-					cur.Checks += int64(len(res.checks))
-					if err := part.WriteRewards(res.rewards); err != nil {
+					if err := ids.add(rw.RolloutID); err != nil {
 						return err
 					}
-					if err := part.WriteChecks(res.checks); err != nil {
-						return err
-					}
+				}
+				cur.Checks += int64(len(res.checks))
+				if err := part.WriteRewards(res.rewards); err != nil {
+					return err
+				}
+				if err := part.WriteChecks(res.checks); err != nil {
+					return err
 				}
 				if r.cfg.Progress != nil {
 					r.cfg.Progress.Add(len(res.rewards))

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // Counts are the outcome counts of a set of rollouts.
@@ -28,13 +29,13 @@ type Counts struct {
 func (c *Counts) add(r *columnar.RewardRow) {
 	c.Rollouts++
 	switch r.Status {
-	case "passed":
+	case verifiers.StatusPassed:
 		c.Passed++
-	case "failed":
+	case verifiers.StatusFailed:
 		c.Failed++
-	case "pending":
+	case verifiers.StatusPending:
 		c.Pending++
-	case "error":
+	case verifiers.StatusError:
 		c.Error++
 		if c.ErrorKinds == nil {
 			c.ErrorKinds = map[string]int64{}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // LeaderboardConfig sets a leaderboard. The zero value groups by model,
@@ -149,16 +151,16 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 			}
 			g.e.Rollouts++
 			switch string(v[1].data) {
-			case StatusPassed:
+			case verifiers.StatusPassed:
 				g.e.Passed++
 				ta.passed++
 				ta.graded++
-			case StatusFailed:
+			case verifiers.StatusFailed:
 				g.e.Failed++
 				ta.graded++
-			case StatusPending:
+			case verifiers.StatusPending:
 				g.e.Pending++
-			case StatusError:
+			case verifiers.StatusError:
 				g.e.Error++
 			default:
 				return fmt.Errorf("unknown status %q", v[1].data)

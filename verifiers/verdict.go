@@ -13,17 +13,32 @@ const (
 	Errored
 )
 
+// Statuses of rollouts as written in the rewards' status column, and of
+// checks as written in the checks' status column (SPEC 4.2, 4.3): the one
+// vocabulary every reader and writer of results uses.
+const (
+	StatusPassed  = "passed"
+	StatusFailed  = "failed"
+	StatusPending = "pending"
+	StatusError   = "error"
+
+	CheckPass    = "pass"
+	CheckFail    = "fail"
+	CheckPending = "pending"
+	CheckError   = "error"
+)
+
 // String returns the outcome as written in the status column.
 func (o Outcome) String() string {
 	switch o {
 	case Passed:
-		return "passed"
+		return StatusPassed
 	case Failed:
-		return "failed"
+		return StatusFailed
 	case PendingOutcome:
-		return "pending"
+		return StatusPending
 	case Errored:
-		return "error"
+		return StatusError
 	}
 	return "unknown"
 }

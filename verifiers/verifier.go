@@ -55,13 +55,13 @@ const (
 func (s Status) String() string {
 	switch s {
 	case Pass:
-		return "pass"
+		return CheckPass
 	case Fail:
-		return "fail"
+		return CheckFail
 	case Pending:
-		return "pending"
+		return CheckPending
 	case Error:
-		return "error"
+		return CheckError
 	}
 	return "unknown"
 }

@@ -147,7 +147,7 @@ func grade(v *verifiers.Verifier, r *verifiers.Rollout) (checks []verifiers.Chec
 	return slices.Clone(c.List()), verdict
 }
 
-var wantVerdict = map[string]string{ExpectPass: "passed", ExpectFail: "failed", ExpectError: "error"}
+var wantVerdict = map[string]string{ExpectPass: verifiers.StatusPassed, ExpectFail: verifiers.StatusFailed, ExpectError: verifiers.StatusError}
 
 // Test runs v on each fixture, read with decode, twice (a verifier must be
 // deterministic), and on a no-op rollout for each task it binds. The no-op's initial state

@@ -34,6 +34,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -234,8 +235,7 @@ func (c *check) gradeExpr(r *verifiers.Rollout, s *scratch, out verifiers.Check)
 	if c.detail != nil {
 		err := c.detail.eval(r, s, func(v ref.Val) error {
 			if str, isStr := v.(types.String); isStr {
-				out.Detail = string(str) // copied: it may view the state
-				out.Detail = string([]byte(out.Detail))
+				out.Detail = strings.Clone(string(str)) // copied: it may view the state
 				return nil
 			}
 			b, err := appendCEL(nil, v)
