@@ -256,15 +256,29 @@ func defaultKeep(units []Unit, fields columnar.FieldNames) []string {
 	return keep
 }
 
-// job is one unit of work: a batch of a unit, or (batch nil) the end of a
-// unit. seq orders jobs across the whole run.
+// jobKind says what a job carries.
+type jobKind uint8
+
+const (
+	// jobBatch is a batch of a unit's rows; a worker grades it into res.
+	jobBatch jobKind = iota
+	// jobEnd ends a unit read to the end; rows is the unit's row count.
+	jobEnd
+	// jobFailed ends a unit that could not be read to the end; err says
+	// why.
+	jobFailed
+)
+
+// job is one unit of work: a batch of a unit, or the end of a unit. seq
+// orders jobs across the whole run.
 type job struct {
+	kind  jobKind
 	seq   int64
 	unit  *Unit
-	batch *columnar.Batch
-	rows  int64 // rows of the unit, on the end-of-unit job
-	err   error // on the end-of-unit job: the unit could not be read
-	res   *results
+	batch *columnar.Batch // jobBatch, until graded
+	res   *results        // jobBatch, once graded
+	rows  int64           // jobEnd and jobFailed: rows read
+	err   error           // jobFailed
 }
 
 // todo returns the units this process grades: those of its shard whose
@@ -424,7 +438,11 @@ func (r *runner) produce(ctx context.Context, units []*Unit, tokens chan struct{
 		if !ok {
 			return ctx.Err()
 		}
-		if !send(&job{unit: u, rows: rows, err: err}) {
+		end := &job{kind: jobEnd, unit: u, rows: rows}
+		if err != nil {
+			end.kind, end.err = jobFailed, err
+		}
+		if !send(end) {
 			return ctx.Err()
 		}
 	}
@@ -448,7 +466,7 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 			return rows, err, true
 		}
 		rows += int64(len(b.Rows))
-		if !send(&job{unit: u, batch: b}) {
+		if !send(&job{kind: jobBatch, unit: u, batch: b}) {
 			b.Release()
 			return rows, nil, false
 		}
@@ -525,7 +543,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 			}
 			delete(pending, next)
 			next++
-			if part == nil && j.err == nil {
+			if part == nil && j.kind != jobFailed {
 				part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, partOpts)
 				if err != nil {
 					return err
@@ -533,8 +551,8 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				cur = newSummary(nil)
 				ids.reset(r.cfg.Out, j.unit.Index)
 			}
-			switch {
-			case j.res != nil:
+			switch j.kind {
+			case jobBatch:
 				res := j.res
 				j.res = nil
 				// part is open: a unit's batches come before its end job.
@@ -563,7 +581,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 					<-tokens
 					return fmt.Errorf("%w: stopped after %d", ErrMaxErrors, errRows)
 				}
-			case j.err != nil:
+			case jobFailed:
 				if part != nil {
 					part.Abort()
 					part = nil
@@ -575,7 +593,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				if err := r.writeManifest(); err != nil {
 					return err
 				}
-			default:
+			case jobEnd:
 				ps := newPartStats(j.unit, j.rows, cur)
 				if err := ids.finish(); err != nil {
 					return err
