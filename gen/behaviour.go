@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // Behaviour is what the simulated agent of a rollout did.
@@ -118,11 +119,11 @@ const (
 func (c checkStatus) String() string {
 	switch c {
 	case cPass:
-		return "pass"
+		return verifiers.CheckPass
 	case cFail:
-		return "fail"
+		return verifiers.CheckFail
 	}
-	return "error"
+	return verifiers.CheckError
 }
 
 // builder builds the rollouts of one world, reusing its buffers.

@@ -5,25 +5,28 @@ import (
 	"io"
 	"strconv"
 	"text/tabwriter"
+
+	"github.com/gavelhq/gavel/verifiers"
 )
 
-// Statuses and error kinds of the expected verdicts (SPEC 4.3).
+// Statuses and error kinds of the expected verdicts (SPEC 4.3), those of
+// package verifiers.
 const (
 	// StatusPassed is a rollout whose required checks all pass.
-	StatusPassed = "passed"
+	StatusPassed = verifiers.StatusPassed
 	// StatusFailed is a rollout with a failed required check.
-	StatusFailed = "failed"
+	StatusFailed = verifiers.StatusFailed
 	// StatusError is a rollout that could not be graded.
-	StatusError = "error"
+	StatusError = verifiers.StatusError
 
 	// KindInput is the error kind of a row whose input is invalid.
-	KindInput = "input"
+	KindInput = verifiers.KindInput
 	// KindNoVerifier is the error kind of a row whose task no verifier
 	// binds.
-	KindNoVerifier = "no_verifier"
+	KindNoVerifier = verifiers.KindNoVerifier
 	// KindVerifier is the error kind of a row with a check that ended in
 	// error (TASK-003 in a world without a closed-won stage).
-	KindVerifier = "verifier"
+	KindVerifier = verifiers.KindVerifier
 )
 
 // Counts are the expected verdicts of a group of rollouts.

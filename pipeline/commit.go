@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+)
+
+// Errors of Commit, returned wrapped with the details.
+var (
+	// ErrNoShards: the directory holds no shard manifest.
+	ErrNoShards = errors.New("no shard manifests")
+	// ErrIncomplete: a shard lacks parts.
+	ErrIncomplete = errors.New("incomplete")
 )
 
 var shardManifestName = regexp.MustCompile(`^shard-(\d+)-of-(\d+)\.manifest\.json$`)
@@ -44,7 +53,7 @@ func Commit(dir string) (*Summary, error) {
 		manifests[i] = mf
 	}
 	if count == 0 {
-		return nil, fmt.Errorf("commit %s: no shard manifests in %s (grade with --shard I/N first)", dir, filepath.Join(dir, shardsDir))
+		return nil, fmt.Errorf("commit %s: %w in %s", dir, ErrNoShards, filepath.Join(dir, shardsDir))
 	}
 	var missing []string
 	for i := 0; i < count; i++ {
@@ -57,13 +66,14 @@ func Commit(dir string) (*Summary, error) {
 	}
 	base := manifests[0]
 	for i := 1; i < count; i++ {
-		if diff := base.sameRun(manifests[i]); diff != "" {
-			return nil, fmt.Errorf("commit %s: shard %d/%d was run with %s than shard 0/%d", dir, i, count, diff, count)
+		if err := base.sameRun(manifests[i]); err != nil {
+			return nil, fmt.Errorf("commit %s: shard %d/%d is of another run than shard 0/%d: %w", dir, i, count, count, err)
 		}
 	}
 
 	merged := *base
 	merged.Shard = ""
+	merged.Config.Shards = 0
 	merged.Inputs = make([]ManifestInput, len(base.Inputs))
 	var stats []*partStats
 	incomplete := map[int][]string{}
@@ -93,7 +103,7 @@ func Commit(dir string) (*Summary, error) {
 			}
 			msgs = append(msgs, fmt.Sprintf("shard %d/%d lacks %s%s", s, count, strings.Join(parts, ", "), more))
 		}
-		return nil, fmt.Errorf("commit %s: incomplete: %s (run those shards again with --resume)", dir, strings.Join(msgs, "; "))
+		return nil, fmt.Errorf("commit %s: %w: %s", dir, ErrIncomplete, strings.Join(msgs, "; "))
 	}
 
 	var skipped []string

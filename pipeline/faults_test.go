@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
@@ -58,6 +59,8 @@ func rewardsByID(t *testing.T, out string, part int) map[string]map[string]any {
 // has status error with a timeout message, the stuck workers are replaced
 // and every other row is graded.
 func TestVerifierTimeout(t *testing.T) {
+	// Checked last: the abandoned calls exit once their verifier returns.
+	defer goleak.VerifyNone(t)
 	release := make(chan struct{})
 	defer close(release)
 	v := testVerifier(func(r *verifiers.Rollout) {
@@ -104,6 +107,8 @@ func TestVerifierTimeout(t *testing.T) {
 // TestTooManyStuck stops a run whose verifiers all hang, with an error
 // that says so.
 func TestTooManyStuck(t *testing.T) {
+	// Checked last: the abandoned calls exit once their verifier returns.
+	defer goleak.VerifyNone(t)
 	release := make(chan struct{})
 	defer close(release)
 	v := testVerifier(func(*verifiers.Rollout) { <-release })

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"bytes"
 	"fmt"
-	"runtime/debug"
 	"strconv"
 	"unsafe"
 
@@ -130,6 +129,21 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 // checks to write (none on an input or verifier error). It fills the ids,
 // the verifier id and the kept columns of rw.
 func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow) (verifiers.Verdict, []verifiers.Check) {
+	v, inputErr := g.decode(u, b, row, rw)
+	if inputErr != "" {
+		return verifiers.InputError(inputErr), nil
+	}
+	if v == nil {
+		return verifiers.NoVerifier(rw.TaskID), nil
+	}
+	verdict := g.verify(v, &g.rollout, &g.checks)
+	return verdict, g.checks.List()
+}
+
+// decode decodes one row into g.rollout and returns the verifier bound to
+// its task (nil when none), or why the row is not a valid input. It fills
+// the ids, the verifier id and the kept columns of rw.
+func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow) (v *verifiers.Verifier, inputErr string) {
 	r := &g.rollout
 	*r = verifiers.Rollout{}
 	fields := &g.plan.fields
@@ -142,7 +156,7 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 		g.metaBuf, err = columnar.DecodeLineCached(row, fields, g.plan.skips, &g.line, &g.initial, g.metaBuf[:0])
 		if err != nil {
 			rw.RolloutID = fallbackID(u, row)
-			return verifiers.InputError(err.Error()), nil
+			return nil, err.Error()
 		}
 		if r.Meta, err = g.meta.Parse(g.metaBuf); err != nil { // cannot happen: members of a valid line
 			panic(fmt.Sprintf("metadata object: %v", err))
@@ -170,19 +184,19 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	}
 	task, taskErr := idText(row.Task)
 	rw.TaskID = string(task)
-	v := g.plan.bindings[rw.TaskID]
+	v = g.plan.bindings[rw.TaskID]
 	if v != nil {
 		rw.VerifierID = columnar.Str(v.ID)
 	}
 	switch {
 	case row.Err != nil:
-		return verifiers.InputError(row.Err.Error()), nil
+		return nil, row.Err.Error()
 	case idErr != "":
-		return verifiers.InputError(fields.ID + ": " + idErr), nil
+		return nil, fields.ID + ": " + idErr
 	case taskErr != "":
-		return verifiers.InputError(fields.Task + ": " + taskErr), nil
+		return nil, fields.Task + ": " + taskErr
 	case len(task) == 0:
-		return verifiers.InputError(fields.Task + ": missing, null or empty"), nil
+		return nil, fields.Task + ": missing, null or empty"
 	}
 
 	var err error
@@ -216,23 +230,23 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	if initErr == nil && row.Final.Kind == columnar.CellString && r.Initial.Exists() && bytes.Equal(row.Final.Data, r.Initial.Raw()) {
 		r.Final = r.Initial
 	} else if r.Final, err = g.state(row.Final, &g.final, fields.Final, b.JSONLines); err != nil {
-		return verifiers.InputError(err.Error()), nil
+		return nil, err.Error()
 	}
 	if initErr != nil {
-		return verifiers.InputError(initErr.Error()), nil
+		return nil, initErr.Error()
 	}
 	if r.Log, err = g.state(row.Log, &g.log, fields.Log, b.JSONLines); err != nil {
-		return verifiers.InputError(err.Error()), nil
+		return nil, err.Error()
 	}
 	if k := r.Log.Kind(); k != jsonview.Missing && k != jsonview.Null && k != jsonview.Array {
-		return verifiers.InputError(fields.Log + ": not a JSON array"), nil
+		return nil, fields.Log + ": not a JSON array"
 	}
 	switch row.Output.Kind {
 	case columnar.CellNull:
 	case columnar.CellString:
 		r.Output = unsafe.String(unsafe.SliceData(row.Output.Data), len(row.Output.Data))
 	default:
-		return verifiers.InputError(fields.Output + ": not a string (" + row.Output.Kind.String() + ")"), nil
+		return nil, fields.Output + ": not a string (" + row.Output.Kind.String() + ")"
 	}
 	if t != nil {
 		r.Task = t.Fields
@@ -243,46 +257,26 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	if r.Initial.Kind() == jsonview.Null {
 		r.Initial = jsonview.Value{}
 	}
-	if v == nil {
-		return verifiers.NoVerifier(rw.TaskID), nil
-	}
 	r.ID, r.TaskID = rw.RolloutID, rw.TaskID
-
-	g.checks.Reset()
-	if err := g.verify(v, r, &g.checks); err != nil {
-		return verifiers.Score(nil, err), nil
-	}
-	checks := g.checks.List()
-	return verifiers.Score(checks, nil), checks
+	return v, ""
 }
 
 // verify runs the verifier on the current row, timed by the watchdog when
-// there is one. The row a stuck worker abandoned gets a timeout error
-// without running the verifier again.
-func (g *grader) verify(v *verifiers.Verifier, r *verifiers.Rollout, c *verifiers.Checks) error {
+// there is one, and returns its verdict; c holds the checks. The row a
+// stuck worker abandoned gets a timeout error without running the verifier
+// again.
+func (g *grader) verify(v *verifiers.Verifier, r *verifiers.Rollout, c *verifiers.Checks) verifiers.Verdict {
 	if g.row == g.timedOut {
-		return fmt.Errorf("verifier %s timed out after %s", v.ID, g.pool.timeout)
+		c.Reset()
+		return verifiers.Score(nil, fmt.Errorf("verifier %s timed out after %s", v.ID, g.pool.timeout))
 	}
 	if g.watch == nil {
-		return runVerifier(v, r, c)
+		return verifiers.Run(v, r, c)
 	}
 	seq := g.watch.begin(g.pool)
-	err := runVerifier(v, r, c)
+	verdict := verifiers.Run(v, r, c)
 	g.watch.end(g.pool, seq)
-	return err
-}
-
-// runVerifier calls the verifier, turning a panic into an error.
-func runVerifier(v *verifiers.Verifier, r *verifiers.Rollout, c *verifiers.Checks) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("verifier %s panicked: %v\n%s", v.ID, p, debug.Stack())
-		}
-	}()
-	if err := v.Grade(r, c); err != nil {
-		return fmt.Errorf("verifier %s: %w", v.ID, err)
-	}
-	return nil
+	return verdict
 }
 
 // state returns the view of a state or log cell: JSON text in a string is

@@ -40,11 +40,14 @@ type Unit struct {
 	rows  int64 // rows of the unit; -1 when unknown
 }
 
-// ConfigError is a usage or configuration problem found before anything
-// is graded: the command exits with status 2 and writes nothing.
+// ConfigError is a configuration problem found before anything is graded:
+// nothing is written. Msg says what is wrong without a command line's
+// spelling of it; Field names the Config field at fault ("Format", "Keep",
+// "Shard", "Resume", "TasksFile", "Inputs"; "" when none), for a command to
+// word the error with its own flag names and hints.
 type ConfigError struct {
-	Msg  string
-	Hint string
+	Field string
+	Msg   string
 }
 
 func (e *ConfigError) Error() string { return e.Msg }
@@ -87,10 +90,7 @@ func Inputs(args []string) (units []Unit, skipped []string, err error) {
 			}
 			if !info.IsDir() {
 				if _, ok := columnar.InputFormat(p); !ok {
-					return nil, nil, &ConfigError{
-						Msg:  fmt.Sprintf("input %s: unsupported file type", p),
-						Hint: "name a .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow or .feather file, a directory, a glob or -",
-					}
+					return nil, nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: unsupported file type (want a .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow or .feather file, a directory, a glob or -)", p)}
 				}
 				add(p, info.Size())
 				continue
@@ -126,7 +126,7 @@ func Inputs(args []string) (units []Unit, skipped []string, err error) {
 		}
 	}
 	if len(units) == 0 {
-		return nil, skipped, &ConfigError{Msg: "no input files", Hint: "gavel grade --help"}
+		return nil, skipped, &ConfigError{Field: "Inputs", Msg: "no input files"}
 	}
 	return units, skipped, nil
 }

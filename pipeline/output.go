@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,8 +32,100 @@ type Manifest struct {
 	Version   string             `json:"gavel_version"`
 	Shard     string             `json:"shard,omitempty"`
 	Verifiers []ManifestVerifier `json:"verifiers"`
-	Flags     map[string]string  `json:"flags"`
+	Config    RunConfig          `json:"config"`
 	Inputs    []ManifestInput    `json:"inputs"`
+}
+
+// RunConfig is the part of a run's configuration that decides its results
+// and parts, normalised: a default left implicit and the same value given
+// explicitly are equal, and tuning (workers, batch size, progress) is not
+// in it. With the verifiers and the inputs it is a run's identity: a
+// resumed run and the shards of one run must have equal RunConfigs.
+type RunConfig struct {
+	// Format is the output format.
+	Format string `json:"format"`
+	// Fields are the input columns of the rollout fields.
+	Fields RunFields `json:"fields"`
+	// Keep are the metadata columns copied into the rewards, as resolved.
+	Keep []string `json:"keep"`
+	// TasksFile is the tasks table ("" when none).
+	TasksFile string `json:"tasks_file"`
+	// MaxLineBytes bounds one JSON Lines line.
+	MaxLineBytes int `json:"max_line_bytes"`
+	// Timeout bounds one verifier call ("none" when unbounded).
+	Timeout string `json:"timeout"`
+	// Shards is the number of shard processes of a sharded run; a
+	// committed run's manifest, like a single process's, has none.
+	Shards int `json:"shards,omitempty"`
+}
+
+// RunFields are columnar.FieldNames as written in manifest.json.
+type RunFields struct {
+	ID      string `json:"rollout_id"`
+	Task    string `json:"task_id"`
+	Final   string `json:"final_state"`
+	Initial string `json:"initial_state"`
+	Output  string `json:"output"`
+	Log     string `json:"log"`
+}
+
+// runConfig returns the RunConfig of cfg, whose defaults prepare applied,
+// and of its plan.
+func runConfig(cfg Config, p *plan) RunConfig {
+	f := p.fields
+	rc := RunConfig{
+		Format:       cfg.Format,
+		Fields:       RunFields{ID: f.ID, Task: f.Task, Final: f.Final, Initial: f.Initial, Output: f.Output, Log: f.Log},
+		Keep:         append([]string{}, p.keep...),
+		MaxLineBytes: cfg.MaxLineBytes,
+		Timeout:      "none",
+	}
+	if rc.MaxLineBytes <= 0 {
+		rc.MaxLineBytes = columnar.DefaultMaxLineBytes
+	}
+	if cfg.TasksFile != "" {
+		rc.TasksFile = filepath.Clean(cfg.TasksFile)
+	}
+	if cfg.Timeout > 0 {
+		rc.Timeout = cfg.Timeout.String()
+	}
+	if cfg.Shard.Count > 1 {
+		rc.Shards = cfg.Shard.Count
+	}
+	return rc
+}
+
+// differences lists how o, written by an earlier run, differs from c, one
+// "name: o's value there, c's given" per differing setting.
+func (c *RunConfig) differences(o *RunConfig) []string {
+	var out []string
+	diff := func(name, mine, theirs string) {
+		if mine != theirs {
+			out = append(out, fmt.Sprintf("%s: %s there, %s given", name, orNone(theirs), orNone(mine)))
+		}
+	}
+	diff("format", c.Format, o.Format)
+	fields := func(f RunFields) [][2]string {
+		return [][2]string{{columnar.FieldID, f.ID}, {columnar.FieldTask, f.Task}, {columnar.FieldFinal, f.Final},
+			{columnar.FieldInitial, f.Initial}, {columnar.FieldOutput, f.Output}, {columnar.FieldLog, f.Log}}
+	}
+	mine, theirs := fields(c.Fields), fields(o.Fields)
+	for i := range mine {
+		diff(mine[i][0]+" column", mine[i][1], theirs[i][1])
+	}
+	diff("kept columns", strings.Join(c.Keep, ","), strings.Join(o.Keep, ","))
+	diff("tasks file", c.TasksFile, o.TasksFile)
+	diff("line limit", strconv.Itoa(c.MaxLineBytes), strconv.Itoa(o.MaxLineBytes))
+	diff("timeout", c.Timeout, o.Timeout)
+	diff("shards", strconv.Itoa(max(c.Shards, 1)), strconv.Itoa(max(o.Shards, 1)))
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // ManifestVerifier identifies one loaded verifier.
@@ -60,20 +153,10 @@ type ManifestInput struct {
 	Error string `json:"error,omitempty"`
 }
 
-// notInManifest are flags that change neither results nor parts: a resumed
-// or sharded run has the manifest of a single uninterrupted run.
-var notInManifest = []string{"resume", "shard"}
-
-func newManifest(cfg Config, units []Unit) *Manifest {
-	m := &Manifest{Version: cfg.Version, Flags: map[string]string{}, Shard: cfg.Shard.String()}
+func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
+	m := &Manifest{Version: cfg.Version, Config: runConfig(cfg, p), Shard: cfg.Shard.String()}
 	if cfg.Shard.Count <= 1 {
 		m.Shard = ""
-	}
-	for k, v := range cfg.Flags {
-		m.Flags[k] = v
-	}
-	for _, k := range notInManifest {
-		delete(m.Flags, k)
 	}
 	for _, v := range cfg.Verifiers {
 		sum := sha256.Sum256([]byte(v.Definition))
@@ -96,9 +179,13 @@ func (m *Manifest) complete(unit int, rows int64) {
 	m.Inputs[unit].Error = ""
 }
 
+// errNoConfig is sameRun's answer for a manifest written before manifests
+// recorded the run's configuration: such a run cannot be resumed.
+var errNoConfig = errors.New("its manifest predates the config section that identifies a run; it cannot be continued, grade it again from the start")
+
 // sameRun reports how o, read from an output directory, differs from m in
-// what decides the results ("" when it does not).
-func (m *Manifest) sameRun(o *Manifest) string {
+// what decides the results (nil when it does not).
+func (m *Manifest) sameRun(o *Manifest) error {
 	strip := func(in []ManifestInput) []ManifestInput {
 		out := make([]ManifestInput, len(in))
 		for i, x := range in {
@@ -108,26 +195,19 @@ func (m *Manifest) sameRun(o *Manifest) string {
 	}
 	switch {
 	case m.Version != o.Version:
-		return fmt.Sprintf("gavel version %s, not %s", o.Version, m.Version)
+		return fmt.Errorf("gavel version %s, not %s", o.Version, m.Version)
+	case o.Config.Format == "":
+		return errNoConfig
 	case !reflect.DeepEqual(m.Verifiers, o.Verifiers):
-		return "other verifiers"
-	case !reflect.DeepEqual(m.Flags, o.Flags):
-		return fmt.Sprintf("other flags (%s given, %s there)", flagText(m.Flags), flagText(o.Flags))
-	case !reflect.DeepEqual(strip(m.Inputs), strip(o.Inputs)):
-		return "other inputs (paths, sizes or row groups differ)"
+		return errors.New("other verifiers")
 	}
-	return ""
-}
-
-func flagText(f map[string]string) string {
-	var parts []string
-	for _, k := range sortedKeys(f) {
-		parts = append(parts, "--"+k+"="+f[k])
+	if d := m.Config.differences(&o.Config); len(d) > 0 {
+		return fmt.Errorf("other configuration (%s)", strings.Join(d, "; "))
 	}
-	if len(parts) == 0 {
-		return "none"
+	if !reflect.DeepEqual(strip(m.Inputs), strip(o.Inputs)) {
+		return errors.New("other inputs (paths, sizes or row groups differ)")
 	}
-	return strings.Join(parts, " ")
+	return nil
 }
 
 func readManifest(path string) (*Manifest, error) {
@@ -201,11 +281,8 @@ func (r *runner) prepareOut() error {
 		case err != nil:
 			return err
 		default:
-			if diff := r.manifest.sameRun(old); diff != "" {
-				return &ConfigError{
-					Msg:  fmt.Sprintf("--resume: %s was written by another run: %s", dir, diff),
-					Hint: "give the inputs, verifiers and flags of the interrupted run, or drop --resume to start over",
-				}
+			if err := r.manifest.sameRun(old); err != nil {
+				return &ConfigError{Field: "Resume", Msg: fmt.Sprintf("%s was written by another run: %v", dir, err)}
 			}
 			return r.resume()
 		}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -168,18 +170,72 @@ func TestResumeChecksRun(t *testing.T) {
 		want string
 	}{
 		{"other inputs", Config{Inputs: inputs[:2], Out: out, Verifiers: v, Resume: true}, "other inputs"},
-		{"other flags", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Flags: map[string]string{"keep": "model"}}, "other flags (--keep=model given, none there)"},
+		{"other kept columns", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Keep: []string{"model"}}, "other configuration (kept columns: none there, model given)"},
+		{"other timeout", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Timeout: 20 * time.Second}, "other configuration (timeout: 10s there, 20s given)"},
+		{"other map", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Fields: columnar.FieldNames{Output: "answer"}}, "output column: output there, answer given"},
 		{"other verifiers", Config{Inputs: inputs, Out: out, Verifiers: verifiers.Builtin(), Resume: true}, "other verifiers"},
-		{"other format", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Format: columnar.FormatJSONL}, "other inputs"},
+		{"other format", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Format: columnar.FormatJSONL}, "format: parquet there, jsonl given"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tt.cfg)
 			var ce *ConfigError
-			if !errors.As(err, &ce) || !strings.Contains(ce.Msg, tt.want) {
-				t.Errorf("Run = %v, want a ConfigError holding %q", err, tt.want)
+			if !errors.As(err, &ce) || !strings.Contains(ce.Msg, tt.want) || ce.Field != "Resume" {
+				t.Errorf("Run = %v, want a ConfigError of Resume holding %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestResumeNormalisedConfig resumes runs whose settings are written
+// differently but mean the same: a default left implicit or given, a kept
+// column list equal to the default one.
+func TestResumeNormalisedConfig(t *testing.T) {
+	dir := t.TempDir()
+	inputs := faultInputs(t, dir, 3)
+	v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
+	out := filepath.Join(dir, "out")
+	grade(t, Config{Inputs: inputs, Out: out, Verifiers: v, Timeout: DefaultTimeout, Format: columnar.FormatParquet})
+	for _, cfg := range []Config{
+		{Inputs: inputs, Out: out, Verifiers: v, Resume: true},
+		{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Timeout: DefaultTimeout, MaxLineBytes: columnar.DefaultMaxLineBytes, Workers: 3, BatchSize: 2},
+		{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Fields: columnar.FieldNames{Output: columnar.FieldOutput}, Keep: []string{}},
+	} {
+		if _, err := Run(context.Background(), cfg); err != nil {
+			t.Errorf("Run(timeout %v, line limit %d, fields %+v) = %v, want the run resumed", cfg.Timeout, cfg.MaxLineBytes, cfg.Fields, err)
+		}
+	}
+}
+
+// TestResumeOldManifest refuses to resume a directory whose manifest
+// predates the config section, saying to grade it again from the start.
+func TestResumeOldManifest(t *testing.T) {
+	dir := t.TempDir()
+	inputs := faultInputs(t, dir, 2)
+	v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
+	out := filepath.Join(dir, "out")
+	grade(t, Config{Inputs: inputs, Out: out, Verifiers: v})
+	path := filepath.Join(out, manifestFile)
+	var m map[string]any
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "config")
+	m["flags"] = map[string]string{"timeout": "10s"}
+	if data, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(ce.Msg, "grade it again from the start") {
+		t.Errorf("Run = %v, want a ConfigError saying to start again", err)
 	}
 }
 

@@ -51,12 +51,10 @@ type Config struct {
 	Progress Progress
 	// Version is written into the manifest.
 	Version string
-	// Flags are the result-affecting flags as given, for the manifest.
-	Flags map[string]string
 	// Resume continues an interrupted run in Out: units whose part is
 	// complete are skipped. Without a manifest in Out the run starts from
-	// the beginning; with one written for other inputs, verifiers or flags
-	// it is a ConfigError.
+	// the beginning; with one written for other inputs, verifiers or
+	// configuration (RunConfig) it is a ConfigError.
 	Resume bool
 	// Shard, when Count > 0, grades only the units of one shard; N shard
 	// processes may write into one Out at once, and Commit joins them.
@@ -89,7 +87,7 @@ type Progress interface {
 	Finish()
 }
 
-// ErrMaxErrors is returned when --max-errors stopped the run.
+// ErrMaxErrors is returned, wrapped, when Config.MaxErrors stopped the run.
 var ErrMaxErrors = errors.New("too many rows with status error")
 
 // Result is what a run did.
@@ -106,7 +104,7 @@ type Result struct {
 
 // ErrInterrupted is returned, wrapped, when the run's context was
 // cancelled (SIGINT, SIGTERM): the parts completed so far are in place and
-// --resume continues the run.
+// a run with Config.Resume continues it.
 var ErrInterrupted = errors.New("interrupted")
 
 // Run grades every input of cfg into cfg.Out. It returns after every
@@ -147,7 +145,7 @@ func prepare(cfg Config) (*runner, error) {
 	switch cfg.Format {
 	case columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL:
 	default:
-		return nil, &ConfigError{Msg: fmt.Sprintf("unknown output format %q", cfg.Format), Hint: "--format parquet, --format arrow or --format jsonl"}
+		return nil, &ConfigError{Field: "Format", Msg: fmt.Sprintf("unknown output format %q (want parquet, arrow or jsonl)", cfg.Format)}
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.NumCPU()
@@ -168,7 +166,7 @@ func prepare(cfg Config) (*runner, error) {
 		cfg.RowGroupsPerUnit = DefaultRowGroupsPerUnit
 	}
 	if cfg.Shard.Count > 0 && (cfg.Shard.Index < 0 || cfg.Shard.Index >= cfg.Shard.Count) {
-		return nil, &ConfigError{Msg: fmt.Sprintf("shard %d/%d: the index must be between 0 and %d", cfg.Shard.Index, cfg.Shard.Count, cfg.Shard.Count-1)}
+		return nil, &ConfigError{Field: "Shard", Msg: fmt.Sprintf("%d/%d: the index must be between 0 and %d", cfg.Shard.Index, cfg.Shard.Count, cfg.Shard.Count-1)}
 	}
 	files, skipped, err := Inputs(cfg.Inputs)
 	if err != nil {
@@ -184,7 +182,7 @@ func prepare(cfg Config) (*runner, error) {
 		return nil, &ConfigError{Msg: "standard input (-) is named more than once"}
 	}
 	if stdins > 0 && cfg.Shard.Count > 1 {
-		return nil, &ConfigError{Msg: "--shard cannot split standard input (-) between processes"}
+		return nil, &ConfigError{Field: "Shard", Msg: "cannot split standard input (-) between processes"}
 	}
 	units := describeUnits(files, cfg.RowGroupsPerUnit, cfg.open)
 	bindings, err := Bind(cfg.Verifiers)
@@ -195,7 +193,7 @@ func prepare(cfg Config) (*runner, error) {
 	if cfg.TasksFile != "" {
 		tasks, err := LoadTasks(cfg.TasksFile, cfg.Fields)
 		if err != nil {
-			return nil, &ConfigError{Msg: err.Error()}
+			return nil, &ConfigError{Field: "TasksFile", Msg: err.Error()}
 		}
 		p.tasks = tasks
 	}
@@ -205,11 +203,11 @@ func prepare(cfg Config) (*runner, error) {
 	p.skips = columnar.StateSkips(&p.fields, p.initials)
 	for _, k := range p.keep {
 		if p.fields.Is(k) {
-			return nil, &ConfigError{Msg: fmt.Sprintf("--keep %s: %s is a rollout field, not metadata", k, k)}
+			return nil, &ConfigError{Field: "Keep", Msg: fmt.Sprintf("%s is a rollout field, not metadata", k)}
 		}
 	}
 	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*partStats{}}
-	r.manifest = newManifest(cfg, units)
+	r.manifest = newManifest(cfg, p, units)
 	return r, nil
 }
 
@@ -259,15 +257,29 @@ func defaultKeep(units []Unit, fields columnar.FieldNames) []string {
 	return keep
 }
 
-// job is one unit of work: a batch of a unit, or (batch nil) the end of a
-// unit. seq orders jobs across the whole run.
+// jobKind says what a job carries.
+type jobKind uint8
+
+const (
+	// jobBatch is a batch of a unit's rows; a worker grades it into res.
+	jobBatch jobKind = iota
+	// jobEnd ends a unit read to the end; rows is the unit's row count.
+	jobEnd
+	// jobFailed ends a unit that could not be read to the end; err says
+	// why.
+	jobFailed
+)
+
+// job is one unit of work: a batch of a unit, or the end of a unit. seq
+// orders jobs across the whole run.
 type job struct {
+	kind  jobKind
 	seq   int64
 	unit  *Unit
-	batch *columnar.Batch
-	rows  int64 // rows of the unit, on the end-of-unit job
-	err   error // on the end-of-unit job: the unit could not be read
-	res   *results
+	batch *columnar.Batch // jobBatch, until graded
+	res   *results        // jobBatch, once graded
+	rows  int64           // jobEnd and jobFailed: rows read
+	err   error           // jobFailed
 }
 
 // todo returns the units this process grades: those of its shard whose
@@ -360,7 +372,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	complete := err == nil && len(r.failed) == 0
 	if errors.Is(err, context.Canceled) {
 		done, total := r.progress()
-		err = fmt.Errorf("%w: %d of %d parts complete; run again with --resume to continue", ErrInterrupted, done, total)
+		err = fmt.Errorf("%w: %d of %d parts complete", ErrInterrupted, done, total)
 	}
 	if mErr := r.writeManifest(); mErr != nil && err == nil {
 		err = mErr
@@ -427,7 +439,11 @@ func (r *runner) produce(ctx context.Context, units []*Unit, tokens chan struct{
 		if !ok {
 			return ctx.Err()
 		}
-		if !send(&job{unit: u, rows: rows, err: err}) {
+		end := &job{kind: jobEnd, unit: u, rows: rows}
+		if err != nil {
+			end.kind, end.err = jobFailed, err
+		}
+		if !send(end) {
 			return ctx.Err()
 		}
 	}
@@ -451,7 +467,7 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 			return rows, err, true
 		}
 		rows += int64(len(b.Rows))
-		if !send(&job{unit: u, batch: b}) {
+		if !send(&job{kind: jobBatch, unit: u, batch: b}) {
 			b.Release()
 			return rows, nil, false
 		}
@@ -520,7 +536,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 			}
 			delete(pending, next)
 			next++
-			if part == nil && j.err == nil {
+			if part == nil && j.kind != jobFailed {
 				part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, partOpts)
 				if err != nil {
 					return err
@@ -528,28 +544,27 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				cur = newSummary(nil)
 				ids.reset(r.cfg.Out, j.unit.Index)
 			}
-			switch {
-			case j.res != nil:
+			switch j.kind {
+			case jobBatch:
 				res := j.res
 				j.res = nil
-				if part != nil {
-					for i := range res.rewards {
-						rw := &res.rewards[i]
-						cur.add(rw)
-						if rw.Status == "error" {
-							errRows++
-						}
-						if err := ids.add(rw.RolloutID); err != nil {
-							return err
-						}
+				// part is open: a unit's batches come before its end job.
+				for i := range res.rewards {
+					rw := &res.rewards[i]
+					cur.add(rw)
+					if rw.Status == verifiers.StatusError {
+						errRows++
 					}
-					cur.Checks += int64(len(res.checks))
-					if err := part.WriteRewards(res.rewards); err != nil {
+					if err := ids.add(rw.RolloutID); err != nil {
 						return err
 					}
-					if err := part.WriteChecks(res.checks); err != nil {
-						return err
-					}
+				}
+				cur.Checks += int64(len(res.checks))
+				if err := part.WriteRewards(res.rewards); err != nil {
+					return err
+				}
+				if err := part.WriteChecks(res.checks); err != nil {
+					return err
 				}
 				if r.cfg.Progress != nil {
 					r.cfg.Progress.Add(len(res.rewards))
@@ -557,9 +572,9 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				pool.Put(res)
 				if r.cfg.MaxErrors > 0 && errRows >= r.cfg.MaxErrors {
 					<-tokens
-					return fmt.Errorf("%w: stopped after %d (--max-errors %d)", ErrMaxErrors, errRows, r.cfg.MaxErrors)
+					return fmt.Errorf("%w: stopped after %d", ErrMaxErrors, errRows)
 				}
-			case j.err != nil:
+			case jobFailed:
 				if part != nil {
 					part.Abort()
 					part = nil
@@ -571,7 +586,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				if err := r.writeManifest(); err != nil {
 					return err
 				}
-			default:
+			case jobEnd:
 				ps := newPartStats(j.unit, j.rows, cur)
 				if err := ids.finish(); err != nil {
 					return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // statsDir holds one statistics file per completed part, written before the
@@ -26,27 +27,19 @@ const maxDuplicateList = 100
 // rawCounts is Counts with the sums that merging needs; float64 values
 // survive the JSON round trip exactly.
 type rawCounts struct {
-	Rollouts   int64            `json:"rollouts"`
-	Passed     int64            `json:"passed"`
-	Failed     int64            `json:"failed"`
-	Pending    int64            `json:"pending"`
-	Error      int64            `json:"error"`
+	verifiers.Counts
 	ErrorKinds map[string]int64 `json:"error_kinds,omitempty"`
 	RewardSum  float64          `json:"reward_sum"`
 	RewardN    int64            `json:"reward_n"`
 }
 
 func (c *Counts) raw() rawCounts {
-	return rawCounts{c.Rollouts, c.Passed, c.Failed, c.Pending, c.Error, c.ErrorKinds, c.rewardSum, c.rewardN}
+	return rawCounts{c.Counts, c.ErrorKinds, c.rewardSum, c.rewardN}
 }
 
 // merge adds r to c.
 func (c *Counts) merge(r rawCounts) {
-	c.Rollouts += r.Rollouts
-	c.Passed += r.Passed
-	c.Failed += r.Failed
-	c.Pending += r.Pending
-	c.Error += r.Error
+	c.Counts.Merge(r.Counts)
 	for k, n := range r.ErrorKinds {
 		if c.ErrorKinds == nil {
 			c.ErrorKinds = map[string]int64{}

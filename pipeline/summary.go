@@ -4,15 +4,13 @@ import (
 	"sort"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/verifiers"
 )
 
-// Counts are the outcome counts of a set of rollouts.
+// Counts are the outcome counts of a set of rollouts, with the error kinds,
+// the pass rate and the mean reward.
 type Counts struct {
-	Rollouts int64 `json:"rollouts"`
-	Passed   int64 `json:"passed"`
-	Failed   int64 `json:"failed"`
-	Pending  int64 `json:"pending"`
-	Error    int64 `json:"error"`
+	verifiers.Counts
 	// ErrorKinds counts the error rows by kind.
 	ErrorKinds map[string]int64 `json:"error_kinds"`
 	// PassRate is passed / (passed + failed): pending and error rows are
@@ -26,16 +24,8 @@ type Counts struct {
 }
 
 func (c *Counts) add(r *columnar.RewardRow) {
-	c.Rollouts++
-	switch r.Status {
-	case "passed":
-		c.Passed++
-	case "failed":
-		c.Failed++
-	case "pending":
-		c.Pending++
-	case "error":
-		c.Error++
+	c.Counts.Add(r.Status)
+	if r.Status == verifiers.StatusError {
 		if c.ErrorKinds == nil {
 			c.ErrorKinds = map[string]int64{}
 		}
@@ -51,8 +41,7 @@ func (c *Counts) finish() {
 	if c.ErrorKinds == nil {
 		c.ErrorKinds = map[string]int64{}
 	}
-	if n := c.Passed + c.Failed; n > 0 {
-		rate := float64(c.Passed) / float64(n)
+	if rate, ok := c.Rate(); ok {
 		c.PassRate = &rate
 	}
 	if c.rewardN > 0 {

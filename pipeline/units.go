@@ -84,7 +84,7 @@ func ParseShard(s string, getenv func(string) string) (Shard, error) {
 	is, ns, ok := strings.Cut(s, "/")
 	n, err := strconv.Atoi(ns)
 	if !ok || err != nil || n < 1 {
-		return Shard{}, &ConfigError{Msg: fmt.Sprintf("--shard %q: want I/N or auto/N with N >= 1", s), Hint: "--shard 0/4 or --shard auto/4"}
+		return Shard{}, &ConfigError{Field: "Shard", Msg: fmt.Sprintf("%q: want I/N or auto/N with N >= 1", s)}
 	}
 	var i int
 	if is == "auto" {
@@ -93,10 +93,10 @@ func ParseShard(s string, getenv func(string) string) (Shard, error) {
 			return Shard{}, err
 		}
 	} else if i, err = strconv.Atoi(is); err != nil {
-		return Shard{}, &ConfigError{Msg: fmt.Sprintf("--shard %q: want I/N or auto/N with N >= 1", s), Hint: "--shard 0/4 or --shard auto/4"}
+		return Shard{}, &ConfigError{Field: "Shard", Msg: fmt.Sprintf("%q: want I/N or auto/N with N >= 1", s)}
 	}
 	if i < 0 || i >= n {
-		return Shard{}, &ConfigError{Msg: fmt.Sprintf("--shard %d/%d: the index must be between 0 and %d", i, n, n-1)}
+		return Shard{}, &ConfigError{Field: "Shard", Msg: fmt.Sprintf("%d/%d: the index must be between 0 and %d", i, n, n-1)}
 	}
 	return Shard{Index: i, Count: n}, nil
 }
@@ -106,7 +106,7 @@ func shardFromEnv(getenv func(string) string) (int, error) {
 		v := getenv(name)
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
-			return 0, &ConfigError{Msg: fmt.Sprintf("--shard auto: %s=%q is not a number", name, v)}
+			return 0, &ConfigError{Field: "Shard", Msg: fmt.Sprintf("auto: %s=%q is not a number", name, v)}
 		}
 		return n, nil
 	}
@@ -128,8 +128,5 @@ func shardFromEnv(getenv func(string) string) (int, error) {
 		}
 		return id - lo, nil
 	}
-	return 0, &ConfigError{
-		Msg:  "--shard auto: no array-job index in the environment",
-		Hint: "set JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID, AWS_BATCH_JOB_ARRAY_INDEX or CLOUD_RUN_TASK_INDEX, or give --shard I/N",
-	}
+	return 0, &ConfigError{Field: "Shard", Msg: "auto: no array-job index in the environment (JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID, AWS_BATCH_JOB_ARRAY_INDEX or CLOUD_RUN_TASK_INDEX)"}
 }

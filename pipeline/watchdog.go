@@ -120,7 +120,7 @@ func (p *pool) work(w *worker, first *job, from int) {
 		p.done <- first
 	}
 	for j := range p.jobs {
-		if j.batch != nil {
+		if j.kind == jobBatch {
 			j.res = p.results.Get().(*results)
 			j.res.reset()
 			p.grade(w, j, 0)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // side is one result directory loaded for a diff: its reward rows keyed by
@@ -321,13 +323,13 @@ func compare(base, cur *side, cfg DiffConfig) *Diff {
 	}
 	baseIn, curIn := manifestInputs(base.manifest), manifestInputs(cur.manifest)
 	baseFP, curFP := fingerprints(base.manifest), fingerprints(cur.manifest)
-	verifiers := map[string]*VerifierDiff{}
+	byVerifier := map[string]*VerifierDiff{}
 	vd := func(id string) *VerifierDiff {
-		v := verifiers[id]
+		v := byVerifier[id]
 		if v == nil {
 			v = &VerifierDiff{Verifier: id, StatusChanges: map[string]int64{}}
 			v.FingerprintChanged = baseFP[id] != curFP[id]
-			verifiers[id] = v
+			byVerifier[id] = v
 		}
 		return v
 	}
@@ -392,9 +394,9 @@ func compare(base, cur *side, cfg DiffConfig) *Diff {
 			}
 			x := cd(vid, bc.id)
 			switch {
-			case bc.status == "pass" && cc.status == "fail":
+			case bc.status == verifiers.CheckPass && cc.status == verifiers.CheckFail:
 				x.PassToFail++
-			case bc.status == "fail" && cc.status == "pass":
+			case bc.status == verifiers.CheckFail && cc.status == verifiers.CheckPass:
 				x.FailToPass++
 			default:
 				x.StatusChanges[bc.status+"->"+cc.status]++
@@ -413,11 +415,11 @@ func compare(base, cur *side, cfg DiffConfig) *Diff {
 		if b.status == c.status {
 			continue
 		}
-		regression := b.status == StatusPassed && (c.status == StatusFailed || c.status == StatusError)
+		regression := b.status == verifiers.StatusPassed && (c.status == verifiers.StatusFailed || c.status == verifiers.StatusError)
 		switch {
-		case b.status == StatusPassed && c.status == StatusFailed:
+		case b.status == verifiers.StatusPassed && c.status == verifiers.StatusFailed:
 			v.PassToFail++
-		case b.status == StatusFailed && c.status == StatusPassed:
+		case b.status == verifiers.StatusFailed && c.status == verifiers.StatusPassed:
 			v.FailToPass++
 		default:
 			v.StatusChanges[b.status+"->"+c.status]++
@@ -465,7 +467,7 @@ func compare(base, cur *side, cfg DiffConfig) *Diff {
 		d.RegressionRate = float64(d.Regressions) / float64(d.Paired)
 	}
 	d.Failed = cfg.FailOn.exceeded(d.Regressions, d.Paired)
-	for _, v := range verifiers {
+	for _, v := range byVerifier {
 		v.McNemarP = McNemarExact(v.PassToFail, v.FailToPass)
 		if v.rewardDeltaN > 0 {
 			m := v.rewardDeltaSum / float64(v.rewardDeltaN)

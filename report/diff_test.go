@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // rr is one reward row of a hand-written result directory.
@@ -34,9 +36,9 @@ func writeResults(t *testing.T, rows []rr, fps map[string]string, inputs map[str
 	for _, r := range rows {
 		var passed any
 		switch r.status {
-		case StatusPassed:
+		case verifiers.StatusPassed:
 			passed = true
-		case StatusFailed:
+		case verifiers.StatusFailed:
 			passed = false
 		}
 		var verifier any
@@ -70,22 +72,22 @@ func writeResults(t *testing.T, rows []rr, fps map[string]string, inputs map[str
 
 func TestCompare(t *testing.T) {
 	base := writeResults(t, []rr{
-		{"r1", "T1", "V1", StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass"}},
-		{"r2", "T1", "V1", StatusFailed, 0.5, "a.jsonl", "", []string{"c1=fail", "c2=pass"}},
-		{"r3", "T2", "V2", StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
-		{"r4", "T2", "V2", StatusError, nil, "b.jsonl", "", []string{"d1=error"}},
-		{"r5", "T2", "V2", StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
-		{"r7", "T1", "V1", StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass"}},
-		{"r8", "T2", "V2", StatusFailed, 0.0, "a.jsonl", "", []string{"d1=fail"}},
+		{"r1", "T1", "V1", verifiers.StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass"}},
+		{"r2", "T1", "V1", verifiers.StatusFailed, 0.5, "a.jsonl", "", []string{"c1=fail", "c2=pass"}},
+		{"r3", "T2", "V2", verifiers.StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
+		{"r4", "T2", "V2", verifiers.StatusError, nil, "b.jsonl", "", []string{"d1=error"}},
+		{"r5", "T2", "V2", verifiers.StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
+		{"r7", "T1", "V1", verifiers.StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass"}},
+		{"r8", "T2", "V2", verifiers.StatusFailed, 0.0, "a.jsonl", "", []string{"d1=fail"}},
 	}, map[string]string{"V1": "sha256:one", "V2": "sha256:two"}, map[string]int64{"a.jsonl": 100, "b.jsonl": 200})
 	cur := writeResults(t, []rr{
-		{"r1", "T1", "V1", StatusFailed, 0.5, "a.jsonl", "", []string{"c1=fail", "c2=pass"}},
-		{"r2", "T1", "V1", StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass"}},
-		{"r3", "T2", "V2", StatusError, nil, "b.jsonl", "", []string{"d1=error"}},
-		{"r4", "T2", "V2", StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
-		{"r6", "T2", "V2", StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
-		{"r7", "T1", "V1", StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass", "c3=pass"}},
-		{"r8", "T2", "V2", StatusPassed, 1.0, "a.jsonl", "", []string{"d1=pass"}},
+		{"r1", "T1", "V1", verifiers.StatusFailed, 0.5, "a.jsonl", "", []string{"c1=fail", "c2=pass"}},
+		{"r2", "T1", "V1", verifiers.StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass"}},
+		{"r3", "T2", "V2", verifiers.StatusError, nil, "b.jsonl", "", []string{"d1=error"}},
+		{"r4", "T2", "V2", verifiers.StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
+		{"r6", "T2", "V2", verifiers.StatusPassed, 1.0, "b.jsonl", "", []string{"d1=pass"}},
+		{"r7", "T1", "V1", verifiers.StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass", "c3=pass"}},
+		{"r8", "T2", "V2", verifiers.StatusPassed, 1.0, "a.jsonl", "", []string{"d1=pass"}},
 	}, map[string]string{"V1": "sha256:ONE", "V2": "sha256:two"}, map[string]int64{"a.jsonl": 100, "b.jsonl": 201})
 
 	d, err := Compare(base, cur, DiffConfig{})
@@ -201,8 +203,8 @@ func TestThreshold(t *testing.T) {
 
 func TestLoadSideInterleavedChecks(t *testing.T) {
 	dir := writeResults(t, []rr{
-		{"r1", "T", "V", StatusPassed, 1.0, "a", "", nil},
-		{"r2", "T", "V", StatusPassed, 1.0, "a", "", nil},
+		{"r1", "T", "V", verifiers.StatusPassed, 1.0, "a", "", nil},
+		{"r2", "T", "V", verifiers.StatusPassed, 1.0, "a", "", nil},
 	}, map[string]string{"V": "x"}, map[string]int64{"a": 1})
 	checks := `{"rollout_id":"r1","check_id":"c1","status":"pass"}
 {"rollout_id":"r2","check_id":"d1","status":"pass"}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // LeaderboardConfig sets a leaderboard. The zero value groups by model,
@@ -39,12 +41,8 @@ type Leaderboard struct {
 type Entry struct {
 	Rank int `json:"rank"`
 	// Group holds the values of the By columns ("" for null).
-	Group    []string `json:"group"`
-	Rollouts int64    `json:"rollouts"`
-	Passed   int64    `json:"passed"`
-	Failed   int64    `json:"failed"`
-	Pending  int64    `json:"pending"`
-	Error    int64    `json:"error"`
+	Group []string `json:"group"`
+	verifiers.Counts
 	// PassRate is passed / (passed + failed), with its 95% Wilson
 	// interval; null when no rollout passed or failed.
 	PassRate   *float64  `json:"pass_rate"`
@@ -147,21 +145,15 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 				g.tasks[task] = ta
 				g.order = append(g.order, task)
 			}
-			g.e.Rollouts++
+			if !g.e.Add(string(v[1].data)) {
+				return fmt.Errorf("unknown status %q", v[1].data)
+			}
 			switch string(v[1].data) {
-			case StatusPassed:
-				g.e.Passed++
+			case verifiers.StatusPassed:
 				ta.passed++
 				ta.graded++
-			case StatusFailed:
-				g.e.Failed++
+			case verifiers.StatusFailed:
 				ta.graded++
-			case StatusPending:
-				g.e.Pending++
-			case StatusError:
-				g.e.Error++
-			default:
-				return fmt.Errorf("unknown status %q", v[1].data)
 			}
 			r, ok, err := parseReward(v[2])
 			if err != nil {
@@ -187,10 +179,9 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 		e := g.e
 		e.Group = g.key
 		e.Tasks = len(g.tasks)
-		if n := e.Passed + e.Failed; n > 0 {
-			rate := float64(e.Passed) / float64(n)
+		if rate, ok := e.Rate(); ok {
 			e.PassRate = &rate
-			iv, _ := Wilson(e.Passed, n, Z95)
+			iv, _ := Wilson(e.Passed, e.Passed+e.Failed, Z95)
 			e.PassRateCI = &iv
 		}
 		slices.Sort(g.order) // cluster order must not depend on row order

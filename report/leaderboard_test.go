@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // leaderboardRows is a small result set: model A has task T1 with 4 of 5
@@ -17,16 +19,16 @@ func leaderboardRows() []rr {
 		rows = append(rows, rr{id: fmt.Sprintf("r%d", len(rows)), task: task, verifier: "V", status: status, reward: reward, source: "in.jsonl", model: model})
 	}
 	for range 4 {
-		add("A", "T1", StatusPassed, 1.0)
+		add("A", "T1", verifiers.StatusPassed, 1.0)
 	}
-	add("A", "T1", StatusFailed, 0.5)
-	add("A", "T1", StatusError, nil)
-	add("A", "T2", StatusPassed, 1.0)
-	add("A", "T2", StatusFailed, 0.0)
-	add("A", "T2", StatusFailed, 0.0)
-	add("A", "T2", StatusPending, nil)
-	add("B", "T1", StatusPassed, 1.0)
-	add("B", "T1", StatusFailed, 0.0)
+	add("A", "T1", verifiers.StatusFailed, 0.5)
+	add("A", "T1", verifiers.StatusError, nil)
+	add("A", "T2", verifiers.StatusPassed, 1.0)
+	add("A", "T2", verifiers.StatusFailed, 0.0)
+	add("A", "T2", verifiers.StatusFailed, 0.0)
+	add("A", "T2", verifiers.StatusPending, nil)
+	add("B", "T1", verifiers.StatusPassed, 1.0)
+	add("B", "T1", verifiers.StatusFailed, 0.0)
 	return rows
 }
 

@@ -15,14 +15,6 @@ import (
 	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
-// Rollout statuses as written in the rewards' status column.
-const (
-	StatusPassed  = "passed"
-	StatusFailed  = "failed"
-	StatusPending = "pending"
-	StatusError   = "error"
-)
-
 // value is one cell of a result row: its kind and its text (a string's
 // bytes, a number's decimal text).
 type value struct {

@@ -13,17 +13,32 @@ const (
 	Errored
 )
 
+// Statuses of rollouts as written in the rewards' status column, and of
+// checks as written in the checks' status column (SPEC 4.2, 4.3): the one
+// vocabulary every reader and writer of results uses.
+const (
+	StatusPassed  = "passed"
+	StatusFailed  = "failed"
+	StatusPending = "pending"
+	StatusError   = "error"
+
+	CheckPass    = "pass"
+	CheckFail    = "fail"
+	CheckPending = "pending"
+	CheckError   = "error"
+)
+
 // String returns the outcome as written in the status column.
 func (o Outcome) String() string {
 	switch o {
 	case Passed:
-		return "passed"
+		return StatusPassed
 	case Failed:
-		return "failed"
+		return StatusFailed
 	case PendingOutcome:
-		return "pending"
+		return StatusPending
 	case Errored:
-		return "error"
+		return StatusError
 	}
 	return "unknown"
 }
@@ -126,4 +141,55 @@ func InputError(msg string) Verdict {
 // NoVerifier returns the verdict of a row whose task no verifier binds.
 func NoVerifier(task string) Verdict {
 	return Verdict{Outcome: Errored, ErrorKind: KindNoVerifier, Error: fmt.Sprintf("no verifier binds task %q", task)}
+}
+
+// Counts are the numbers of rollouts of a set by status: the counts of
+// every summary (a run's summary.json, its parts' statistics, a
+// leaderboard's entries).
+type Counts struct {
+	Rollouts int64 `json:"rollouts"`
+	Passed   int64 `json:"passed"`
+	Failed   int64 `json:"failed"`
+	Pending  int64 `json:"pending"`
+	Error    int64 `json:"error"`
+}
+
+// Add counts one rollout with the given status. It reports false, having
+// counted the rollout in Rollouts only, when status is not a rollout
+// status.
+func (c *Counts) Add(status string) bool {
+	c.Rollouts++
+	switch status {
+	case StatusPassed:
+		c.Passed++
+	case StatusFailed:
+		c.Failed++
+	case StatusPending:
+		c.Pending++
+	case StatusError:
+		c.Error++
+	default:
+		return false
+	}
+	return true
+}
+
+// Merge adds the counts of o to c.
+func (c *Counts) Merge(o Counts) {
+	c.Rollouts += o.Rollouts
+	c.Passed += o.Passed
+	c.Failed += o.Failed
+	c.Pending += o.Pending
+	c.Error += o.Error
+}
+
+// Rate returns the pass rate, passed / (passed + failed): pending and
+// error rollouts are never in the denominator. ok is false when no rollout
+// passed or failed.
+func (c *Counts) Rate() (rate float64, ok bool) {
+	n := c.Passed + c.Failed
+	if n == 0 {
+		return 0, false
+	}
+	return float64(c.Passed) / float64(n), true
 }

@@ -8,6 +8,9 @@
 package verifiers
 
 import (
+	"fmt"
+	"runtime/debug"
+
 	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
@@ -52,13 +55,13 @@ const (
 func (s Status) String() string {
 	switch s {
 	case Pass:
-		return "pass"
+		return CheckPass
 	case Fail:
-		return "fail"
+		return CheckFail
 	case Pending:
-		return "pending"
+		return CheckPending
 	case Error:
-		return "error"
+		return CheckError
 	}
 	return "unknown"
 }
@@ -141,4 +144,32 @@ type Verifier struct {
 	// may change; its hash is the fingerprint in manifest.json. Go
 	// verifiers use their source file's content.
 	Definition string
+}
+
+// Run grades r with v and returns the verdict; c, reset first, holds the
+// checks. An error returned by v.Grade, or a panic in it, which Run
+// recovers, gives a verdict with status error (kind verifier) and leaves c
+// empty. Grading runs and `gavel verifier test` both call verifiers
+// through Run, so a verifier behaves the same in both.
+func Run(v *Verifier, r *Rollout, c *Checks) Verdict {
+	c.Reset()
+	if err := call(v, r, c); err != nil {
+		c.Reset()
+		return Score(nil, err)
+	}
+	return Score(c.List(), nil)
+}
+
+// call calls v.Grade, turning a panic into an error that carries the
+// stack.
+func call(v *Verifier, r *Rollout, c *Checks) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("verifier %s panicked: %v\n%s", v.ID, p, debug.Stack())
+		}
+	}()
+	if err := v.Grade(r, c); err != nil {
+		return fmt.Errorf("verifier %s: %w", v.ID, err)
+	}
+	return nil
 }

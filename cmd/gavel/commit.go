@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -23,7 +24,12 @@ func runCommit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	dir := fs.Arg(0)
 	s, err := pipeline.Commit(dir)
-	if err != nil {
+	switch {
+	case errors.Is(err, pipeline.ErrNoShards):
+		return fmt.Errorf("%w (grade with --shard I/N first)", err)
+	case errors.Is(err, pipeline.ErrIncomplete):
+		return fmt.Errorf("%w (run those shards again with --resume)", err)
+	case err != nil:
 		return err
 	}
 	fmt.Fprintf(stdout, "committed %s: %d rollouts (%d checks), passed %d  failed %d  pending %d  error %d\n", dir, s.Rollouts, s.Checks, s.Passed, s.Failed, s.Pending, s.Error)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -101,7 +100,6 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		BatchSize:    *batch,
 		MaxErrors:    *maxErrors,
 		Version:      version,
-		Flags:        resultFlags(fs),
 		Resume:       *resume,
 		Timeout:      *timeout,
 		MaxLineBytes: *maxLine,
@@ -114,9 +112,8 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *shard != "" {
 		sh, err := pipeline.ParseShard(*shard, nil)
-		var ce *pipeline.ConfigError
-		if errors.As(err, &ce) {
-			return &usageError{msg: ce.Msg, hint: ce.Hint}
+		if err != nil {
+			return gradeError(err, *maxErrors)
 		}
 		cfg.Shard = sh
 	}
@@ -133,15 +130,11 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Progress = newProgressBar(stderr)
 	}
 	res, err := pipeline.Run(ctx, cfg)
-	var ce *pipeline.ConfigError
-	if errors.As(err, &ce) {
-		return &usageError{msg: ce.Msg, hint: ce.Hint}
-	}
 	if res != nil {
 		printSummary(stdout, res.Summary, *out)
 	}
 	if err != nil {
-		return err
+		return gradeError(err, *maxErrors)
 	}
 	if *baseline != "" {
 		fmt.Fprintf(stdout, "\ncompared with baseline %s\n", *baseline)
@@ -155,19 +148,35 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// resultFlags returns the flags that may change results, as given, for the
-// manifest. Tuning flags (workers, batch size, progress) are left out so
-// that the manifest does not depend on them either.
-func resultFlags(fs *flag.FlagSet) map[string]string {
-	m := map[string]string{}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "workers", "batch-size", "quiet", "progress", "resume", "shard", "baseline", "fail-on":
-			return
+// gradeError words an error of the pipeline with the flags of gavel grade:
+// a ConfigError becomes a usage error naming the flag at fault, with a
+// hint; an interrupted or stopped run says how to go on.
+func gradeError(err error, maxErrors int64) error {
+	var ce *pipeline.ConfigError
+	if errors.As(err, &ce) {
+		switch ce.Field {
+		case "Format":
+			return usagef("gavel grade --format jsonl ...", "--format: %s", ce.Msg)
+		case "Keep":
+			return usagef("gavel grade --keep model,run_id ...", "--keep: %s", ce.Msg)
+		case "Shard":
+			return usagef("gavel grade --shard 0/4 ... or, in an array job, --shard auto/4", "--shard %s", ce.Msg)
+		case "TasksFile":
+			return usagef("gavel grade --tasks tasks.parquet rollouts.parquet", "--tasks: %s", ce.Msg)
+		case "Resume":
+			return usagef("give the inputs, verifiers and flags of the interrupted run, or drop --resume to start over", "--resume: %s", ce.Msg)
+		case "Inputs":
+			return usagef("gavel grade rollouts.parquet", "%s", ce.Msg)
 		}
-		m[f.Name] = f.Value.String()
-	})
-	return m
+		return usagef("", "%s", ce.Msg)
+	}
+	switch {
+	case errors.Is(err, pipeline.ErrInterrupted):
+		return fmt.Errorf("%w; run again with --resume to continue", err)
+	case errors.Is(err, pipeline.ErrMaxErrors):
+		return fmt.Errorf("%w (--max-errors %d)", err, maxErrors)
+	}
+	return err
 }
 
 // parseMap parses --map K=COL,... into field names.

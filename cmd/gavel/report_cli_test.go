@@ -200,3 +200,45 @@ func TestVerifierTestCLI(t *testing.T) {
 		t.Errorf("unknown verifier: exit %d, %s", code, stderr)
 	}
 }
+
+// TestVerifierTestRowPath tests a fixture written as a row of a real
+// dataset: its final state as JSON text in a string, its initial state in a
+// tasks table. verifier test reads it as gavel grade would.
+func TestVerifierTestRowPath(t *testing.T) {
+	var fx map[string]any
+	readJSONInto(t, filepath.Join("..", "..", "verifiers", "testdata", "fixtures", "VER-004", "pass", "plain-answer.json"), &fx)
+	dir := t.TempDir()
+	task, err := json.Marshal(map[string]any{"task_id": fx["task_id"], "initial_state": fx["initial_state"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	if err := os.WriteFile(tasks, append(task, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	final, err := json.Marshal(fx["final_state"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(fx, "initial_state")
+	fx["final_state"] = string(final)
+	row, err := json.Marshal(fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixtures := filepath.Join(dir, "fixtures")
+	os.MkdirAll(filepath.Join(fixtures, "VER-004", "pass"), 0o755)
+	if err := os.WriteFile(filepath.Join(fixtures, "VER-004", "pass", "row.json"), row, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "verifier", "test", "--fixtures", fixtures, "--tasks", tasks, "VER-004")
+	if code != 0 || !strings.Contains(stdout, "pass/row.json") {
+		t.Errorf("verifier test --tasks: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, _ := runCLI(t, "verifier", "test", "--fixtures", fixtures, "VER-004"); code != 1 {
+		t.Errorf("verifier test without the tasks table: exit %d, want 1 (no initial state)\n%s", code, stdout)
+	}
+	if code, _, stderr := runCLI(t, "verifier", "test", "--tasks", filepath.Join(dir, "nope.jsonl")); code != 2 || !strings.Contains(stderr, "--tasks: ") {
+		t.Errorf("verifier test with a missing tasks table: exit %d, %s", code, stderr)
+	}
+}

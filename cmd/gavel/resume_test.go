@@ -403,3 +403,62 @@ func TestShardsCommit(t *testing.T) {
 	}
 	compareOutputs(t, filepath.Join(refDir, "out"), out)
 }
+
+// TestResumeIdentity resumes a run whose flags are written differently but
+// mean the same, and refuses one whose configuration differs, naming the
+// setting, or whose manifest predates the config section.
+func TestResumeIdentity(t *testing.T) {
+	dir := t.TempDir()
+	line, _, _ := strings.Cut(mustRead(t, badRows), "\n")
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if code, _, stderr := runCLI(t, "grade", "--quiet", "--out", out, "--timeout", "10s", in); code != 0 {
+		t.Fatalf("grade: exit %d\n%s", code, stderr)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		want   int
+		stderr string
+	}{
+		{"timeout left at its default", nil, 0, ""},
+		{"timeout given as the default", []string{"--timeout", "10000ms", "--format", "parquet", "--workers", "3"}, 0, ""},
+		{"other timeout", []string{"--timeout", "20s"}, 2, "timeout: 10s there, 20s given"},
+		{"other format", []string{"--format", "jsonl"}, 2, "format: parquet there, jsonl given"},
+		{"other map", []string{"--map", "output=answer"}, 2, "output column: output there, answer given"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"grade", "--quiet", "--resume", "--out", out}, tt.args...)
+			code, _, stderr := runCLI(t, append(args, in)...)
+			if code != tt.want || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("gavel %v: exit %d, stderr %q; want %d and %q", args, code, stderr, tt.want, tt.stderr)
+			}
+			if tt.want == 2 && !strings.Contains(stderr, "gavel: --resume: ") {
+				t.Errorf("stderr %q does not name --resume", stderr)
+			}
+		})
+	}
+
+	// A manifest written before the config section: resuming is refused
+	// with the advice to start again.
+	path := filepath.Join(out, "manifest.json")
+	var m map[string]any
+	readJSONInto(t, path, &m)
+	delete(m, "config")
+	m["flags"] = map[string]string{"timeout": "10s"}
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "grade", "--quiet", "--resume", "--out", out, in)
+	if code != 2 || !strings.Contains(stderr, "grade it again from the start") || !strings.Contains(stderr, "drop --resume") {
+		t.Errorf("resume of an old directory: exit %d, stderr %q; want 2 saying to start again", code, stderr)
+	}
+}

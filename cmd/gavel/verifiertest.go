@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/selftest"
 	"github.com/gavelhq/gavel/verifiers/spec"
@@ -28,7 +30,9 @@ Fixtures of verifier ID are ID/pass/*.json, ID/fail/*.json and ID/error/*.json
 under a fixtures root: those of the built-in verifiers are compiled in (from
 verifiers/testdata/fixtures); a spec file's are in the fixtures directory beside
 it; --fixtures DIR is searched first. Each is one rollout as a JSON object
-(task_id, initial_state, final_state, output, log); a fail fixture may list
+(task_id, initial_state, final_state, output, log), read as gavel grade reads
+a JSON Lines row: a state may be JSON text in a string, --map renames fields
+and --tasks gives the tasks table. A fail fixture may list
 "expect_failed": [check ids] that must fail.
 
 Exit status: 0 every case as expected; 1 a case failed (or, with --strict, a
@@ -37,6 +41,7 @@ check is vacuous or a verifier has no fixtures); 2 usage error.`
 const verifierTestExamples = `  gavel verifier test
   gavel verifier test VER-002 VER-006
   gavel verifier test --fixtures my-fixtures/ --spec specs/
+  gavel verifier test --tasks tasks.parquet --map final_state=world_after
   gavel verifier test --json`
 
 func runVerifierTest(args []string, stdout, stderr io.Writer) error {
@@ -46,8 +51,19 @@ func runVerifierTest(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&specs, "spec", "declarative verifier `FILE` or directory to test too (repeatable)")
 	strict := fs.Bool("strict", false, "also fail on vacuous checks and verifiers without fixtures")
 	asJSON := fs.Bool("json", false, "print the outcomes as JSON")
+	tasks := fs.String("tasks", "", "tasks table `FILE` giving the fixtures' tasks, as in gavel grade")
+	mapping := fs.String("map", "", "read fixture fields from other members: `K=COL,...`, as in gavel grade")
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
+	}
+	fields, err := parseMap(*mapping)
+	if err != nil {
+		return err
+	}
+	dec, err := pipeline.NewRowDecoder(fields, *tasks)
+	var ce *pipeline.ConfigError
+	if errors.As(err, &ce) {
+		return usagef("gavel verifier test --tasks tasks.parquet", "--tasks: %s", ce.Msg)
 	}
 	type target struct {
 		v     *verifiers.Verifier
@@ -119,7 +135,7 @@ func runVerifierTest(args []string, stdout, stderr io.Writer) error {
 		if !found {
 			noFixtures = append(noFixtures, t.v.ID)
 		}
-		outcomes = append(outcomes, selftest.Test(t.v, fx)...)
+		outcomes = append(outcomes, selftest.Test(t.v, fx, dec.Decode)...)
 	}
 
 	failures, vacuous := 0, 0

@@ -11,7 +11,9 @@
 //
 // Each file is one rollout as a JSON object with the input fields of a
 // JSON Lines row (task_id, initial_state, final_state, output, log,
-// optionally rollout_id and metadata). A fail fixture may add
+// optionally rollout_id and metadata), decoded as grading decodes such a
+// row (see Decode): a state may be a JSON value or JSON text in a string,
+// and a tasks table may give the initial state. A fail fixture may add
 // "expect_failed": a list of check ids that must have status fail, so that
 // it fails for the reason it was written for. The built-in verifiers'
 // fixtures are in verifiers/testdata/fixtures; a spec file's are in the
@@ -108,116 +110,75 @@ type Outcome struct {
 	Vacuous []string `json:"vacuous,omitempty"`
 }
 
-// fixtureRollout is a fixture parsed into what a verifier sees.
-type fixtureRollout struct {
-	rollout      verifiers.Rollout
-	expectFailed []string
-}
+// Decode decodes a fixture's JSON text, named name, into the rollout a
+// verifier sees; the rollout must stay valid after later calls. `gavel
+// verifier test` passes the grading run's row decoding
+// (pipeline.RowDecoder), so that a fixture is read as the same row in a
+// run would be: states held as JSON text in strings, a field map, the
+// tasks table.
+type Decode func(name string, text []byte) (*verifiers.Rollout, error)
 
-// nullToMissing reads an absent or null state as missing (SPEC 3.2).
-func nullToMissing(v jsonview.Value) jsonview.Value {
-	if v.IsNull() {
-		return jsonview.Value{}
+// expectFailed returns the check ids listed in the fixture's
+// "expect_failed" member.
+func expectFailed(r *verifiers.Rollout) ([]string, error) {
+	ef := r.Meta.Get("expect_failed")
+	if !ef.Exists() {
+		return nil, nil
 	}
-	return v
-}
-
-func parseFixture(f Fixture) (*fixtureRollout, error) {
-	doc := new(jsonview.Doc)
-	root, err := doc.Parse(f.Data)
-	if err != nil {
-		return nil, fmt.Errorf("invalid JSON: %v", err)
+	if ef.Kind() != jsonview.Array {
+		return nil, errors.New("expect_failed is not a list of check ids")
 	}
-	if root.Kind() != jsonview.Object {
-		return nil, errors.New("not a JSON object")
-	}
-	task, ok := root.Get("task_id").Str()
-	if !ok || len(task) == 0 {
-		return nil, errors.New("task_id is missing or not a string")
-	}
-	fr := &fixtureRollout{}
-	r := &fr.rollout
-	r.ID = f.Name
-	if id, ok := root.Get("rollout_id").Str(); ok {
-		r.ID = string(id)
-	}
-	r.TaskID = string(task)
-	r.Final = nullToMissing(root.Get("final_state"))
-	r.Initial = nullToMissing(root.Get("initial_state"))
-	if out := root.Get("output"); out.Exists() && !out.IsNull() {
-		s, ok := out.Str()
+	var ids []string
+	for e := ef.First(); e.Exists(); e = e.Next() {
+		s, ok := e.Str()
 		if !ok {
-			return nil, errors.New("output is not a string")
-		}
-		r.Output = string(s)
-	}
-	r.Log = nullToMissing(root.Get("log"))
-	if r.Log.Exists() && r.Log.Kind() != jsonview.Array {
-		return nil, errors.New("log is not an array")
-	}
-	r.Meta = root
-	if ef := root.Get("expect_failed"); ef.Exists() {
-		if ef.Kind() != jsonview.Array {
 			return nil, errors.New("expect_failed is not a list of check ids")
 		}
-		for e := ef.First(); e.Exists(); e = e.Next() {
-			s, ok := e.Str()
-			if !ok {
-				return nil, errors.New("expect_failed is not a list of check ids")
-			}
-			fr.expectFailed = append(fr.expectFailed, string(s))
-		}
+		ids = append(ids, string(s))
 	}
-	return fr, nil
+	return ids, nil
 }
 
-// grade runs v on r, turning a panic into an error as the pipeline does,
-// and returns a copy of the checks and the verdict.
+// grade runs v on r through verifiers.Run, as the pipeline does, and
+// returns a copy of the checks and the verdict.
 func grade(v *verifiers.Verifier, r *verifiers.Rollout) (checks []verifiers.Check, verdict verifiers.Verdict) {
 	var c verifiers.Checks
-	err := func() (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("verifier panicked: %v", p)
-			}
-		}()
-		return v.Grade(r, &c)
-	}()
-	checks = slices.Clone(c.List())
-	if err != nil {
-		return nil, verifiers.Score(nil, err)
-	}
-	return checks, verifiers.Score(checks, nil)
+	verdict = verifiers.Run(v, r, &c)
+	return slices.Clone(c.List()), verdict
 }
 
-var wantVerdict = map[string]string{ExpectPass: "passed", ExpectFail: "failed", ExpectError: "error"}
+var wantVerdict = map[string]string{ExpectPass: verifiers.StatusPassed, ExpectFail: verifiers.StatusFailed, ExpectError: verifiers.StatusError}
 
-// Test runs v on each fixture, twice (a verifier must be deterministic),
-// and on a no-op rollout for each task it binds. The no-op's initial state
+// Test runs v on each fixture, read with decode, twice (a verifier must be
+// deterministic), and on a no-op rollout for each task it binds. The no-op's initial state
 // is that of the first fixture of the task (pass fixtures first); a task
 // without fixtures gets a missing state. The no-op must not pass; a
 // required check that passes on it is listed as vacuous.
-func Test(v *verifiers.Verifier, fixtures []Fixture) []Outcome {
+func Test(v *verifiers.Verifier, fixtures []Fixture, decode Decode) []Outcome {
 	var out []Outcome
 	initial := map[string]jsonview.Value{}
 	for _, f := range fixtures {
 		o := Outcome{Verifier: v.ID, Case: f.Name, Kind: KindFixture, Want: wantVerdict[f.Expect]}
-		fr, err := parseFixture(f)
+		r, err := decode(f.Name, f.Data)
+		var expect []string
+		if err == nil {
+			expect, err = expectFailed(r)
+		}
 		if err != nil {
 			o.Problem = "bad fixture: " + err.Error()
 			out = append(out, o)
 			continue
 		}
-		if !slices.Contains(v.Tasks, fr.rollout.TaskID) {
-			o.Problem = fmt.Sprintf("fixture task %s is not bound by %s (it binds %s)", fr.rollout.TaskID, v.ID, strings.Join(v.Tasks, ", "))
+		if !slices.Contains(v.Tasks, r.TaskID) {
+			o.Problem = fmt.Sprintf("fixture task %s is not bound by %s (it binds %s)", r.TaskID, v.ID, strings.Join(v.Tasks, ", "))
 			out = append(out, o)
 			continue
 		}
-		if _, ok := initial[fr.rollout.TaskID]; !ok && fr.rollout.Initial.Exists() {
-			initial[fr.rollout.TaskID] = fr.rollout.Initial
+		if _, ok := initial[r.TaskID]; !ok && r.Initial.Exists() {
+			initial[r.TaskID] = r.Initial
 		}
-		checks, verdict := grade(v, &fr.rollout)
-		again, verdict2 := grade(v, &fr.rollout)
+		checks, verdict := grade(v, r)
+		again, verdict2 := grade(v, r)
 		o.Got = verdict.Outcome.String()
 		switch {
 		case o.Got != o.Want:
@@ -226,7 +187,7 @@ func Test(v *verifiers.Verifier, fixtures []Fixture) []Outcome {
 			o.Problem = "not deterministic: two gradings of the same rollout differ"
 		default:
 			o.OK = true
-			for _, id := range fr.expectFailed {
+			for _, id := range expect {
 				i := slices.IndexFunc(checks, func(c verifiers.Check) bool { return c.ID == id })
 				if i < 0 {
 					o.OK, o.Problem = false, fmt.Sprintf("expect_failed names check %q, which the verifier did not return", id)
@@ -258,10 +219,10 @@ func Test(v *verifiers.Verifier, fixtures []Fixture) []Outcome {
 		case verdict.Outcome == verifiers.Passed:
 			o.Problem = "a rollout that does nothing passes"
 		case verdict.Outcome == verifiers.Errored && fromFixture:
-			o.Problem = "could not judge a rollout that does nothing: " + verdict.Error
+			o.Problem = "could not judge a rollout that does nothing: " + firstLine(verdict.Error)
 		case verdict.Outcome == verifiers.Errored:
 			o.OK = true
-			o.Problem = "no fixture gives " + task + " an initial state; on a missing state: " + verdict.Error
+			o.Problem = "no fixture gives " + task + " an initial state; on a missing state: " + firstLine(verdict.Error)
 		default:
 			o.OK = true
 			if !fromFixture {
@@ -277,7 +238,7 @@ func Test(v *verifiers.Verifier, fixtures []Fixture) []Outcome {
 // required checks that failed, or that every required check passed.
 func describe(checks []verifiers.Check, v verifiers.Verdict) string {
 	if v.Outcome == verifiers.Errored {
-		return v.Error
+		return firstLine(v.Error)
 	}
 	var failed []string
 	for _, c := range checks {
@@ -289,4 +250,11 @@ func describe(checks []verifiers.Check, v verifiers.Verdict) string {
 		return "every required check passed"
 	}
 	return strings.Join(failed, "; ")
+}
+
+// firstLine returns s up to its first newline: a panic's error carries the
+// stack after it.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

@@ -1,10 +1,15 @@
 package selftest
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
@@ -29,13 +34,22 @@ func TestShippedFixtures(t *testing.T) {
 			if kinds[ExpectPass] == 0 || kinds[ExpectFail] == 0 {
 				t.Errorf("%s has %d pass and %d fail fixtures, want both", v.ID, kinds[ExpectPass], kinds[ExpectFail])
 			}
-			for _, o := range Test(v, fx) {
+			for _, o := range Test(v, fx, decode) {
 				if !o.OK {
 					t.Errorf("%s %s: want %s, got %s: %s", o.Verifier, o.Case, o.Want, o.Got, o.Problem)
 				}
 			}
 		})
 	}
+}
+
+// decode reads fixtures as grading reads JSON Lines rows.
+func decode(name string, text []byte) (*verifiers.Rollout, error) {
+	d, err := pipeline.NewRowDecoder(columnar.FieldNames{}, "")
+	if err != nil {
+		return nil, err
+	}
+	return d.Decode(name, text)
 }
 
 const state = `{"items": [1, 2]}`
@@ -84,20 +98,6 @@ func TestTest(t *testing.T) {
 	if len(fx) != 6 {
 		t.Fatalf("LoadFixtures: %d fixtures, want 6 (the .txt file ignored)", len(fx))
 	}
-	summarize := func(os []Outcome) string {
-		var parts []string
-		for _, o := range os {
-			s := o.Case + "=" + o.Got
-			if !o.OK {
-				s += " FAIL"
-			}
-			if len(o.Vacuous) > 0 {
-				s += " vacuous:" + strings.Join(o.Vacuous, ",")
-			}
-			parts = append(parts, s)
-		}
-		return strings.Join(parts, "; ")
-	}
 	tests := []struct {
 		name string
 		v    *verifiers.Verifier
@@ -118,9 +118,88 @@ func TestTest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := summarize(Test(tt.v, tt.fx)); got != tt.want {
+			if got := summarizeOutcomes(Test(tt.v, tt.fx, decode)); got != tt.want {
 				t.Errorf("Test(%s) =\n  %s\nwant\n  %s", tt.v.ID, got, tt.want)
 			}
 		})
 	}
+}
+
+// TestRowPath reads fixtures through the grading run's row decoding: a
+// state written as JSON text in a string, an initial state from a tasks
+// table, and a field map are seen by the verifier as a run would show them.
+func TestRowPath(t *testing.T) {
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	if err := os.WriteFile(tasks, []byte(`{"task_id": "T", "initial_state": {"items": [1, 2]}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	honest := &verifiers.Verifier{ID: "V", Tasks: []string{"T"}, Grade: func(r *verifiers.Rollout, c *verifiers.Checks) error {
+		n := 0
+		for e := r.Final.Get("items").First(); e.Exists(); e = e.Next() {
+			n++
+		}
+		c.Require("one item added", r.Initial.Exists() && n == 3, fmt.Sprintf("%d items", n))
+		return nil
+	}}
+	fixtures := func(files fstest.MapFS) []Fixture {
+		fx, err := LoadFixtures(files, "V")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fx
+	}
+	tests := []struct {
+		name      string
+		fields    columnar.FieldNames
+		tasksFile string
+		files     fstest.MapFS
+		want      string
+	}{
+		{"states as JSON strings", columnar.FieldNames{}, "", fstest.MapFS{
+			"V/pass/strings.json": {Data: []byte(`{"task_id": "T", "initial_state": "{\"items\": [1, 2]}", "final_state": "{\"items\": [1, 2, 3]}"}`)},
+			"V/fail/strings.json": {Data: []byte(`{"task_id": "T", "initial_state": "{\"items\": [1, 2]}", "final_state": "{\"items\": [1]}"}`)},
+		}, "pass/strings.json=passed; fail/strings.json=failed; no-op T=failed"},
+		{"a state that is bad JSON text", columnar.FieldNames{}, "", fstest.MapFS{
+			"V/pass/bad.json": {Data: []byte(`{"task_id": "T", "initial_state": "{", "final_state": {"items": [1, 2, 3]}}`)},
+		}, "pass/bad.json= FAIL; no-op T=failed"},
+		{"initial state from the tasks table", columnar.FieldNames{}, tasks, fstest.MapFS{
+			"V/pass/tasks.json": {Data: []byte(`{"task_id": "T", "final_state": {"items": [1, 2, 3]}}`)},
+		}, "pass/tasks.json=passed; no-op T=failed"},
+		{"without the tasks table", columnar.FieldNames{}, "", fstest.MapFS{
+			"V/pass/tasks.json": {Data: []byte(`{"task_id": "T", "final_state": {"items": [1, 2, 3]}}`)},
+		}, "pass/tasks.json=failed FAIL; no-op T=failed"},
+		{"a field map", columnar.FieldNames{Final: "world_after"}, "", fstest.MapFS{
+			"V/pass/map.json": {Data: []byte(`{"task_id": "T", "initial_state": {"items": [1, 2]}, "world_after": {"items": [1, 2, 3]}}`)},
+		}, "pass/map.json=passed; no-op T=failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := pipeline.NewRowDecoder(tt.fields, tt.tasksFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := summarizeOutcomes(Test(honest, fixtures(tt.files), d.Decode))
+			if got != tt.want {
+				t.Errorf("Test =\n  %s\nwant\n  %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// summarizeOutcomes writes outcomes as "case=got", with FAIL and the
+// vacuous checks.
+func summarizeOutcomes(os []Outcome) string {
+	var parts []string
+	for _, o := range os {
+		s := o.Case + "=" + o.Got
+		if !o.OK {
+			s += " FAIL"
+		}
+		if len(o.Vacuous) > 0 {
+			s += " vacuous:" + strings.Join(o.Vacuous, ",")
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -10,6 +10,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -190,8 +191,7 @@ func (c *check) gradeExpr(r *verifiers.Rollout, s *scratch, out verifiers.Check)
 	if c.detail != nil {
 		err := c.detail.eval(r, s, func(v ref.Val) error {
 			if str, isStr := v.(types.String); isStr {
-				out.Detail = string(str) // copied: it may view the state
-				out.Detail = string([]byte(out.Detail))
+				out.Detail = strings.Clone(string(str)) // copied: it may view the state
 				return nil
 			}
 			b, err := appendCEL(nil, v)
