@@ -148,3 +148,30 @@ func size(t *testing.T, name string) int64 {
 	}
 	return fi.Size()
 }
+
+// TestCacheCorruptRecord: a record whose bytes changed fails its checksum
+// and ends the log's valid part.
+func TestCacheCorruptRecord(t *testing.T) {
+	d := t.TempDir()
+	c, err := openCache(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.put(key(1), verdict(1))
+	c.put(key(2), verdict(2))
+	name := c.w.Name()
+	c.close()
+	b, _ := os.ReadFile(name)
+	b[len(b)-3] ^= 0x20 // inside the last record's JSON
+	os.WriteFile(name, b, 0o644)
+	c, err = openCache(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	_, ok1 := c.get(key(1))
+	_, ok2 := c.get(key(2))
+	if !ok1 || ok2 {
+		t.Errorf("after corrupting the last record: first read %v, last read %v; want true, false", ok1, ok2)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -76,6 +77,7 @@ type Server struct {
 	kept   []Request
 
 	requests, modelRequests atomic.Int64
+	conns                   atomic.Int64
 	inFlight, maxInFlight   atomic.Int64
 }
 
@@ -85,7 +87,13 @@ func New(tb testing.TB) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	mux.HandleFunc("GET /v1/models/{model}", s.model)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewUnstartedServer(mux)
+	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.srv.Start()
 	s.URL = s.srv.URL + "/v1"
 	tb.Cleanup(s.Close)
 	return s
@@ -137,6 +145,9 @@ func (s *Server) Requests() int { return int(s.requests.Load()) }
 
 // ModelRequests returns the number of GET /models/{model} received.
 func (s *Server) ModelRequests() int { return int(s.modelRequests.Load()) }
+
+// Conns returns the number of connections accepted.
+func (s *Server) Conns() int { return int(s.conns.Load()) }
 
 // MaxInFlight returns the most chat completions handled at once.
 func (s *Server) MaxInFlight() int { return int(s.maxInFlight.Load()) }
