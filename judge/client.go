@@ -283,7 +283,7 @@ func (j *Judge) probeError(err error) error {
 	if errors.As(err, &e) {
 		e.Msg = "probe: " + e.Msg
 		if e.Kind == KindNotFound {
-			e.Msg = fmt.Sprintf("probe: model %s at %s: unknown model", j.model, j.c.server)
+			e.Msg = fmt.Sprintf("probe: model %s at %s: unknown model (or not an OpenAI-compatible API root)", j.model, j.c.server)
 		}
 	}
 	return err

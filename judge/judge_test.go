@@ -553,3 +553,21 @@ func TestWithTemplate(t *testing.T) {
 		t.Errorf("DefaultTemplate().Version() = %q, want %q", DefaultTemplate().Version(), DefaultVersion)
 	}
 }
+
+// TestKeyFromConfiguredVariable: the key comes from APIKeyEnv only; the
+// client library's own OPENAI_API_KEY is not sent in its place.
+func TestKeyFromConfiguredVariable(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-the-default-variable")
+	t.Setenv("GAVEL_EMPTY_KEY", "")
+	srv := judgetest.New(t)
+	j, err := New(Config{Model: "m", BaseURL: srv.URL, APIKeyEnv: "GAVEL_EMPTY_KEY", CacheDir: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Ask(context.Background(), mustRequest(t, j, Prompt{Output: "PASS"})); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Received()[0].Authorization; strings.Contains(got, "sk-from") {
+		t.Errorf("Authorization = %q, want no key", got)
+	}
+}
