@@ -1,0 +1,290 @@
+package judge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// ask sends r until it gets a verdict or a failure that is not retried, and
+// returns the verdict and the index of the mode that produced it.
+func (j *Judge) ask(ctx context.Context, r *Request) (Verdict, int, error) {
+	c := j.c
+	mode := int(c.mode.Load())
+	retries := 0
+	for {
+		v, err := j.attempt(ctx, r, mode)
+		if err == nil {
+			return v, mode, nil
+		}
+		if ctx.Err() != nil {
+			return Verdict{}, mode, ctx.Err()
+		}
+		var e *Error
+		if !errors.As(err, &e) {
+			return Verdict{}, mode, err
+		}
+		if c.auto && e.formatRejected && mode < len(modes)-1 {
+			mode = c.downgrade(mode)
+			continue
+		}
+		e.Retries = retries
+		if !e.retry || retries >= c.maxRetries {
+			return Verdict{}, mode, e
+		}
+		wait := e.retryAfter
+		if wait > MaxRetryAfter {
+			e.Msg += fmt.Sprintf("; the server asks to retry after %v, more than %v", wait, MaxRetryAfter)
+			return Verdict{}, mode, e
+		}
+		if wait <= 0 {
+			wait = time.Duration(c.jitter() * float64(min(c.maxBackoff, c.backoff<<min(retries, 30))))
+		}
+		retries++
+		c.retries.Add(1)
+		if err := c.sleep(ctx, wait); err != nil {
+			return Verdict{}, mode, err
+		}
+	}
+}
+
+// downgrade moves the judge's mode below from (unless another request
+// already moved it further) and returns the mode to use next.
+func (c *core) downgrade(from int) int {
+	next := int32(from + 1)
+	for {
+		cur := c.mode.Load()
+		if cur >= next {
+			return int(cur)
+		}
+		if c.mode.CompareAndSwap(cur, next) {
+			return int(next)
+		}
+	}
+}
+
+// attempt sends r once in modes[mode].
+func (j *Judge) attempt(ctx context.Context, r *Request, mode int) (Verdict, error) {
+	c := j.c
+	actx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	params := openai.ChatCompletionNewParams{
+		Model: j.model,
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.SystemMessage(r.system),
+			openai.UserMessage(r.user),
+		},
+		Temperature: openai.Float(0),
+		Seed:        openai.Int(Seed),
+	}
+	switch modes[mode] {
+	case ModeSchema:
+		params.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+				Name:   "verdict",
+				Strict: openai.Bool(true),
+				Schema: verdictSchema,
+			},
+		}
+	case ModeJSON:
+		params.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
+	}
+	c.requests.Add(1)
+	resp, err := c.client.Chat.Completions.New(actx, params)
+	if err != nil {
+		return Verdict{}, j.classify(ctx, actx, err)
+	}
+	c.promptTokens.Add(resp.Usage.PromptTokens)
+	c.completionTokens.Add(resp.Usage.CompletionTokens)
+	if len(resp.Choices) == 0 {
+		return Verdict{}, j.fail(KindEmpty, http.StatusOK, "reply has no choices")
+	}
+	ch := resp.Choices[0]
+	if ch.Message.Refusal != "" {
+		return Verdict{}, j.fail(KindRefusal, http.StatusOK, "model refused to grade: "+quote(c.red.redact(ch.Message.Refusal)))
+	}
+	if strings.TrimSpace(ch.Message.Content) == "" {
+		return Verdict{}, j.fail(KindEmpty, http.StatusOK, "reply has no content (finish_reason "+quote(ch.FinishReason)+")")
+	}
+	v, err := ParseVerdict([]byte(ch.Message.Content))
+	if err != nil {
+		msg := fmt.Sprintf("reply is not a verdict (%s mode): %v", modes[mode], err)
+		if ch.FinishReason == "length" {
+			msg += " (reply cut at the token limit)"
+		}
+		return Verdict{}, j.fail(KindInvalid, http.StatusOK, c.red.redact(msg))
+	}
+	return v, nil
+}
+
+// fail returns an *Error whose message names the model and server.
+func (j *Judge) fail(kind Kind, status int, what string) *Error {
+	return &Error{Kind: kind, HTTPStatus: status, Msg: fmt.Sprintf("model %s at %s: %s", j.model, j.c.server, what)}
+}
+
+// classify turns a request's error into an *Error, or returns ctx's error
+// when the caller's context ended.
+func (j *Judge) classify(ctx, actx context.Context, err error) error {
+	c := j.c
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var api *openai.Error
+	if errors.As(err, &api) {
+		return j.statusError(api)
+	}
+	if errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return j.fail(KindTimeout, 0, fmt.Sprintf("no reply within %v", c.timeout))
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return j.fail(KindConnection, 0, "connection refused")
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		e := j.fail(KindConnection, 0, "connection reset")
+		e.retry = true
+		return e
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return j.fail(KindConnection, 0, "cannot resolve "+quote(dns.Name))
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// url.Error's text holds the full URL; its cause does not.
+		return j.fail(KindConnection, 0, "request failed: "+c.red.redact(ue.Err.Error()))
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) || strings.Contains(err.Error(), "unmarshal") || strings.Contains(err.Error(), "JSON") {
+		return j.fail(KindInvalid, http.StatusOK, "reply is not a chat completion: "+c.red.redact(err.Error()))
+	}
+	return j.fail(KindConnection, 0, "request failed: "+c.red.redact(err.Error()))
+}
+
+// statusError classifies an HTTP error response.
+func (j *Judge) statusError(api *openai.Error) *Error {
+	c := j.c
+	status := api.StatusCode
+	detail := strings.TrimSpace(api.Message)
+	if detail == "" {
+		detail = http.StatusText(status)
+	}
+	detail = quote(c.red.redact(detail))
+	lower := strings.ToLower(api.Message + " " + api.Code + " " + api.Param)
+	var e *Error
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		e = j.fail(KindAuth, status, fmt.Sprintf("not authorized (check the key in $%s): %s", c.keyEnv, detail))
+	case status == http.StatusNotFound:
+		e = j.fail(KindNotFound, status, "not found (is the model name right?): "+detail)
+	case status == http.StatusTooManyRequests:
+		e = j.fail(KindRateLimit, status, "rate limited: "+detail)
+		e.retry = true
+	case status >= 500:
+		e = j.fail(KindServer, status, "server error: "+detail)
+		e.retry = true
+	case status == http.StatusRequestTimeout:
+		e = j.fail(KindTimeout, status, "server timed out: "+detail)
+		e.retry = true
+	case status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge || status == http.StatusUnprocessableEntity:
+		if strings.Contains(lower, "context_length") || strings.Contains(lower, "context length") ||
+			strings.Contains(lower, "maximum context") || status == http.StatusRequestEntityTooLarge {
+			e = j.fail(KindContextLength, status, "prompt too long for the model's context: "+detail)
+		} else {
+			e = j.fail(KindBadRequest, status, "bad request: "+detail)
+			e.formatRejected = strings.Contains(lower, "response_format") || strings.Contains(lower, "json_schema")
+		}
+	default:
+		e = j.fail(KindStatus, status, "unexpected status: "+detail)
+	}
+	if api.Response != nil {
+		e.retryAfter = retryAfter(api.Response.Header, c.now())
+	}
+	return e
+}
+
+// retryAfter returns the wait a response asks for in its retry-after-ms or
+// Retry-After header (seconds or an HTTP date), or 0.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// quote shortens s to 300 bytes and quotes it.
+func quote(s string) string {
+	const max = 300
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// Probe checks that the server is reachable, accepts the key and knows
+// the model, with one cheap request: GET /models/{model}, or, when the
+// server does not serve that route (404 or 405), a one-token chat
+// completion. It returns an *Error naming the cause: KindConnection for an
+// unreachable server, KindAuth for a bad key, KindNotFound for an unknown
+// model. Probes are not retried or counted in Stats.
+func (j *Judge) Probe(ctx context.Context) error {
+	c := j.c
+	actx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	_, err := c.client.Models.Get(actx, j.model)
+	if err == nil {
+		return nil
+	}
+	var api *openai.Error
+	if !errors.As(err, &api) || (api.StatusCode != http.StatusNotFound && api.StatusCode != http.StatusMethodNotAllowed) {
+		return j.probeError(j.classify(ctx, actx, err))
+	}
+	actx2, cancel2 := context.WithTimeout(ctx, c.timeout)
+	defer cancel2()
+	_, err = c.client.Chat.Completions.New(actx2, openai.ChatCompletionNewParams{
+		Model:       j.model,
+		Messages:    []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Reply with OK.")},
+		MaxTokens:   openai.Int(1),
+		Temperature: openai.Float(0),
+	})
+	if err == nil {
+		return nil
+	}
+	return j.probeError(j.classify(ctx, actx2, err))
+}
+
+// probeError prefixes a probe's error message.
+func (j *Judge) probeError(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Msg = "probe: " + e.Msg
+		if e.Kind == KindNotFound {
+			e.Msg = fmt.Sprintf("probe: model %s at %s: unknown model (or not an OpenAI-compatible API root)", j.model, j.c.server)
+		}
+	}
+	return err
+}

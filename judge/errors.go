@@ -1,0 +1,99 @@
+package judge
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Kind classifies why a judgement failed. A failure is never a score: each
+// kind is returned as an *Error.
+type Kind string
+
+// The kinds of failure.
+const (
+	// KindConnection: the server could not be reached (refused, reset,
+	// DNS), after retries for resets.
+	KindConnection Kind = "connection"
+	// KindTimeout: a request took longer than Config.Timeout.
+	KindTimeout Kind = "timeout"
+	// KindRateLimit: HTTP 429 after every retry.
+	KindRateLimit Kind = "rate limited"
+	// KindServer: HTTP 5xx after every retry.
+	KindServer Kind = "server error"
+	// KindBadRequest: HTTP 400 (or 422) other than a context overflow.
+	KindBadRequest Kind = "bad request"
+	// KindContextLength: HTTP 400 because the prompt exceeds the model's context.
+	KindContextLength Kind = "context length exceeded"
+	// KindAuth: HTTP 401 or 403; the key is missing, wrong or not allowed.
+	KindAuth Kind = "not authorized"
+	// KindNotFound: HTTP 404, usually an unknown model.
+	KindNotFound Kind = "not found"
+	// KindStatus: any other unexpected HTTP status.
+	KindStatus Kind = "unexpected status"
+	// KindRefusal: the model refused to grade (message.refusal set).
+	KindRefusal Kind = "refusal"
+	// KindEmpty: the reply had no choices or no content.
+	KindEmpty Kind = "empty reply"
+	// KindInvalid: the reply is not a verdict: not JSON, not matching the
+	// schema, or a score outside [0, 1].
+	KindInvalid Kind = "invalid verdict"
+)
+
+// Error is a failed judgement or probe. Its message names the judge model,
+// the server (without credentials or query), the cause and, when there was
+// one, the HTTP status; it never contains the API key.
+type Error struct {
+	// Kind classifies the failure.
+	Kind Kind
+	// HTTPStatus is the status of the last response, 0 when there was none.
+	HTTPStatus int
+	// Msg describes the failure.
+	Msg string
+	// Retries is the number of retries made before giving up.
+	Retries int
+
+	retry          bool          // the request may be sent again
+	retryAfter     time.Duration // what the server's Retry-After asks
+	formatRejected bool          // a 400 naming response_format
+}
+
+// Error returns "judge: MSG (HTTP STATUS)".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("judge: ")
+	b.WriteString(e.Msg)
+	if e.HTTPStatus != 0 {
+		fmt.Fprintf(&b, " (HTTP %d)", e.HTTPStatus)
+	}
+	if e.Retries > 0 {
+		fmt.Fprintf(&b, " after %d retries", e.Retries)
+	}
+	return b.String()
+}
+
+// redactURL renders u without user information, query or fragment.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User = nil
+	u.RawQuery = ""
+	u.ForceQuery = false
+	u.Fragment = ""
+	u.RawFragment = ""
+	return u.String()
+}
+
+// redactor removes a secret from text.
+type redactor string
+
+// redact returns s with every occurrence of the secret replaced.
+func (r redactor) redact(s string) string {
+	if r == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, string(r), "[redacted]")
+}

@@ -1,0 +1,451 @@
+// Package judge asks an LLM, through any OpenAI-compatible chat completions
+// server, to grade an agent's output against a rubric, and returns a
+// Verdict: a score in [0, 1], issues and a suggestion.
+//
+// A judgement that fails (unreachable server, timeout, HTTP error after
+// retries, refusal, a reply that is not a verdict) is an *Error, never a
+// score. Verdicts are cached on disk by everything that determines them
+// (model, template, rendered messages, sampling settings, response mode), so
+// grading the same output again makes no request.
+//
+// The package knows nothing of datasets or serving: the caller renders a
+// Request from a Prompt, asks, and decides what a failure means for its row.
+package judge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// ResponseMode is how the verdict's JSON shape is asked of the server.
+type ResponseMode string
+
+// The response modes. In auto mode (the zero value) a judge starts with
+// ModeSchema; a 400 response that names response_format (in its message or
+// its param) moves the judge, for every later request, one step down,
+// schema -> json -> text, and the request is sent again at once in the new
+// mode (not counted as a retry). The mode only ever moves down, so a run
+// against one server settles on the same mode every time.
+const (
+	// ModeAuto starts with ModeSchema and downgrades as described above.
+	ModeAuto ResponseMode = "auto"
+	// ModeSchema sends a strict JSON schema (response_format json_schema).
+	ModeSchema ResponseMode = "schema"
+	// ModeJSON sends response_format json_object.
+	ModeJSON ResponseMode = "json"
+	// ModeText sends no response_format; the verdict is the first JSON
+	// object in the reply's text.
+	ModeText ResponseMode = "text"
+)
+
+// modes lists the concrete modes, strongest first; a mode's index is what a
+// judge stores.
+var modes = [...]ResponseMode{ModeSchema, ModeJSON, ModeText}
+
+// Seed is the sampling seed sent with every request, with temperature 0.
+const Seed = 1
+
+// Defaults of Config.
+const (
+	DefaultBaseURL     = "https://api.openai.com/v1"
+	DefaultAPIKeyEnv   = "OPENAI_API_KEY"
+	DefaultThreshold   = 0.8
+	DefaultConcurrency = 16
+	DefaultTimeout     = 2 * time.Minute
+	DefaultMaxRetries  = 4
+	DefaultBackoff     = 500 * time.Millisecond
+	DefaultMaxBackoff  = 30 * time.Second
+)
+
+// MaxRetryAfter is the longest Retry-After a judge waits; a server asking
+// for more ends the judgement with its error.
+const MaxRetryAfter = 5 * time.Minute
+
+// Config configures a Judge. Its zero value, with a Model, judges with the
+// OpenAI API and the key in OPENAI_API_KEY.
+type Config struct {
+	// Model is the judge model's name on the server. Required.
+	Model string
+	// BaseURL is the server's API root; default DefaultBaseURL.
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the API key; default
+	// OPENAI_API_KEY. An empty key is sent as none (fine for local servers).
+	APIKeyEnv string
+	// Threshold is the score a verdict needs to pass (score >= threshold);
+	// default 0.8.
+	Threshold float64
+	// Concurrency is the most requests in flight at once; default 16.
+	Concurrency int
+	// Timeout bounds each request; default 2 minutes. A request that times
+	// out is not retried.
+	Timeout time.Duration
+	// MaxRetries is how many times a request is retried after a 429, a 5xx
+	// or a reset connection; default 4, negative for none.
+	MaxRetries int
+	// Backoff is the base of the exponential backoff between retries:
+	// before retry n (from 0) a judge waits a uniformly random time in
+	// [0, min(MaxBackoff, Backoff*2^n)) ("full jitter"), or what the
+	// response's Retry-After asks. Default 500 ms.
+	Backoff time.Duration
+	// MaxBackoff caps the backoff; default 30 s.
+	MaxBackoff time.Duration
+	// CacheDir is the verdict cache's directory: "" for gavel/judge under
+	// os.UserCacheDir(), "off" for no cache.
+	CacheDir string
+	// Template is the path of a template file replacing the built-in one
+	// (see Template); "" for the built-in gavel-judge-v1.
+	Template string
+	// ResponseMode is how the verdict's shape is asked for; default ModeAuto.
+	ResponseMode ResponseMode
+	// HTTPClient, if set, makes the requests (tests inject one); by default
+	// a client keeping Concurrency idle connections to the server.
+	HTTPClient *http.Client
+}
+
+// Stats counts a judge's work since New. Probes are not counted.
+type Stats struct {
+	// Requests is the number of chat completion requests sent, retries
+	// included.
+	Requests int64
+	// CacheHits is the number of judgements answered from the cache.
+	CacheHits int64
+	// Retries is the number of requests sent again after a 429, 5xx or
+	// reset connection.
+	Retries int64
+	// Failures is the number of judgements that ended in an error (a
+	// cancelled context is not one).
+	Failures int64
+	// PromptTokens and CompletionTokens add up the usage servers reported.
+	PromptTokens, CompletionTokens int64
+}
+
+// Judge grades prompts with one model and template. It is safe for
+// concurrent use. Judges derived with With share the client, the
+// concurrency limit, the cache, the stats and the response mode of the
+// judge they come from.
+type Judge struct {
+	c         *core
+	model     string
+	tmpl      *Template
+	threshold float64
+}
+
+// core is what judges derived with With share.
+type core struct {
+	client     openai.Client
+	server     string   // BaseURL without credentials, for messages
+	keyEnv     string   // the key's variable, for messages
+	red        redactor // removes the key from any text leaving the package
+	sem        chan struct{}
+	cache      *cache // nil when off
+	auto       bool
+	mode       atomic.Int32 // index in modes
+	timeout    time.Duration
+	maxRetries int
+	backoff    time.Duration
+	maxBackoff time.Duration
+
+	requests, hits, retries, failures, promptTokens, completionTokens atomic.Int64
+
+	// Hooks, replaced by tests.
+	sleep  func(ctx context.Context, d time.Duration) error
+	jitter func() float64 // uniform in [0, 1)
+	now    func() time.Time
+}
+
+// New returns a judge configured by cfg. It opens the cache (unless
+// cfg.CacheDir is "off") and reads the template file, but makes no
+// request: call Probe to check the server.
+func New(cfg Config) (*Judge, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("judge: no model")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.APIKeyEnv == "" {
+		cfg.APIKeyEnv = DefaultAPIKeyEnv
+	}
+	if cfg.Threshold == 0 {
+		cfg.Threshold = DefaultThreshold
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	switch {
+	case cfg.MaxRetries == 0:
+		cfg.MaxRetries = DefaultMaxRetries
+	case cfg.MaxRetries < 0:
+		cfg.MaxRetries = 0
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	mode := 0
+	switch cfg.ResponseMode {
+	case "", ModeAuto, ModeSchema:
+	case ModeJSON:
+		mode = 1
+	case ModeText:
+		mode = 2
+	default:
+		return nil, fmt.Errorf("judge: unknown response mode %q (want auto, schema, json or text)", cfg.ResponseMode)
+	}
+	tmpl := DefaultTemplate()
+	if cfg.Template != "" {
+		t, err := LoadTemplate(cfg.Template)
+		if err != nil {
+			return nil, err
+		}
+		tmpl = t
+	}
+	key := os.Getenv(cfg.APIKeyEnv)
+	hc := cfg.HTTPClient
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = cfg.Concurrency
+		hc = &http.Client{Transport: tr}
+	}
+	c := &core{
+		client: openai.NewClient(
+			option.WithBaseURL(cfg.BaseURL),
+			option.WithAPIKey(key),
+			option.WithHTTPClient(hc),
+			option.WithMaxRetries(0),
+		),
+		server:     redactURL(cfg.BaseURL),
+		keyEnv:     cfg.APIKeyEnv,
+		red:        redactor(key),
+		sem:        make(chan struct{}, cfg.Concurrency),
+		auto:       cfg.ResponseMode == "" || cfg.ResponseMode == ModeAuto,
+		timeout:    cfg.Timeout,
+		maxRetries: cfg.MaxRetries,
+		backoff:    cfg.Backoff,
+		maxBackoff: cfg.MaxBackoff,
+		sleep:      sleepCtx,
+		jitter:     rand.Float64,
+		now:        time.Now,
+	}
+	c.mode.Store(int32(mode))
+	if cfg.CacheDir != "off" {
+		dir := cfg.CacheDir
+		if dir == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				return nil, fmt.Errorf("judge cache: %w (set a cache directory, or off)", err)
+			}
+			dir = filepath.Join(base, "gavel", "judge")
+		}
+		ch, err := openCache(dir)
+		if err != nil {
+			return nil, err
+		}
+		c.cache = ch
+	}
+	return &Judge{c: c, model: cfg.Model, tmpl: tmpl, threshold: cfg.Threshold}, nil
+}
+
+// Override changes some settings of a judge, for one verifier.
+type Override struct {
+	// Model, if set, replaces the judge model.
+	Model string
+	// Template, if set, is the path of a template file replacing the judge's.
+	Template string
+	// Threshold, if positive, replaces the pass threshold.
+	Threshold float64
+}
+
+// With returns a judge sharing j's client, concurrency limit, cache and
+// stats, with the settings o overrides.
+func (j *Judge) With(o Override) (*Judge, error) {
+	d := *j
+	if o.Model != "" {
+		d.model = o.Model
+	}
+	if o.Template != "" {
+		t, err := LoadTemplate(o.Template)
+		if err != nil {
+			return nil, err
+		}
+		d.tmpl = t
+	}
+	if o.Threshold > 0 {
+		d.threshold = o.Threshold
+	}
+	return &d, nil
+}
+
+// Model returns the judge model's name.
+func (j *Judge) Model() string { return j.model }
+
+// Threshold returns the score a verdict needs to pass.
+func (j *Judge) Threshold() float64 { return j.threshold }
+
+// Template returns the judge's template; its Fingerprint identifies it.
+func (j *Judge) Template() *Template { return j.tmpl }
+
+// Mode returns the response mode requests are sent in now.
+func (j *Judge) Mode() ResponseMode { return modes[j.c.mode.Load()] }
+
+// Stats returns the judge's counters (shared with judges derived by With).
+func (j *Judge) Stats() Stats {
+	c := j.c
+	return Stats{
+		Requests:         c.requests.Load(),
+		CacheHits:        c.hits.Load(),
+		Retries:          c.retries.Load(),
+		Failures:         c.failures.Load(),
+		PromptTokens:     c.promptTokens.Load(),
+		CompletionTokens: c.completionTokens.Load(),
+	}
+}
+
+// Sync makes the verdicts cached so far durable (fsync). Call it when the
+// results that used them are acknowledged. It returns the cache's first
+// write error, if any.
+func (j *Judge) Sync() error {
+	if j.c.cache == nil {
+		return nil
+	}
+	return j.c.cache.sync()
+}
+
+// Close syncs and closes the cache. Call it once, on the judge New
+// returned, after every Ask has returned.
+func (j *Judge) Close() error {
+	if j.c.cache == nil {
+		return nil
+	}
+	return j.c.cache.close()
+}
+
+// Key identifies a judgement in the cache: the sha256 of the model, the
+// template fingerprint, the rendered messages, the sampling settings and the
+// response mode.
+type Key [32]byte
+
+// String returns the key in hex.
+func (k Key) String() string { return hex.EncodeToString(k[:]) }
+
+// Request is a rendered judgement, ready to ask.
+type Request struct {
+	j            *Judge
+	system, user string
+	base         [32]byte // the hash of everything in the key but the mode
+}
+
+// Request renders p with the judge's template.
+func (j *Judge) Request(p Prompt) (*Request, error) {
+	system, user, err := j.tmpl.Render(p)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	for _, s := range []string{"gavel-judge-key-1", j.model, j.tmpl.Fingerprint(),
+		fmt.Sprintf("temperature=0 seed=%d", Seed), system, user} {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	r := &Request{j: j, system: system, user: user}
+	h.Sum(r.base[:0])
+	return r, nil
+}
+
+// Messages returns the request's system and user messages.
+func (r *Request) Messages() (system, user string) { return r.system, r.user }
+
+// Key returns the request's cache key in the response mode the judge is in now.
+func (r *Request) Key() Key { return r.key(int(r.j.c.mode.Load())) }
+
+// key returns the request's cache key in modes[mode].
+func (r *Request) key(mode int) Key {
+	h := sha256.New()
+	h.Write(r.base[:])
+	h.Write([]byte(modes[mode]))
+	var k Key
+	h.Sum(k[:0])
+	return k
+}
+
+// Cached returns the cached verdict of r, if any. With a fixed response
+// mode only that mode's verdict counts; in auto mode a verdict cached in any
+// mode does, the strongest first.
+func (j *Judge) Cached(r *Request) (Verdict, bool) {
+	c := j.c
+	if c.cache == nil {
+		return Verdict{}, false
+	}
+	lo, hi := int(c.mode.Load()), int(c.mode.Load())
+	if c.auto {
+		lo, hi = 0, len(modes)-1
+	}
+	for m := lo; m <= hi; m++ {
+		if v, ok := c.cache.get(r.key(m)); ok {
+			c.hits.Add(1)
+			return v, true
+		}
+	}
+	return Verdict{}, false
+}
+
+// Ask returns r's verdict: from the cache, or from the server, waiting for
+// one of Config.Concurrency slots and retrying as Config says, and then
+// cached. A failure is an *Error, or the context's error when ctx ended.
+func (j *Judge) Ask(ctx context.Context, r *Request) (Verdict, error) {
+	if v, ok := j.Cached(r); ok {
+		return v, nil
+	}
+	c := j.c
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return Verdict{}, ctx.Err()
+	}
+	defer func() { <-c.sem }()
+	v, mode, err := j.ask(ctx, r)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.failures.Add(1)
+		}
+		return Verdict{}, err
+	}
+	if c.cache != nil {
+		// A write error is kept by the cache and returned by Sync and Close;
+		// the verdict itself is good.
+		_ = c.cache.put(r.key(mode), v)
+	}
+	return v, nil
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
