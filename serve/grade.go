@@ -252,7 +252,6 @@ func (g *gradeReq) jsonLines(r *http.Request) {
 		g.fail(http.StatusUnsupportedMediaType, "unsupported Content-Encoding "+r.Header.Get("Content-Encoding"), "gzip, zstd or none")
 		return
 	}
-	g.rc.EnableFullDuplex()
 	body := &deadlineReader{r: r.Body, rc: g.rc, timeout: g.s.cfg.RequestTimeout}
 	rd, err := columnar.NewJSONLReader(name, body, columnar.Options{Fields: gymFields, MaxLineBytes: int(min(g.s.cfg.MaxBody, 1<<30))})
 	if err != nil {
@@ -313,7 +312,6 @@ func (a *arrayReader) err(err error) error {
 
 // array grades a JSON array body.
 func (g *gradeReq) array(body io.Reader) {
-	g.rc.EnableFullDuplex()
 	dr := &deadlineReader{r: body, rc: g.rc, timeout: g.s.cfg.RequestTimeout}
 	dec := json.NewDecoder(dr)
 	if _, err := dec.Token(); err != nil {
@@ -386,6 +384,8 @@ func (g *gradeReq) stream(next func() (*columnar.Batch, error)) {
 		res := <-f
 		if writeErr == nil {
 			if !g.wrote {
+				// Lines are written while the body is still being read.
+				g.rc.EnableFullDuplex()
 				g.w.Header().Set("Content-Type", "application/x-ndjson")
 				g.wrote = true
 			}
