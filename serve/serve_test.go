@@ -500,4 +500,3 @@ func checkFuzzResponse(t *testing.T, rec *httptest.ResponseRecorder) {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body.String())
 	}
 }
-
