@@ -81,7 +81,12 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 		g.jsonLines(r)
 		return
 	}
-	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody), 64<<10)
+	body := readerPool.Get().(*bufio.Reader)
+	body.Reset(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	defer func() {
+		body.Reset(nil)
+		readerPool.Put(body)
+	}()
 	first, err := firstByte(body)
 	if err != nil {
 		g.readFailed(err, "")
@@ -97,6 +102,8 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 			`one rollout {"task_id": ...}, an array [{...}, ...], or JSON Lines with Content-Type: application/x-ndjson`)
 	}
 }
+
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 
 // firstByte returns the first byte that is not white space, unread.
 func firstByte(br *bufio.Reader) (byte, error) {
