@@ -6,7 +6,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build demo test vet fmt-check fuzz bench clean
+.PHONY: build demo test vet fmt-check fuzz bench loadtest clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/gavel
@@ -58,6 +58,15 @@ bench: build
 	cd bench/duckdb && CGO_ENABLED=1 $(GO) build -trimpath -o ../../bin/bench-duckdb .
 	cd bench/duckdb && $(GO) build -trimpath -o ../../bin/bench-pqarrowfloor ./pqarrowfloor
 	bin/bench-run -rollouts $(BENCH_ROLLOUTS) -data $(BENCH_DATA) -bin bin -json $(BENCH_DATA)/results.json
+
+# `make loadtest` starts `gavel serve` on 127.0.0.1, drives it with bounded
+# load (each phase ends after LOADTEST_DURATION or its request cap), stops it
+# with SIGTERM and prints the table of bench/README.md.
+LOADTEST_ROLLOUTS ?= 100000
+LOADTEST_DURATION ?= 8s
+loadtest: build
+	$(GO) build -trimpath -o bin/bench-loadtest ./bench/cmd/loadtest
+	bin/bench-loadtest -bin $(BIN) -data $(BENCH_DATA) -rollouts $(LOADTEST_ROLLOUTS) -duration $(LOADTEST_DURATION)
 
 clean:
 	rm -rf bin $(DEMO) gavel-out

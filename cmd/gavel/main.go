@@ -49,6 +49,7 @@ func commands() []command {
 		{"diff", "compare two result directories (regressions)", runDiff},
 		{"leaderboard", "pass rates and rewards by model, with intervals", runLeaderboard},
 		{"commit", "join the shards of a sharded run", runCommit},
+		{"serve", "serve the gym verifier API and online grading over HTTP", runServe},
 	}
 }
 

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/serve"
+	"github.com/gavelhq/gavel/verifiers/spec"
+)
+
+const serveExamples = `  gavel serve
+  gavel serve --addr 127.0.0.1:9000 --spec specs/ --tasks tasks.parquet
+  GAVEL_TOKEN=s3cret gavel serve --addr 0.0.0.0:8080 --token-env GAVEL_TOKEN
+  curl -s localhost:8080/v1/grade -d @rollout.json`
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", "gavel serve [flags]\n\nServes the gym verifier API (POST /verifier, PUT and DELETE /sessions/{id}), online grading\n(POST /v1/grade), GET /v1/verifiers, /healthz, /readyz and /metrics until SIGINT or SIGTERM,\nwhich drain the requests in flight. SIGHUP reloads --spec.", serveExamples, stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen on `HOST:PORT`")
+	var specs listFlag
+	fs.Var(&specs, "spec", "declarative verifier `FILE` (YAML or JSON) or directory of them; repeatable; reloaded on SIGHUP")
+	tasks := fs.String("tasks", "", "tasks table `FILE` (task_id, initial_state, other fields)")
+	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in `BYTES` (for JSON Lines: largest line)")
+	maxInflight := fs.Int("max-inflight", 0, "requests served at once before 429 (default 4 per CPU)")
+	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "a request (for streams: each piece of the body) taking longer than `D` is a 503")
+	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, wait at most `D` for the requests in flight")
+	tokenEnv := fs.String("token-env", "", "require Authorization: Bearer <token>, the token read from environment variable `NAME`")
+	insecure := fs.Bool("insecure", false, "allow a non-loopback --addr without --token-env")
+	maxSessions := fs.Int("max-sessions", 10000, "sessions kept by PUT /sessions/{id} (least recently used evicted)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("gavel serve --help", "serve takes no arguments, got %q", fs.Arg(0))
+	}
+	if *maxBody <= 0 || *reqTimeout <= 0 || *shutdown <= 0 || *maxInflight < 0 || *maxSessions <= 0 {
+		return usagef("gavel serve --help", "--max-body, --request-timeout, --shutdown-timeout and --max-sessions must be positive")
+	}
+	token := ""
+	if *tokenEnv != "" {
+		token = os.Getenv(*tokenEnv)
+		if token == "" {
+			return usagef("export "+*tokenEnv+"=...", "--token-env %s: the environment variable is empty or unset", *tokenEnv)
+		}
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return usagef("gavel serve --addr 127.0.0.1:8080", "--addr %q: %v", *addr, err)
+	}
+	if token == "" && !*insecure && !isLoopback(host) {
+		return usagef("gavel serve --addr "+*addr+" --token-env GAVEL_TOKEN", "--addr %s is reachable from other machines: require a token with --token-env, or pass --insecure", *addr)
+	}
+	vs, err := loadVerifiers(specs)
+	if err != nil {
+		return err
+	}
+	cfg := serve.Config{
+		MaxBody: *maxBody, MaxInflight: *maxInflight, RequestTimeout: *reqTimeout, Token: token,
+		MaxSessions: *maxSessions, Logger: slog.New(slog.NewJSONHandler(stderr, nil)),
+	}
+	if *tasks != "" {
+		t, err := pipeline.LoadTasks(*tasks, pipeline.Config{}.Fields)
+		if err != nil {
+			return usagef("gavel serve --tasks tasks.parquet", "%v", err)
+		}
+		cfg.Tasks = t
+	}
+	srv := serve.New(cfg)
+	if err := srv.Reload(vs); err != nil {
+		var ce *pipeline.ConfigError
+		if errors.As(err, &ce) {
+			return &usageError{msg: ce.Msg, hint: "gavel spec check FILE..."}
+		}
+		return err
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	log := cfg.Logger
+	log.Info("listening", "addr", ln.Addr().String(), "verifiers", len(vs), "auth", token != "")
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	hupDone := make(chan struct{})
+	defer func() { <-hupDone }()
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	defer stopReload()
+	go func() {
+		defer close(hupDone)
+		for {
+			select {
+			case <-reloadCtx.Done():
+				return
+			case <-hup:
+			}
+			vs, err := loadVerifiers(specs)
+			if err == nil {
+				err = srv.Reload(vs)
+			}
+			if err != nil {
+				var ps spec.Problems
+				msg := err.Error()
+				if errors.As(err, &ps) {
+					msg = ps.Error()
+				}
+				log.Error("reload failed; the loaded verifiers stay", "problems", msg)
+				continue
+			}
+			log.Info("reloaded", "verifiers", len(vs))
+		}
+	}()
+	err = srv.Serve(ctx, ln, *shutdown)
+	stopReload()
+	log.Info("stopped", "error", fmt.Sprint(err))
+	return err
+}
+
+// isLoopback reports whether a listen host is reachable only from this
+// machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

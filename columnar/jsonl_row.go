@@ -1,0 +1,27 @@
+package columnar
+
+// RowJSON encodes result rows one at a time as the JSON objects of a JSON
+// Lines part (the same bytes as a part's line, without its newline), for
+// callers that embed rows in their own JSON, such as an HTTP response.
+type RowJSON struct {
+	rewards *jsonlTable[RewardRow]
+	checks  *jsonlTable[CheckRow]
+}
+
+// NewRowJSON returns an encoder for rewards rows whose kept metadata
+// columns are keep, in that order.
+func NewRowJSON(keep []string) *RowJSON {
+	return &RowJSON{rewards: newJSONLTable(nil, rewardsTable(keep)), checks: newJSONLTable(nil, checkColumns)}
+}
+
+// AppendReward appends r as one JSON object to b.
+func (e *RowJSON) AppendReward(b []byte, r *RewardRow) []byte {
+	b = e.rewards.appendRow(b, r)
+	return b[:len(b)-1] // the line's newline
+}
+
+// AppendCheck appends r as one JSON object to b.
+func (e *RowJSON) AppendCheck(b []byte, r *CheckRow) []byte {
+	b = e.checks.appendRow(b, r)
+	return b[:len(b)-1]
+}

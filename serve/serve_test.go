@@ -1,0 +1,503 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/spec"
+)
+
+func allVerifiers() []*verifiers.Verifier {
+	return append(verifiers.Builtin(), spec.Builtin()...)
+}
+
+// newServer returns a server with the built-in verifiers, listening on
+// 127.0.0.1 for the test's duration.
+func newServer(t testing.TB, cfg Config, vs ...*verifiers.Verifier) (*Server, *httptest.Server) {
+	t.Helper()
+	s := New(cfg)
+	if err := s.Reload(append(allVerifiers(), vs...)); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.Client().CloseIdleConnections()
+		ts.Close()
+	})
+	return s, ts
+}
+
+type response struct {
+	code   int
+	header http.Header
+	body   string
+}
+
+func do(t testing.TB, ts *httptest.Server, method, path, ctype, body string, hdr ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{resp.StatusCode, resp.Header, string(b)}
+}
+
+const meeting = `{"id": 1, "title": "Team Meeting", "startTime": "2024-11-20T14:00:00Z"}`
+
+func TestRoutes(t *testing.T) {
+	_, ts := newServer(t, Config{MaxBody: 4096})
+	big := `{"task_id": "TASK-001", "output": "` + strings.Repeat("x", 5000) + `"}`
+	tests := []struct {
+		name, method, path, ctype, body string
+		code                            int
+		want                            string // a substring of the body
+	}{
+		{"healthz", "GET", "/healthz", "", "", 200, `"ok"`},
+		{"readyz", "GET", "/readyz", "", "", 200, `"ready"`},
+		{"verifiers", "GET", "/v1/verifiers", "", "", 200, `"id": "VER-C01"`},
+		{"metrics", "GET", "/metrics", "", "", 200, "gavel_http_requests_in_flight"},
+		{"unknown route", "GET", "/nope", "", "", 404, `"hint"`},
+		{"wrong method", "GET", "/v1/grade", "", "", 404, "no route GET /v1/grade"},
+		{"grade one", "POST", "/v1/grade", "application/json", `{"task_id": "TASK-C01", "final_state": {"events": [` + meeting + `]}}`, 200, `"status":"passed"`},
+		{"grade array", "POST", "/v1/grade", "", `[{"task_id": "TASK-C01"}, {"task_id": "TASK-404"}]`, 200, `"error_kind":"no_verifier"`},
+		{"grade ndjson", "POST", "/v1/grade", "application/x-ndjson", "{\"task_id\": \"TASK-C01\"}\nnot json\n", 200, `"error_kind":"input"`},
+		{"grade ndjson long line is a row", "POST", "/v1/grade", "application/x-ndjson", big + "\n", 200, "longer than the limit of 4096 bytes"},
+		{"grade malformed object", "POST", "/v1/grade", "application/json", `{"task_id": }`, 400, "invalid JSON at byte 12"},
+		{"grade malformed array", "POST", "/v1/grade", "", `[{"task_id": "T"}, {`, 400, "invalid JSON at byte"},
+		{"grade not json", "POST", "/v1/grade", "", `hello`, 400, "want a JSON object"},
+		{"grade empty", "POST", "/v1/grade", "", ``, 400, "empty request body"},
+		{"grade too large", "POST", "/v1/grade", "application/json", big, 413, "over 4096 bytes"},
+		{"grade array too large", "POST", "/v1/grade", "application/json", "[" + big + "]", 413, "over 4096 bytes"},
+		{"grade keep a rollout field", "POST", "/v1/grade?keep=output", "", `{"task_id": "T"}`, 400, "rollout field"},
+		{"verifier too large", "POST", "/verifier", "application/json", big, 413, "over 4096 bytes"},
+		{"verifier malformed", "POST", "/verifier", "application/json", `{"sessionId": "s", "checks": [}`, 400, "invalid JSON at byte"},
+		{"verifier no session id", "POST", "/verifier", "", `{"checks": []}`, 400, "sessionId"},
+		{"verifier unknown type", "POST", "/verifier", "", `{"sessionId": "s", "final_state": {}, "checks": [{"id": "c", "type": "sql", "asserts": [{"comparator": "eq", "value": 1}]}]}`, 422, `unknown check type \"sql\"`},
+		{"verifier unknown comparator", "POST", "/verifier", "", `{"sessionId": "s", "final_state": {}, "checks": [{"id": "c", "type": "log", "asserts": [{"comparator": "equals", "value": 1}]}]}`, 422, `unknown comparator \"equals\"`},
+		{"verifier no state", "POST", "/verifier", "", `{"sessionId": "nobody", "checks": [{"id": "c", "type": "log", "asserts": [{"comparator": "eq", "value": []}]}]}`, 404, "PUT /sessions/nobody"},
+		{"verifier bad state", "POST", "/verifier", "", `{"sessionId": "s", "final_state": "{oops", "checks": [{"id": "c", "type": "log", "asserts": [{"comparator": "eq", "value": []}]}]}`, 400, "final_state: invalid JSON at byte 1"},
+		{"delete unknown session", "DELETE", "/sessions/nobody", "", "", 404, "no session"},
+		{"put bad session", "PUT", "/sessions/s1", "", `[1]`, 400, "not a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := do(t, ts, tt.method, tt.path, tt.ctype, tt.body)
+			if got.code != tt.code || !strings.Contains(got.body, tt.want) {
+				t.Errorf("%s %s = %d %s, want %d with %q", tt.method, tt.path, got.code, got.body, tt.code, tt.want)
+			}
+			if got.code >= 400 {
+				var e errorBody
+				if err := json.Unmarshal([]byte(got.body), &e); err != nil || e.Error == "" {
+					t.Errorf("error body %q is not {error, hint}", got.body)
+				}
+			}
+		})
+	}
+}
+
+func TestReadyBeforeReload(t *testing.T) {
+	s := New(Config{})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	if got := do(t, ts, "GET", "/readyz", "", ""); got.code != 503 {
+		t.Errorf("/readyz before Reload = %d, want 503", got.code)
+	}
+	if got := do(t, ts, "POST", "/v1/grade", "", `{"task_id": "T"}`); got.code != 503 {
+		t.Errorf("/v1/grade before Reload = %d, want 503", got.code)
+	}
+	if got := do(t, ts, "GET", "/healthz", "", ""); got.code != 200 {
+		t.Errorf("/healthz before Reload = %d, want 200", got.code)
+	}
+}
+
+func TestToken(t *testing.T) {
+	_, ts := newServer(t, Config{Token: "s3cret"})
+	for _, tt := range []struct {
+		path, auth string
+		code       int
+	}{
+		{"/healthz", "", 200},
+		{"/readyz", "", 200},
+		{"/v1/verifiers", "", 401},
+		{"/v1/verifiers", "Bearer wrong", 401},
+		{"/v1/verifiers", "Bearer s3cret", 200},
+		{"/metrics", "", 401},
+		{"/metrics", "Bearer s3cret", 200},
+	} {
+		got := do(t, ts, "GET", tt.path, "", "", "Authorization", tt.auth)
+		if got.code != tt.code {
+			t.Errorf("GET %s with %q = %d, want %d", tt.path, tt.auth, got.code, tt.code)
+		}
+	}
+	if got := do(t, ts, "POST", "/v1/grade", "", `{"task_id": "T"}`); got.code != 401 {
+		t.Errorf("POST /v1/grade without token = %d, want 401", got.code)
+	}
+}
+
+// stalled starts a JSON Lines request that sends one line and then waits
+// until release is closed.
+func stalled(t *testing.T, url string, release <-chan struct{}) (<-chan response, func()) {
+	pr, pw := io.Pipe()
+	done := make(chan response, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", url+"/v1/grade", pr)
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- response{code: -1, body: err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- response{resp.StatusCode, resp.Header, string(b)}
+	}()
+	pw.Write([]byte(`{"task_id": "TASK-C01"}` + "\n"))
+	go func() {
+		<-release
+		pw.Close()
+	}()
+	return done, func() { http.DefaultClient.CloseIdleConnections() }
+}
+
+func TestTooManyInFlight(t *testing.T) {
+	s, ts := newServer(t, Config{MaxInflight: 1})
+	release := make(chan struct{})
+	done, cleanup := stalled(t, ts.URL, release)
+	defer cleanup()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(s.inflight) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := do(t, ts, "POST", "/v1/grade", "", `{"task_id": "TASK-C01"}`)
+	if got.code != 429 || got.header.Get("Retry-After") == "" {
+		t.Errorf("second request = %d (Retry-After %q), want 429 with Retry-After", got.code, got.header.Get("Retry-After"))
+	}
+	if got := do(t, ts, "GET", "/healthz", "", ""); got.code != 200 {
+		t.Errorf("/healthz while full = %d, want 200", got.code)
+	}
+	close(release)
+	if r := <-done; r.code != 200 || strings.Count(r.body, "\n") != 1 {
+		t.Errorf("first request = %d %q, want 200 and one line", r.code, r.body)
+	}
+}
+
+func TestStreamTimeout(t *testing.T) {
+	_, ts := newServer(t, Config{RequestTimeout: 200 * time.Millisecond})
+	release := make(chan struct{})
+	defer close(release)
+	done, cleanup := stalled(t, ts.URL, release)
+	defer cleanup()
+	select {
+	case r := <-done:
+		if r.code != 503 || !strings.Contains(r.body, "request timeout") {
+			t.Errorf("stalled stream = %d %q, want 503", r.code, r.body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stalled stream was not cut")
+	}
+}
+
+func TestPanickingVerifier(t *testing.T) {
+	boom := &verifiers.Verifier{ID: "VER-BOOM", Name: "panics", Tasks: []string{"TASK-BOOM"},
+		Grade: func(*verifiers.Rollout, *verifiers.Checks) error { panic("boom") }}
+	_, ts := newServer(t, Config{}, boom)
+	got := do(t, ts, "POST", "/v1/grade", "", `[{"task_id": "TASK-BOOM"}, {"task_id": "TASK-C01"}]`)
+	lines := strings.Split(strings.TrimSpace(got.body), "\n")
+	if got.code != 200 || len(lines) != 2 || !strings.Contains(lines[0], `"error_kind":"verifier"`) || !strings.Contains(lines[0], "panicked: boom") || !strings.Contains(lines[1], `"status":"failed"`) {
+		t.Errorf("grade with a panicking verifier = %d %s", got.code, got.body)
+	}
+	if got := do(t, ts, "GET", "/healthz", "", ""); got.code != 200 {
+		t.Errorf("after a panic /healthz = %d", got.code)
+	}
+}
+
+// gymRequest is one of the seed's three request examples with a state.
+func gymRequest(t *testing.T, file, state string) string {
+	checks, err := os.ReadFile(filepath.Join("..", "verifiers", "spec", "testdata", "gym", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return `{"sessionId": "test-session", "checks": ` + string(checks) + state + `}`
+}
+
+func canon(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, s)
+	}
+	b, _ := json.MarshalIndent(v, "", " ")
+	return string(b)
+}
+
+// The three request examples of the gym verifier API return the
+// documented success and failure responses; a rubric check the pending
+// one.
+func TestGymExamples(t *testing.T) {
+	_, ts := newServer(t, Config{})
+	const success = `{"session_id": "test-session", "success": true, "verifiers": [{"id": "check-event-created", "operator": "state_comparison", "success": true,
+		"asserts": [{"actual_value": true, "expected_value": true, "comparator": "eq", "success": true,
+		"matching_results": [{"id": 1, "title": "Team Meeting", "startTime": "2024-11-20T14:00:00Z"}]}]}]}`
+	const failure = `{"session_id": "test-session", "success": false, "verifiers": [{"id": "check-event-created", "operator": "state_comparison", "success": false,
+		"asserts": [{"actual_value": false, "expected_value": true, "comparator": "eq", "success": false}], "all_results": []}]}`
+	click := `{"eventType": "click", "clickId": "submit-button"}`
+	tests := []struct {
+		name, body, want string
+	}{
+		{"state success", gymRequest(t, "state_check.json", `, "final_state": {"events": [`+meeting+`]}`), success},
+		{"state failure", gymRequest(t, "state_check.json", `, "final_state": {"events": []}`), failure},
+		{"log success", gymRequest(t, "log_check.json", `, "log": [`+click+`]`),
+			`{"session_id": "test-session", "success": true, "verifiers": [{"id": "check-button-clicked", "operator": "log_comparison", "success": true,
+			"asserts": [{"actual_value": true, "expected_value": true, "comparator": "eq", "success": true, "matching_results": [` + click + `]}]}]}`},
+		{"log failure", gymRequest(t, "log_check.json", `, "log": []`),
+			`{"session_id": "test-session", "success": false, "verifiers": [{"id": "check-button-clicked", "operator": "log_comparison", "success": false,
+			"asserts": [{"actual_value": false, "expected_value": true, "comparator": "eq", "success": false}], "all_results": []}]}`},
+		{"manual success", gymRequest(t, "manual_check.json", `, "final_state": {"events": [`+meeting+`]}`),
+			`{"session_id": "test-session", "success": true, "verifiers": [{"id": "check-events-on-day", "operator": "manual_function", "success": true,
+			"asserts": [{"actual_value": 1, "expected_value": 0, "comparator": "gt", "success": true}]}]}`},
+		{"manual failure", gymRequest(t, "manual_check.json", `, "final_state": {"events": []}`),
+			`{"session_id": "test-session", "success": false, "verifiers": [{"id": "check-events-on-day", "operator": "manual_function", "success": false,
+			"asserts": [{"actual_value": 0, "expected_value": 0, "comparator": "gt", "success": false}], "all_results": []}]}`},
+		{"rubric pending", `{"sessionId": "test-session", "final_state": {}, "checks": [{"id": "rubric-check", "type": "rubric", "rubric": "The meeting invite is polite."}]}`,
+			`{"session_id": "test-session", "success": "PENDING", "verifiers": [{"id": "rubric-check", "operator": "rubric", "success": "PENDING"}]}`},
+		{"check error", `{"sessionId": "test-session", "final_state": {"events": 3}, "checks": [{"id": "c", "type": "state", "table": "events", "asserts": [{"comparator": "eq", "value": []}]}]}`,
+			`{"session_id": "test-session", "success": false, "verifiers": [{"id": "c", "operator": "state_comparison", "success": false,
+			"error": "final state: table events is number, not a list or object", "asserts": []}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := do(t, ts, "POST", "/verifier", "application/json", tt.body)
+			if got.code != 200 {
+				t.Fatalf("POST /verifier = %d %s", got.code, got.body)
+			}
+			if diff := cmp.Diff(canon(t, tt.want), canon(t, got.body)); diff != "" {
+				t.Errorf("response (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSessions(t *testing.T) {
+	s, ts := newServer(t, Config{MaxSessions: 2})
+	check := gymRequest(t, "state_check.json", "")
+	if got := do(t, ts, "PUT", "/sessions/test-session", "", `{"final_state": {"events": [`+meeting+`]}}`); got.code != 201 {
+		t.Fatalf("PUT = %d %s", got.code, got.body)
+	}
+	if got := do(t, ts, "POST", "/verifier", "", check); got.code != 200 || !strings.HasPrefix(got.body, `{"session_id":"test-session","success":true`) {
+		t.Errorf("POST /verifier with a stored session = %d %s", got.code, got.body)
+	}
+	if got := do(t, ts, "PUT", "/sessions/test-session", "", `{"final_state": {"events": []}}`); got.code != 200 {
+		t.Fatalf("PUT again = %d %s", got.code, got.body)
+	}
+	if got := do(t, ts, "POST", "/verifier", "", check); !strings.Contains(got.body, `"success":false`) {
+		t.Errorf("POST /verifier after the session changed = %s", got.body)
+	}
+	// Two more sessions evict the least recently used.
+	do(t, ts, "PUT", "/sessions/b", "", `{}`)
+	do(t, ts, "PUT", "/sessions/c", "", `{}`)
+	if _, ok := s.sessions.get("test-session"); ok {
+		t.Error("the least recently used session was not evicted")
+	}
+	if got := do(t, ts, "DELETE", "/sessions/c", "", ""); got.code != 204 {
+		t.Errorf("DELETE = %d", got.code)
+	}
+	if got := do(t, ts, "DELETE", "/sessions/c", "", ""); got.code != 404 {
+		t.Errorf("DELETE again = %d", got.code)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	_, ts := newServer(t, Config{})
+	do(t, ts, "POST", "/v1/grade", "", `[{"task_id": "TASK-C01"}, {"task_id": "nope"}]`)
+	got := do(t, ts, "GET", "/metrics", "", "").body
+	for _, want := range []string{
+		`gavel_http_requests_total{code="200",route="/v1/grade"} 1`,
+		`gavel_rollouts_graded_total{status="failed"} 1`,
+		`gavel_rollouts_graded_total{status="error"} 1`,
+		`gavel_http_request_duration_seconds_bucket{route="/v1/grade",le="+Inf"} 1`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// A generated dataset graded by `gavel grade --format jsonl` and sent to
+// /v1/grade as JSON Lines gives the same rows, but for source_file.
+func TestGradeMatchesPipeline(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "rollouts.jsonl")
+	if _, err := gen.Run(context.Background(), gen.Config{Out: data, Rollouts: 600, Seed: 5, BadShare: 0.05}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if _, err := pipeline.Run(context.Background(), pipeline.Config{Inputs: []string{data}, Out: out, Format: columnar.FormatJSONL, Verifiers: allVerifiers(), BatchSize: 7}); err != nil {
+		t.Fatal(err)
+	}
+	wantRewards := readLines(t, filepath.Join(out, "rewards", "part-00000.jsonl"))
+	wantChecks := readLines(t, filepath.Join(out, "checks", "part-00000.jsonl"))
+
+	_, ts := newServer(t, Config{})
+	body, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := do(t, ts, "POST", "/v1/grade", "application/x-ndjson", string(body))
+	if got.code != 200 {
+		t.Fatalf("POST /v1/grade = %d %s", got.code, got.body)
+	}
+	var gotRewards, gotChecks []string
+	for _, line := range strings.Split(strings.TrimSuffix(got.body, "\n"), "\n") {
+		var l struct {
+			Rewards json.RawMessage   `json:"rewards"`
+			Checks  []json.RawMessage `json:"checks"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		// The source name differs by design: "request" in a request.
+		rw := strings.Replace(string(l.Rewards), `"source_file":"request"`, `"source_file":`+jsonString(data), 1)
+		rw = strings.Replace(rw, `"rollout_id":"request#`, `"rollout_id":"`+strings.Trim(jsonString(data), `"`)+`#`, 1)
+		gotRewards = append(gotRewards, rw)
+		for _, c := range l.Checks {
+			gotChecks = append(gotChecks, string(c))
+		}
+	}
+	if len(wantRewards) != 600 {
+		t.Fatalf("grade wrote %d rewards, want 600", len(wantRewards))
+	}
+	if diff := cmp.Diff(wantRewards, gotRewards); diff != "" {
+		t.Errorf("rewards (-grade +serve):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantChecks, gotChecks); diff != "" {
+		t.Errorf("checks (-grade +serve):\n%s", diff)
+	}
+}
+
+func jsonString(s string) string { return string(jsonview.AppendJSONString(nil, s)) }
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+func fuzzServer(f *testing.F) *Server {
+	s := New(Config{MaxBody: 1 << 16, RequestTimeout: 5 * time.Second})
+	if err := s.Reload(allVerifiers()); err != nil {
+		f.Fatal(err)
+	}
+	return s
+}
+
+func serveOnce(s *Server, method, path, ctype string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	return rec
+}
+
+// FuzzGradeBody posts arbitrary bodies to /v1/grade as JSON and as JSON
+// Lines: the answer is 200 with one JSON object per line, or an error with
+// a JSON {error, hint} body.
+func FuzzGradeBody(f *testing.F) {
+	for _, seed := range []string{`{"task_id": "TASK-C01", "final_state": {"events": []}}`, `[{"task_id": 1}, 2]`, "{\"task_id\": \"TASK-001\"}\n\n[", `[`, `{"task_id": "TASK-004", "output": "$1,234", "log": "[]"}`} {
+		f.Add([]byte(seed), false)
+		f.Add([]byte(seed), true)
+	}
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, body []byte, ndjson bool) {
+		ctype := "application/json"
+		if ndjson {
+			ctype = "application/x-ndjson"
+		}
+		rec := serveOnce(s, "POST", "/v1/grade", ctype, body)
+		checkFuzzResponse(t, rec)
+		if rec.Code == 200 {
+			for _, line := range strings.Split(strings.TrimSuffix(rec.Body.String(), "\n"), "\n") {
+				if line != "" && !json.Valid([]byte(line)) {
+					t.Fatalf("response line is not JSON: %q", line)
+				}
+			}
+		}
+	})
+}
+
+// FuzzVerifierBody posts arbitrary bodies to /verifier.
+func FuzzVerifierBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"sessionId": "s", "final_state": {"events": []}, "checks": [{"id": "c", "type": "state", "table": "events", "asserts": [{"comparator": "eq", "function": "count", "function_args": ["_result"], "value": 0}]}]}`,
+		`{"sessionId": "s", "log": [{"a": 1}], "checks": [{"id": "c", "type": "sequential", "steps": [{"a": 1}]}, {"id": "r", "type": "rubric", "rubric": "x"}]}`,
+		`{"sessionId": "s", "output": "7", "checks": [{"id": "c", "type": "expr", "expr": "states_number(output, 7.0)"}]}`,
+		`{"sessionId": "s", "checks": "no"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := serveOnce(s, "POST", "/verifier", "application/json", body)
+		checkFuzzResponse(t, rec)
+		if rec.Code == 200 && !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("response is not JSON: %q", rec.Body.String())
+		}
+	})
+}
+
+func checkFuzzResponse(t *testing.T, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	switch rec.Code {
+	case 200:
+	case 400, 404, 413, 422:
+		var e errorBody
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
+			t.Fatalf("%d with body %q, want {error, hint}", rec.Code, rec.Body.String())
+		}
+	default:
+		t.Fatalf("status %d: %s", rec.Code, rec.Body.String())
+	}
+}

@@ -1,0 +1,333 @@
+// Package serve is gavel's HTTP service: the Scale gym verifier API
+// (POST /verifier, with sessions), online grading by the registered
+// verifiers (POST /v1/grade), and the service routes (verifiers, health,
+// readiness, Prometheus metrics). Rollouts are graded by pipeline's
+// per-row code (pipeline.RowGrader), so a rollout gets the same verdict,
+// checks and reward rows in a request as in `gavel grade`.
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// Config describes a server. Its zero value serves the verifiers set by
+// Reload with the documented defaults.
+type Config struct {
+	// Tasks is the tasks table (pipeline.LoadTasks), if any.
+	Tasks pipeline.Tasks
+	// MaxBody bounds a request body, and each line of a JSON Lines body
+	// (0: 32 MiB). A larger body is a 413.
+	MaxBody int64
+	// MaxInflight bounds the requests being served at once on the
+	// grading and session routes (0: 4 per CPU); more are a 429.
+	MaxInflight int
+	// RequestTimeout bounds a request, and each line of a JSON Lines
+	// body (0: 30s); past it the request is a 503.
+	RequestTimeout time.Duration
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// every route but /healthz and /readyz.
+	Token string
+	// MaxSessions and MaxSessionBytes bound the sessions stored with PUT
+	// /sessions/{id} (0: 10,000 sessions, 256 MiB); the least recently
+	// used are evicted.
+	MaxSessions     int
+	MaxSessionBytes int64
+	// Logger receives one access log line per request (nil: none).
+	Logger *slog.Logger
+	// Registry receives the server's metrics (nil: a new registry, served
+	// at /metrics).
+	Registry *prometheus.Registry
+}
+
+// Default limits.
+const (
+	DefaultMaxBody        = 32 << 20
+	DefaultRequestTimeout = 30 * time.Second
+)
+
+// Server serves the routes. Create it with New, give it verifiers with
+// Reload, and serve its Handler (or call Serve).
+type Server struct {
+	cfg      Config
+	set      atomic.Pointer[verifierSet]
+	inflight chan struct{}
+	sessions *sessions
+	metrics  *metrics
+	mux      *http.ServeMux
+	ready    atomic.Bool
+	gyms     *gymCache
+}
+
+// verifierSet is one loaded set of verifiers, replaced whole by Reload.
+type verifierSet struct {
+	grader *pipeline.RowGrader
+	list   []pipeline.ManifestVerifier
+}
+
+// New returns a server with cfg's defaults applied. It serves no verifier
+// until Reload.
+func New(cfg Config) *Server {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = 4 * runtime.NumCPU()
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 10000
+	}
+	if cfg.MaxSessionBytes <= 0 {
+		cfg.MaxSessionBytes = 256 << 20
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{
+		cfg:      cfg,
+		inflight: make(chan struct{}, cfg.MaxInflight),
+		sessions: newSessions(cfg.MaxSessions, cfg.MaxSessionBytes),
+		metrics:  newMetrics(cfg.Registry),
+		gyms:     newGymCache(1024),
+	}
+	s.routes()
+	return s
+}
+
+// Reload replaces the verifiers for the requests that start after it
+// returns; requests in flight finish with the set they started with. Two
+// verifiers binding one task is a pipeline.ConfigError, and the old set
+// stays.
+func (s *Server) Reload(vs []*verifiers.Verifier) error {
+	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile})
+	if err != nil {
+		return err
+	}
+	s.set.Store(&verifierSet{grader: g, list: g.Verifiers()})
+	s.ready.Store(true)
+	return nil
+}
+
+// SourceFile is the source_file of the rows graded from requests, and the
+// prefix of their default rollout ids (request#<index>).
+const SourceFile = "request"
+
+// Handler returns the server's routes.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Serve serves on ln until ctx is done, then stops accepting, lets the
+// requests in flight finish for at most drain, and returns. It returns
+// after every connection is closed.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	hs := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		// A body's read deadline; the grading routes extend it per line
+		// of a stream.
+		ReadTimeout:    s.cfg.RequestTimeout,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       nil,
+		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.ready.Store(false)
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		hs.Close()
+		err = fmt.Errorf("shutdown: requests still in flight after %s were cut", drain)
+	}
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.Handle("POST /verifier", s.wrap("/verifier", true, true, s.handleVerifier))
+	m.Handle("PUT /sessions/{id}", s.wrap("/sessions", true, true, s.handlePutSession))
+	m.Handle("DELETE /sessions/{id}", s.wrap("/sessions", true, false, s.handleDeleteSession))
+	m.Handle("POST /v1/grade", s.wrap("/v1/grade", true, true, s.handleGrade))
+	m.Handle("GET /v1/verifiers", s.wrap("/v1/verifiers", true, false, s.handleVerifiers))
+	m.Handle("GET /healthz", s.wrap("/healthz", false, false, func(w http.ResponseWriter, r *http.Request, st *reqState) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"status":"ok"}` + "\n"))
+	}))
+	m.Handle("GET /readyz", s.wrap("/readyz", false, false, func(w http.ResponseWriter, r *http.Request, st *reqState) {
+		if !s.ready.Load() {
+			writeError(w, http.StatusServiceUnavailable, "not ready", "the server is starting or shutting down")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"status":"ready"}` + "\n"))
+	}))
+	promHandler := promhttpHandler(s.cfg.Registry)
+	m.Handle("GET /metrics", s.wrap("/metrics", true, false, func(w http.ResponseWriter, r *http.Request, st *reqState) {
+		promHandler.ServeHTTP(w, r)
+	}))
+	m.Handle("/", s.wrap("other", false, false, func(w http.ResponseWriter, r *http.Request, st *reqState) {
+		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path,
+			"routes: POST /verifier, PUT|DELETE /sessions/{id}, POST /v1/grade, GET /v1/verifiers, /healthz, /readyz, /metrics")
+	}))
+	s.mux = m
+}
+
+// reqState is what a handler tells the access log.
+type reqState struct {
+	rollouts int
+}
+
+// statusWriter records the status code and bytes written.
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	bytes int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+var idPrefix = func() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
+
+var reqSeq atomic.Uint64
+
+// wrap adds to a handler: the token check (auth), the in-flight limit
+// (limited), panic recovery, metrics and the access log.
+func (s *Server) wrap(route string, auth, limited bool, h func(http.ResponseWriter, *http.Request, *reqState)) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		w := &statusWriter{ResponseWriter: rw}
+		st := &reqState{}
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 64 {
+			id = idPrefix + "-" + fmt.Sprint(reqSeq.Add(1))
+		}
+		w.Header().Set("X-Request-Id", id)
+		s.metrics.inflight.Inc()
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				if w.code == 0 {
+					writeError(w, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p), "")
+				}
+			}
+			s.metrics.inflight.Dec()
+			code := w.code
+			if code == 0 {
+				code = http.StatusOK
+			}
+			d := time.Since(start)
+			s.metrics.observe(route, code, d)
+			if s.cfg.Logger != nil {
+				s.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+					slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", route),
+					slog.Int("status", code), slog.Int("rollouts", st.rollouts), slog.Int64("bytes", w.bytes),
+					slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("remote", r.RemoteAddr))
+			}
+		}()
+		if auth && s.cfg.Token != "" && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gavel"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token", "send Authorization: Bearer <token>")
+			return
+		}
+		if limited {
+			select {
+			case s.inflight <- struct{}{}:
+				defer func() { <-s.inflight }()
+			default:
+				w.Header().Set("Retry-After", "1")
+				writeError(w, http.StatusTooManyRequests, fmt.Sprintf("more than %d requests in flight", s.cfg.MaxInflight), "retry after a second, or raise --max-inflight")
+				return
+			}
+		}
+		h(w, r, st)
+	})
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	got := r.Header.Get("Authorization")
+	want := "Bearer " + s.cfg.Token
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// errorBody is every error response.
+type errorBody struct {
+	Error string `json:"error"`
+	Hint  string `json:"hint"`
+}
+
+func writeError(w http.ResponseWriter, code int, msg, hint string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	b, _ := json.Marshal(errorBody{Error: msg, Hint: hint})
+	w.Write(append(b, '\n'))
+}
+
+func (s *Server) handleVerifiers(w http.ResponseWriter, r *http.Request, st *reqState) {
+	set := s.set.Load()
+	list := []pipeline.ManifestVerifier{}
+	if set != nil {
+		list = set.list
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(struct {
+		Verifiers []pipeline.ManifestVerifier `json:"verifiers"`
+	}{list})
+}
+
+// bufPool holds response buffers.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
