@@ -62,6 +62,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxLine := fs.Int("max-line-bytes", 0, "a JSON Lines line longer than `N` bytes is an input error for that row (default 64 MiB)")
 	baseline := fs.String("baseline", "", "at the end, compare with an earlier result `DIR` as gavel diff does")
 	failOn := fs.String("fail-on", "0", "with --baseline: exit 1 when the regressions exceed this `LIMIT` (a count, or a rate: 1% or 0.01)")
+	prof := addProfileFlags(fs)
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
@@ -129,7 +130,13 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *progress || (!*quiet && isTerminal(os.Stderr)) {
 		cfg.Progress = newProgressBar(stderr)
 	}
+	if err := prof.start(); err != nil {
+		return err
+	}
 	res, err := pipeline.Run(ctx, cfg)
+	if pErr := prof.stop(); pErr != nil {
+		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
+	}
 	if res != nil {
 		printSummary(stdout, res.Summary, *out)
 	}
