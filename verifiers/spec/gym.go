@@ -76,28 +76,7 @@ func ParseGym(name string, data []byte) (*Gym, error) {
 			Hint: `"checks": [{"id": ..., "type": "state", "table": ..., "asserts": [...]}]`}}
 	}
 	const what = "the request"
-	g := &Gym{}
-	seen := map[string]int{}
-	for _, c := range root.Content {
-		c = resolve(c)
-		ch := l.check(c, what)
-		if ch == nil {
-			continue
-		}
-		if line, dup := seen[ch.id]; dup {
-			l.problem(c, "give each check of a verifier its own id", "duplicate check id %q in %s (also at line %d)", ch.id, what, line)
-			continue
-		}
-		seen[ch.id] = c.Line
-		g.checks = append(g.checks, ch)
-	}
-	required := false
-	for _, ch := range g.checks {
-		required = required || ch.required
-	}
-	if len(g.checks) > 0 && !required {
-		l.problem(root, "a verifier needs a check without optional: true", "%s has no required check", what)
-	}
+	g := &Gym{checks: l.checkList(root, what)}
 	if len(l.problems) > 0 {
 		return nil, l.problems
 	}

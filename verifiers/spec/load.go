@@ -269,27 +269,7 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	} else if cn.Kind != yaml.SequenceNode || len(cn.Content) == 0 {
 		l.problem(cn, "", "checks of %s must be a non-empty list, not %s", what, kindName(cn))
 	} else {
-		seen := map[string]int{}
-		for _, c := range cn.Content {
-			c = resolve(c)
-			ch := l.check(c, what)
-			if ch == nil {
-				continue
-			}
-			if line, dup := seen[ch.id]; dup {
-				l.problem(c, "give each check of a verifier its own id", "duplicate check id %q in %s (also at line %d)", ch.id, what, line)
-				continue
-			}
-			seen[ch.id] = c.Line
-			checks = append(checks, ch)
-		}
-		required := false
-		for _, ch := range checks {
-			required = required || ch.required
-		}
-		if len(checks) > 0 && !required {
-			l.problem(cn, "a verifier needs a check without optional: true", "%s has no required check", what)
-		}
+		checks = l.checkList(cn, what)
 	}
 	if len(l.problems) > before {
 		return nil
@@ -566,4 +546,32 @@ func (l *loader) assert(n *yaml.Node, check string) *assert {
 		return nil
 	}
 	return a
+}
+
+// checkList compiles the checks of the sequence node cn, of a verifier
+// named what in problems: each check once by id, and at least one required.
+func (l *loader) checkList(cn *yaml.Node, what string) []*check {
+	var checks []*check
+	seen := map[string]int{}
+	for _, c := range cn.Content {
+		c = resolve(c)
+		ch := l.check(c, what)
+		if ch == nil {
+			continue
+		}
+		if line, dup := seen[ch.id]; dup {
+			l.problem(c, "give each check of a verifier its own id", "duplicate check id %q in %s (also at line %d)", ch.id, what, line)
+			continue
+		}
+		seen[ch.id] = c.Line
+		checks = append(checks, ch)
+	}
+	required := false
+	for _, ch := range checks {
+		required = required || ch.required
+	}
+	if len(checks) > 0 && !required {
+		l.problem(cn, "a verifier needs a check without optional: true", "%s has no required check", what)
+	}
+	return checks
 }
