@@ -89,7 +89,7 @@ func TestRoutes(t *testing.T) {
 		{"verifiers", "GET", "/v1/verifiers", "", "", 200, `"id": "VER-C01"`},
 		{"metrics", "GET", "/metrics", "", "", 200, "gavel_http_requests_in_flight"},
 		{"unknown route", "GET", "/nope", "", "", 404, `"hint"`},
-		{"wrong method", "GET", "/v1/grade", "", "", 404, "no route GET /v1/grade"},
+		{"wrong method", "GET", "/v1/grade", "", "", 405, "method GET not allowed on /v1/grade"},
 		{"grade one", "POST", "/v1/grade", "application/json", `{"task_id": "TASK-C01", "final_state": {"events": [` + meeting + `]}}`, 200, `"status":"passed"`},
 		{"grade array", "POST", "/v1/grade", "", `[{"task_id": "TASK-C01"}, {"task_id": "TASK-404"}]`, 200, `"error_kind":"no_verifier"`},
 		{"grade ndjson", "POST", "/v1/grade", "application/x-ndjson", "{\"task_id\": \"TASK-C01\"}\nnot json\n", 200, `"error_kind":"input"`},
@@ -124,6 +124,33 @@ func TestRoutes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A known route asked with a method it does not serve is a 405 that
+// names the methods it serves in Allow.
+func TestMethodNotAllowed(t *testing.T) {
+	_, ts := newServer(t, Config{})
+	for _, tt := range []struct {
+		method, path, allow string
+	}{
+		{"GET", "/v1/grade", "POST"},
+		{"PUT", "/verifier", "POST"},
+		{"POST", "/healthz", "GET, HEAD"},
+		{"DELETE", "/metrics", "GET, HEAD"},
+		{"GET", "/sessions/s1", "PUT, DELETE"},
+	} {
+		got := do(t, ts, tt.method, tt.path, "", "")
+		var e errorBody
+		if err := json.Unmarshal([]byte(got.body), &e); err != nil || e.Error == "" || e.Hint == "" {
+			t.Errorf("%s %s body %q is not {error, hint}", tt.method, tt.path, got.body)
+		}
+		if got.code != 405 || got.header.Get("Allow") != tt.allow {
+			t.Errorf("%s %s = %d with Allow %q, want 405 with %q", tt.method, tt.path, got.code, got.header.Get("Allow"), tt.allow)
+		}
+	}
+	if got := do(t, ts, "GET", "/sessions/a/b", "", ""); got.code != 404 || got.header.Get("Allow") != "" {
+		t.Errorf("GET /sessions/a/b = %d with Allow %q, want 404 without", got.code, got.header.Get("Allow"))
 	}
 }
 
