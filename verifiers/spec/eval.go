@@ -2,7 +2,6 @@ package spec
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -365,26 +364,19 @@ func (a actual) json() string {
 }
 
 func listJSON(list []jsonview.Value) string {
-	var b bytes.Buffer
-	b.WriteByte('[')
+	b := make([]byte, 0, 64)
+	b = append(b, '[')
 	for i, v := range list {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		if err := json.Compact(&b, v.Raw()); err != nil {
-			b.Write(v.Raw())
-		}
+		b = appendCompact(b, v.Raw())
 	}
-	b.WriteByte(']')
-	return b.String()
+	return string(append(b, ']'))
 }
 
 func compactJSON(raw []byte) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return string(raw)
-	}
-	return b.String()
+	return string(appendCompact(make([]byte, 0, len(raw)), raw))
 }
 
 // equalList compares a list of values with an array value.
