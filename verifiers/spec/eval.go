@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/verifiers"
@@ -364,7 +365,11 @@ func (a actual) json() string {
 }
 
 func listJSON(list []jsonview.Value) string {
-	b := make([]byte, 0, 64)
+	n := len(list) + 2
+	for _, v := range list {
+		n += len(v.Raw())
+	}
+	b := make([]byte, 0, n)
 	b = append(b, '[')
 	for i, v := range list {
 		if i > 0 {
@@ -372,11 +377,13 @@ func listJSON(list []jsonview.Value) string {
 		}
 		b = appendCompact(b, v.Raw())
 	}
-	return string(append(b, ']'))
+	b = append(b, ']')
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
 }
 
 func compactJSON(raw []byte) string {
-	return string(appendCompact(make([]byte, 0, len(raw)), raw))
+	b := appendCompact(make([]byte, 0, len(raw)), raw)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // equalList compares a list of values with an array value.
