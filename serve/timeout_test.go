@@ -1,6 +1,9 @@
 package serve
 
 import (
+	"context"
+	"io"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -107,5 +110,63 @@ func TestTooManyStuck(t *testing.T) {
 	}
 	if got := do(t, ts, "POST", "/v1/grade", "", `{"task_id": "TASK-C01"}`); got.code != 200 {
 		t.Errorf("POST /v1/grade once released = %d %s", got.code, got.body)
+	}
+}
+
+// A single-rollout request whose grading outlasts --request-timeout is a
+// 503.
+func TestRequestTimeout(t *testing.T) {
+	slow := &verifiers.Verifier{ID: "VER-SLOW", Name: "slow", Tasks: []string{"TASK-SLOW"},
+		Grade: func(*verifiers.Rollout, *verifiers.Checks) error {
+			time.Sleep(100 * time.Millisecond)
+			return nil
+		}}
+	_, ts := newServer(t, Config{RequestTimeout: 50 * time.Millisecond}, slow)
+	if got := do(t, ts, "POST", "/v1/grade", "", `{"task_id": "TASK-SLOW"}`); got.code != 503 || !strings.Contains(got.body, "longer than 50ms") {
+		t.Errorf("slow request = %d %s, want 503", got.code, got.body)
+	}
+}
+
+// Serve cuts a client that does not send its headers or its body within
+// --request-timeout.
+func TestSlowClients(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s := New(Config{RequestTimeout: 200 * time.Millisecond})
+	if err := s.Reload(allVerifiers()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln, time.Second) }()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	for _, tt := range []struct {
+		name, sent, want string
+	}{
+		{"headers", "POST /v1/grade HTTP/1.1\r\nHost: x\r\n", ""},
+		{"body", "POST /v1/grade HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"task_id\": ", "HTTP/1.1 503"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			start := time.Now()
+			if _, err := io.WriteString(c, tt.sent); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(c) // until the server closes the connection
+			if d := time.Since(start); d > 5*time.Second || !strings.HasPrefix(string(got), tt.want) {
+				t.Errorf("after %s the server answered %q, want it to cut the connection with %q", d, got, tt.want)
+			}
+		})
 	}
 }
