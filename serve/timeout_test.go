@@ -170,3 +170,21 @@ func TestSlowClients(t *testing.T) {
 		})
 	}
 }
+
+// A request that finds --max-inflight requests in flight waits a moment
+// for a place: one freed within the wait serves it.
+func TestAdmitWait(t *testing.T) {
+	s, ts := newServer(t, Config{MaxInflight: 1})
+	release := make(chan struct{})
+	done, cleanup := stalled(t, ts.URL, release)
+	defer cleanup()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(s.inflight) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.AfterFunc(admitWait/4, func() { close(release) })
+	if got := do(t, ts, "POST", "/v1/grade", "", `{"task_id": "TASK-C01"}`); got.code != 200 {
+		t.Errorf("request while full, freed within the wait = %d %s, want 200", got.code, got.body)
+	}
+	<-done
+}
