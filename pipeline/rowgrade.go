@@ -3,7 +3,10 @@ package pipeline
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"runtime"
 	"sync"
+	"time"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
@@ -22,22 +25,51 @@ type RowConfig struct {
 	// SourceFile is written in each reward row's source_file and names
 	// rows without a rollout id (SourceFile#row).
 	SourceFile string
+	// Timeout bounds one verifier call as Config.Timeout does (0: 10s;
+	// negative: no limit): a row whose verifier runs longer has status
+	// error, kind verifier, "timed out after D".
+	Timeout time.Duration
+	// MaxStuck is the number of verifier calls that may be stuck past the
+	// timeout at once; while that many are, Grade refuses with a
+	// *StuckError (0: GOMAXPROCS).
+	MaxStuck int
 }
 
 // RowGrader grades rows handed to it one batch at a time, outside a run,
 // with the same per-row code as Run: a row gets the same verdict, checks
 // and reward rows as it would in a file graded by Run with the same
-// verifiers, tasks, fields, keep columns and source file name. It is safe
-// for concurrent use; each call takes a grader (its reusable documents and
-// buffers) from a pool.
+// verifiers, tasks, fields, keep columns, source file name and timeout. It
+// is safe for concurrent use; each call takes a grader (its reusable
+// documents and buffers) from a pool.
 //
-// Verifier calls are not timed: a verifier that never returns holds the
-// calling goroutine (Run's watchdog abandons the worker instead).
+// Verifier calls are timed by Run's watchdog (see pool): each call grades
+// on a goroutine of its own, watched while it runs; when a verifier runs
+// past the timeout, a new goroutine with a new grader carries the call on
+// from the row after it (the row itself a timeout error), and the stuck
+// goroutine is abandoned (it exits if its verifier ever returns). The
+// supervisor runs only while calls are in flight, so an idle RowGrader
+// holds no goroutine.
 type RowGrader struct {
-	base    plan
-	unit    Unit
-	graders sync.Pool
-	vs      []*verifiers.Verifier
+	base     plan
+	unit     Unit
+	graders  sync.Pool
+	vs       []*verifiers.Verifier
+	watch    *pool // nil: calls are not timed
+	maxStuck int
+	// watchingNow, under watch.mu, says the supervisor runs.
+	watchingNow bool
+}
+
+// StuckError is Grade's answer while too many verifier calls are stuck
+// past the timeout: the goroutines running them cannot be stopped, so no
+// more are started until some return.
+type StuckError struct {
+	Stuck, Limit int
+	Timeout      time.Duration
+}
+
+func (e *StuckError) Error() string {
+	return fmt.Sprintf("%d verifier calls are stuck past the timeout of %s (limit %d)", e.Stuck, e.Timeout, e.Limit)
 }
 
 // NewRowGrader binds the verifiers to their tasks. Two verifiers binding
@@ -49,37 +81,123 @@ func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
 	}
 	p := plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, tasks: cfg.Tasks, keep: []string{}, initials: jsonview.NewCache(initialCacheBytes)}
 	p.skips = columnar.StateSkips(&p.fields, p.initials)
-	g := &RowGrader{base: p, unit: Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers}
-	g.graders.New = func() any { return &rowWorker{g: grader{timedOut: -1}} }
+	g := &RowGrader{base: p, unit: Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers, maxStuck: cfg.MaxStuck}
+	if g.maxStuck <= 0 {
+		g.maxStuck = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Timeout > 0 {
+		g.watch = &pool{timeout: cfg.Timeout, base: time.Now()}
+	}
+	g.graders.New = func() any {
+		w := &rowWorker{rg: g, g: grader{timedOut: -1}}
+		if g.watch != nil {
+			w.g.watch, w.g.pool = &w.watch, g.watch
+			w.watch.g = &w.g
+			w.watch.takeover = w.takeover
+		}
+		return w
+	}
 	return g, nil
 }
 
-// rowWorker is a grader with its results buffer.
+// rowWorker is a grader with its watch state, and the call it grades.
 type rowWorker struct {
-	g    grader
-	plan plan
-	res  results
+	rg    *RowGrader
+	g     grader
+	plan  plan
+	watch worker
+	call  *rowCall
+}
+
+// rowCall is one Grade call: its batch and results, handed from a stuck
+// worker to its replacement, and done, which receives the worker that
+// finished it.
+type rowCall struct {
+	b        *columnar.Batch
+	res      results
+	done     chan *rowWorker
+	panicked any // a panic of the grading code, raised again by Grade
+}
+
+var rowCalls = sync.Pool{New: func() any { return &rowCall{done: make(chan *rowWorker, 1)} }}
+
+// run grades the call from row from on.
+func (w *rowWorker) run(from int) {
+	defer func() {
+		// A verifier's panic is its row's error; this is one of the
+		// grading code, handed to the caller's goroutine. (An abandoned
+		// worker's runtime.Goexit recovers nothing and sends nothing.)
+		if p := recover(); p != nil {
+			w.call.panicked = p
+			w.call.done <- w
+		}
+	}()
+	w.g.gradeBatch(&w.rg.unit, w.call.b, &w.call.res, from)
+	w.call.done <- w
+}
+
+// takeover starts a new worker on the call of w, whose verifier is stuck
+// on its current row (see worker.takeover).
+func (w *rowWorker) takeover() *worker {
+	nw := w.rg.graders.Get().(*rowWorker)
+	nw.plan = w.plan
+	nw.g.plan = &nw.plan
+	nw.call = w.call
+	row := w.g.row
+	nw.g.timedOut = row
+	go nw.run(row)
+	return &nw.watch
 }
 
 // Grade grades the rows of b in order and calls each with every row's
 // reward row and check rows, which are valid only during the call. keep
 // names the metadata columns copied into the reward rows (nil: none).
 // Grading stops at the first error each returns, which Grade returns.
+// While too many verifier calls are stuck, it returns a *StuckError and
+// grades nothing.
 func (g *RowGrader) Grade(b *columnar.Batch, keep []string, each func(rw *columnar.RewardRow, checks []columnar.CheckRow) error) error {
+	if g.watch != nil {
+		if n := int(g.watch.stuck.Load()); n >= g.maxStuck {
+			return &StuckError{Stuck: n, Limit: g.maxStuck, Timeout: g.watch.timeout}
+		}
+	}
 	w := g.graders.Get().(*rowWorker)
-	defer g.graders.Put(w)
 	w.plan = g.base
 	if keep != nil {
 		w.plan.keep = keep
 	}
 	w.g.plan = &w.plan
-	w.res.reset()
-	defer w.res.reset()
-	w.g.gradeBatch(&g.unit, b, &w.res, 0)
+	c := rowCalls.Get().(*rowCall)
+	c.b = b
+	c.res.reset()
+	w.call = c
+	if g.watch == nil {
+		w.g.gradeBatch(&g.unit, b, &c.res, 0)
+	} else {
+		g.watching(&w.watch, true)
+		go w.run(0)
+		w = <-c.done // w, or the worker that took the call over
+		g.watching(&w.watch, false)
+		if p := c.panicked; p != nil {
+			c.panicked = nil
+			panic(p)
+		}
+	}
+	w.call = nil
+	w.g.timedOut = -1
+	g.graders.Put(w)
+	defer func() {
+		c.res.reset()
+		c.b = nil
+		rowCalls.Put(c)
+	}()
 	// A row has one check row per check it counts (none on an error).
-	checks := w.res.checks
-	for i := range w.res.rewards {
-		rw := &w.res.rewards[i]
+	checks := c.res.checks
+	for i := range c.res.rewards {
+		rw := &c.res.rewards[i]
 		n := int(rw.ChecksTotal)
 		if err := each(rw, checks[:n:n]); err != nil {
 			return err
@@ -87,6 +205,59 @@ func (g *RowGrader) Grade(b *columnar.Batch, keep []string, each func(rw *column
 		checks = checks[n:]
 	}
 	return nil
+}
+
+// watching adds w to the watched workers, or removes it, and starts the
+// supervisor when it is not running.
+func (g *RowGrader) watching(w *worker, add bool) {
+	p := g.watch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !add {
+		for i, l := range p.live {
+			if l == w {
+				last := len(p.live) - 1
+				p.live[i], p.live[last] = p.live[last], nil
+				p.live = p.live[:last]
+				break
+			}
+		}
+		return
+	}
+	p.live = append(p.live, w)
+	if !g.watchingNow {
+		g.watchingNow = true
+		go g.supervise()
+	}
+}
+
+// supervise checks the calls in flight, and returns once there are none
+// (within a tenth of a second: a server's goroutines end soon after its
+// last request).
+func (g *RowGrader) supervise() {
+	p := g.watch
+	t := time.NewTicker(min(p.tick(), 100*time.Millisecond))
+	defer t.Stop()
+	for range t.C {
+		p.mu.Lock()
+		p.sweep()
+		idle := len(p.live) == 0
+		if idle {
+			g.watchingNow = false
+		}
+		p.mu.Unlock()
+		if idle {
+			return
+		}
+	}
+}
+
+// Stuck returns the number of verifier calls stuck past the timeout now.
+func (g *RowGrader) Stuck() int {
+	if g.watch == nil {
+		return 0
+	}
+	return int(g.watch.stuck.Load())
 }
 
 // Verifiers describes the grader's verifiers as manifest.json does, in

@@ -71,6 +71,12 @@ type worker struct {
 	// Owned by the goroutine; read by the supervisor after a takeover.
 	job *job
 	g   *grader
+
+	// takeover, when set, is called by the supervisor (holding pool.mu)
+	// once it owns the worker's stuck row, instead of starting a worker on
+	// the job; it returns the worker that carries on, to be watched in its
+	// place. The stuck-call limit is then the caller's (RowGrader).
+	takeover func() *worker
 }
 
 // begin publishes that a verifier call starts.
@@ -140,8 +146,7 @@ func (p *pool) grade(w *worker, j *job, from int) {
 
 // supervise checks the workers' rows until stop is closed.
 func (p *pool) supervise(stop <-chan struct{}) {
-	tick := min(max(p.timeout/8, time.Millisecond), time.Second)
-	t := time.NewTicker(tick)
+	t := time.NewTicker(p.tick())
 	defer t.Stop()
 	for {
 		select {
@@ -149,32 +154,49 @@ func (p *pool) supervise(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		now := int64(time.Since(p.base))
 		p.mu.Lock()
-		for i, w := range p.live {
-			s := w.slot.Load()
-			if s == 0 || s == abandonedSlot || now-w.started.Load() < int64(p.timeout) {
-				continue
-			}
-			if !w.slot.CompareAndSwap(s, abandonedSlot) {
-				continue
-			}
-			j, row := w.job, w.g.row
-			n := int(p.stuck.Add(1))
-			if n > p.maxStuck {
-				if p.err == nil {
-					p.err = fmt.Errorf("%d verifier calls are stuck past the timeout of %s (limit %d), the last on %s row %d: stopping", n, p.timeout, p.maxStuck, j.unit.Path, j.batch.Rows[row].Index)
-				}
-				p.live = append(p.live[:i:i], p.live[i+1:]...)
-				p.wg.Done()
-				p.cancel()
-				break
-			}
-			nw := &worker{}
-			p.live[i] = nw
-			go p.work(nw, j, row)
-		}
+		p.sweep()
 		p.mu.Unlock()
+	}
+}
+
+// tick is how often the supervisor checks: a few times per timeout.
+func (p *pool) tick() time.Duration {
+	return min(max(p.timeout/8, time.Millisecond), time.Second)
+}
+
+// sweep takes over the rows that have run past the timeout. The caller
+// holds p.mu.
+func (p *pool) sweep() {
+	now := int64(time.Since(p.base))
+	for i := 0; i < len(p.live); i++ {
+		w := p.live[i]
+		s := w.slot.Load()
+		if s == 0 || s == abandonedSlot || now-w.started.Load() < int64(p.timeout) {
+			continue
+		}
+		if !w.slot.CompareAndSwap(s, abandonedSlot) {
+			continue
+		}
+		if w.takeover != nil {
+			p.stuck.Add(1)
+			p.live[i] = w.takeover()
+			continue
+		}
+		j, row := w.job, w.g.row
+		n := int(p.stuck.Add(1))
+		if n > p.maxStuck {
+			if p.err == nil {
+				p.err = fmt.Errorf("%d verifier calls are stuck past the timeout of %s (limit %d), the last on %s row %d: stopping", n, p.timeout, p.maxStuck, j.unit.Path, j.batch.Rows[row].Index)
+			}
+			p.live = append(p.live[:i:i], p.live[i+1:]...)
+			p.wg.Done()
+			p.cancel()
+			return
+		}
+		nw := &worker{}
+		p.live[i] = nw
+		go p.work(nw, j, row)
 	}
 }
 

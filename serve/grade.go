@@ -8,15 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/pipeline"
 )
 
 // POST /v1/grade grades rollouts by the registered verifiers. The body is
@@ -36,23 +37,35 @@ const streamBatch = 256
 // defaultKeep are the metadata columns kept when present, as in grade.
 var defaultKeep = []string{"model", "run_id", "sample"}
 
-var ndjsonTypes = map[string]bool{
-	"application/x-ndjson": true, "application/ndjson": true, "application/jsonl": true,
-	"application/x-jsonlines": true, "application/jsonlines": true, "application/x-jsonl": true,
+var ndjsonTypes = []string{
+	"application/x-ndjson", "application/ndjson", "application/jsonl",
+	"application/x-jsonlines", "application/jsonlines", "application/x-jsonl",
 }
 
-// gradeReq is one /v1/grade request's state.
+// gradeReq is one /v1/grade request's state. It is reused from request to
+// request (gradeReqs), with its documents and buffers.
 type gradeReq struct {
 	s     *Server
 	set   *verifierSet
 	w     http.ResponseWriter
-	rc    *http.ResponseController
+	rc    *http.ResponseController // streams only
 	st    *reqState
 	start time.Time
 	keep  []string // nil: probe the first rollout
 	enc   *columnar.RowJSON
 	wrote bool
+
+	// The single-object path's reusable state.
+	doc   jsonview.Doc
+	body  []byte
+	rows  [1]columnar.Row
+	batch columnar.Batch
 }
+
+// maxPooledBody is the largest body buffer kept for the next request.
+const maxPooledBody = 1 << 20
+
+var gradeReqs = sync.Pool{New: func() any { return new(gradeReq) }}
 
 func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqState) {
 	set := s.set.Load()
@@ -60,24 +73,36 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 		writeError(w, http.StatusServiceUnavailable, "no verifiers loaded yet", "retry when /readyz answers 200")
 		return
 	}
-	g := &gradeReq{s: s, set: set, w: w, rc: http.NewResponseController(w), st: st, start: time.Now()}
-	if k, ok := r.URL.Query()["keep"]; ok {
-		g.keep = []string{}
-		for _, part := range k {
-			for _, name := range strings.Split(part, ",") {
-				if name = strings.TrimSpace(name); name == "" {
-					continue
+	g := gradeReqs.Get().(*gradeReq)
+	defer func() {
+		if cap(g.body) > maxPooledBody {
+			*g = gradeReq{} // do not keep a large body's memory
+		} else {
+			g.doc.Reset()
+			*g = gradeReq{doc: g.doc, body: g.body[:0]}
+		}
+		gradeReqs.Put(g)
+	}()
+	g.s, g.set, g.w, g.st, g.start = s, set, w, st, time.Now()
+	if r.URL.RawQuery != "" {
+		if k, ok := r.URL.Query()["keep"]; ok {
+			g.keep = []string{}
+			for _, part := range k {
+				for _, name := range strings.Split(part, ",") {
+					if name = strings.TrimSpace(name); name == "" {
+						continue
+					}
+					if gymFields.Is(name) {
+						writeError(w, http.StatusBadRequest, fmt.Sprintf("keep %s: %s is a rollout field, not metadata", name, name), "?keep=model,run_id")
+						return
+					}
+					g.keep = append(g.keep, name)
 				}
-				if gymFields.Is(name) {
-					writeError(w, http.StatusBadRequest, fmt.Sprintf("keep %s: %s is a rollout field, not metadata", name, name), "?keep=model,run_id")
-					return
-				}
-				g.keep = append(g.keep, name)
 			}
 		}
 	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ndjsonTypes[ct] {
+	if isJSONLines(r.Header.Get("Content-Type")) {
+		g.rc = http.NewResponseController(w)
 		g.jsonLines(r)
 		return
 	}
@@ -96,11 +121,28 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 	case '{':
 		g.object(body)
 	case '[':
+		g.rc = http.NewResponseController(w)
 		g.array(body)
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: want a JSON object, a JSON array of objects or JSON Lines, found %q at byte 0", first),
 			`one rollout {"task_id": ...}, an array [{...}, ...], or JSON Lines with Content-Type: application/x-ndjson`)
 	}
+}
+
+// isJSONLines reports whether a Content-Type names JSON Lines, whatever
+// its parameters.
+func isJSONLines(ctype string) bool {
+	if ctype == "" {
+		return false
+	}
+	ctype, _, _ = strings.Cut(ctype, ";")
+	ctype = strings.TrimSpace(ctype)
+	for _, t := range ndjsonTypes {
+		if strings.EqualFold(ctype, t) {
+			return true
+		}
+	}
+	return false
 }
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
@@ -147,18 +189,18 @@ func (g *gradeReq) fail(code int, msg, hint string) {
 	g.w.Write(append(b, '\n'))
 }
 
-// object grades a body of one rollout.
-func (g *gradeReq) object(body *bufio.Reader) {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := bytes.NewBuffer((*bp)[:0])
-	if _, err := buf.ReadFrom(body); err != nil {
+// object grades a body of one rollout. The body is parsed once here (a
+// malformed one is a 400, and the kept columns are probed from it) and
+// graded as the one row of a batch, the batch JSON Lines would give.
+func (g *gradeReq) object(body io.Reader) {
+	var err error
+	if g.body, err = readAll(body, g.body[:0]); err != nil {
 		g.readFailed(err, "")
 		return
 	}
-	line := bytes.TrimSpace(buf.Bytes())
-	var doc jsonview.Doc
-	if _, err := doc.Parse(line); err != nil {
+	line := bytes.TrimSpace(g.body)
+	root, err := g.doc.Parse(line)
+	if err != nil {
 		var se *jsonview.SyntaxError
 		if errors.As(err, &se) {
 			g.fail(http.StatusBadRequest, fmt.Sprintf("request body: invalid JSON at byte %d: %s", se.Offset, se.Msg), "")
@@ -167,66 +209,194 @@ func (g *gradeReq) object(body *bufio.Reader) {
 		}
 		return
 	}
-	b := &columnar.Batch{JSONLines: true, Rows: []columnar.Row{{Line: line}}}
-	g.setKeep(b)
-	out, _ := g.grade(b, nil)
-	*bp = buf.Bytes()[:0]
+	if g.keep == nil {
+		g.keep, g.enc = g.s.encoders.probe(root)
+	} else {
+		g.enc = g.s.encoders.get(g.keep)
+	}
+	g.rows[0] = columnar.Row{Line: line}
+	g.batch = columnar.Batch{JSONLines: true, Rows: g.rows[:]}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	out, err := g.grade(&g.batch, (*bp)[:0])
+	*bp = out[:0]
+	if err != nil {
+		g.gradeFailed(err)
+		return
+	}
 	if time.Since(g.start) > g.s.cfg.RequestTimeout {
 		g.fail(http.StatusServiceUnavailable, fmt.Sprintf("request took longer than %s", g.s.cfg.RequestTimeout), "raise --request-timeout")
 		return
 	}
-	g.w.Header().Set("Content-Type", "application/x-ndjson")
+	g.w.Header()["Content-Type"] = ndjsonHeader
 	g.w.Write(out)
+}
+
+var ndjsonHeader = []string{"application/x-ndjson"}
+
+// readAll appends what r holds to buf.
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// gradeFailed answers a request whose rollouts could not be graded: too
+// many verifier calls are stuck.
+func (g *gradeReq) gradeFailed(err error) {
+	var se *pipeline.StuckError
+	if errors.As(err, &se) {
+		g.fail(http.StatusServiceUnavailable, err.Error(), "a verifier never returns: fix it, or restart the server")
+		return
+	}
+	g.fail(http.StatusInternalServerError, err.Error(), "")
 }
 
 // setKeep chooses the kept columns when the request did not: those of
 // model, run_id and sample that the first rollout of b that is a JSON
 // object has, as grade probes the first object line of a file.
 func (g *gradeReq) setKeep(b *columnar.Batch) {
-	if g.keep == nil {
-		g.keep = []string{}
-		var doc jsonview.Doc
-		for i := range b.Rows {
-			root, err := doc.Parse(b.Rows[i].Line)
-			if err != nil || root.Kind() != jsonview.Object {
-				continue
-			}
-			for _, k := range defaultKeep {
-				if root.Get(k).Exists() {
-					g.keep = append(g.keep, k)
-				}
-			}
-			break
-		}
+	if g.keep != nil {
+		g.enc = g.s.encoders.get(g.keep)
+		return
 	}
-	g.enc = columnar.NewRowJSON(g.keep)
+	var doc jsonview.Doc
+	for i := range b.Rows {
+		root, err := doc.Parse(b.Rows[i].Line)
+		if err != nil || root.Kind() != jsonview.Object {
+			continue
+		}
+		g.keep, g.enc = g.s.encoders.probe(root)
+		return
+	}
+	g.keep, g.enc = g.s.encoders.probe(jsonview.Value{})
 }
 
-// statusCounts counts graded rollouts by status.
-type statusCounts map[string]int
+// encoders keeps the row encoders of the kept column sets seen, which are
+// safe for concurrent use: building one per request costs more than
+// grading a small rollout.
+type encoders struct {
+	probed [1 << 3]*columnar.RowJSON // by the bits of defaultKeep present
+	keeps  [1 << 3][]string
+	named  sync.Map // strings.Join(keep, "\x00"): *columnar.RowJSON
+	count  atomic.Int32
+}
 
-// grade grades b and appends its response lines to out.
-func (g *gradeReq) grade(b *columnar.Batch, out []byte) ([]byte, statusCounts) {
-	counts := statusCounts{}
-	g.set.grader.Grade(b, g.keep, func(rw *columnar.RewardRow, checks []columnar.CheckRow) error {
-		counts[rw.Status]++
-		out = append(out, `{"rewards":`...)
-		out = g.enc.AppendReward(out, rw)
-		out = append(out, `,"checks":[`...)
-		for i := range checks {
-			if i > 0 {
-				out = append(out, ',')
+// maxNamedEncoders bounds the ?keep= sets kept.
+const maxNamedEncoders = 256
+
+func newEncoders() *encoders {
+	e := &encoders{}
+	for mask := range e.probed {
+		keep := []string{}
+		for i, k := range defaultKeep {
+			if mask&(1<<i) != 0 {
+				keep = append(keep, k)
 			}
-			out = g.enc.AppendCheck(out, &checks[i])
 		}
-		out = append(out, "]}\n"...)
-		return nil
-	})
-	for st, n := range counts {
-		g.s.metrics.rollouts.WithLabelValues(st).Add(float64(n))
-		g.st.rollouts += n
+		e.keeps[mask], e.probed[mask] = keep, columnar.NewRowJSON(keep)
 	}
-	return out, counts
+	return e
+}
+
+// probe returns the default kept columns that root has, and their encoder.
+func (e *encoders) probe(root jsonview.Value) ([]string, *columnar.RowJSON) {
+	mask := 0
+	if root.Kind() == jsonview.Object {
+		for i, k := range defaultKeep {
+			if root.Get(k).Exists() {
+				mask |= 1 << i
+			}
+		}
+	}
+	return e.keeps[mask], e.probed[mask]
+}
+
+// get returns the encoder of a ?keep= set.
+func (e *encoders) get(keep []string) *columnar.RowJSON {
+	key := strings.Join(keep, "\x00")
+	if enc, ok := e.named.Load(key); ok {
+		return enc.(*columnar.RowJSON)
+	}
+	enc := columnar.NewRowJSON(keep)
+	if e.count.Load() < maxNamedEncoders {
+		if _, loaded := e.named.LoadOrStore(key, enc); !loaded {
+			e.count.Add(1)
+		}
+	}
+	return enc
+}
+
+// lineSink appends the response line of each graded rollout; its each is
+// bound once, so that a request allocates no closure.
+type lineSink struct {
+	enc    *columnar.RowJSON
+	out    []byte
+	counts []statusCount
+	each   func(rw *columnar.RewardRow, checks []columnar.CheckRow) error
+}
+
+// statusCount counts graded rollouts of a status.
+type statusCount struct {
+	status string
+	n      int
+}
+
+var lineSinks = sync.Pool{New: func() any {
+	k := &lineSink{}
+	k.each = k.add
+	return k
+}}
+
+func (k *lineSink) add(rw *columnar.RewardRow, checks []columnar.CheckRow) error {
+	k.count(rw.Status)
+	out := append(k.out, `{"rewards":`...)
+	out = k.enc.AppendReward(out, rw)
+	out = append(out, `,"checks":[`...)
+	for i := range checks {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = k.enc.AppendCheck(out, &checks[i])
+	}
+	k.out = append(out, "]}\n"...)
+	return nil
+}
+
+func (k *lineSink) count(status string) {
+	for i := range k.counts {
+		if k.counts[i].status == status {
+			k.counts[i].n++
+			return
+		}
+	}
+	k.counts = append(k.counts, statusCount{status, 1})
+}
+
+// grade grades b and appends its response lines to out. It may run on
+// several goroutines at once for one request.
+func (g *gradeReq) grade(b *columnar.Batch, out []byte) ([]byte, error) {
+	k := lineSinks.Get().(*lineSink)
+	k.enc, k.out, k.counts = g.enc, out, k.counts[:0]
+	err := g.set.grader.Grade(b, g.keep, k.each)
+	for _, c := range k.counts {
+		g.s.metrics.graded(c.status, c.n)
+		atomic.AddInt64(&g.st.rollouts, int64(c.n))
+	}
+	out = k.out
+	k.enc, k.out = nil, nil
+	lineSinks.Put(k)
+	return out, err
 }
 
 // deadlineReader extends the connection's read deadline before each read,
@@ -329,9 +499,10 @@ func (g *gradeReq) array(body io.Reader) {
 	g.stream(a.next)
 }
 
-// graded is one graded batch's response lines.
+// graded is one graded batch's response lines, or why it was not graded.
 type graded struct {
 	buf *[]byte
+	err error
 }
 
 // stream reads batches with next, grades them on parallel goroutines and
@@ -340,7 +511,7 @@ type graded struct {
 func (g *gradeReq) stream(next func() (*columnar.Batch, error)) {
 	first, err := next()
 	if errors.Is(err, io.EOF) {
-		g.w.Header().Set("Content-Type", "application/x-ndjson")
+		g.w.Header()["Content-Type"] = ndjsonHeader
 		g.w.WriteHeader(http.StatusOK)
 		return
 	}
@@ -372,9 +543,10 @@ func (g *gradeReq) stream(next func() (*columnar.Batch, error)) {
 			go func(b *columnar.Batch) {
 				defer wg.Done()
 				bp := bufPool.Get().(*[]byte)
-				*bp, _ = g.grade(b, (*bp)[:0])
+				var err error
+				*bp, err = g.grade(b, (*bp)[:0])
 				b.Release()
-				f <- graded{buf: bp}
+				f <- graded{buf: bp, err: err}
 			}(b)
 			var err error
 			b, err = next()
@@ -386,14 +558,19 @@ func (g *gradeReq) stream(next func() (*columnar.Batch, error)) {
 			}
 		}
 	}()
-	var writeErr error
+	var writeErr, gradeErr error
 	for f := range futures {
 		res := <-f
-		if writeErr == nil {
+		if res.err != nil && gradeErr == nil && writeErr == nil {
+			gradeErr = res.err
+			cancel()
+			g.rc.SetReadDeadline(time.Now()) // unblock the reader
+		}
+		if writeErr == nil && gradeErr == nil {
 			if !g.wrote {
 				// Lines are written while the body is still being read.
 				g.rc.EnableFullDuplex()
-				g.w.Header().Set("Content-Type", "application/x-ndjson")
+				g.w.Header()["Content-Type"] = ndjsonHeader
 				g.wrote = true
 			}
 			g.rc.SetWriteDeadline(time.Now().Add(g.s.cfg.RequestTimeout))
@@ -409,6 +586,10 @@ func (g *gradeReq) stream(next func() (*columnar.Batch, error)) {
 		bufPool.Put(res.buf)
 	}
 	wg.Wait()
+	if gradeErr != nil && writeErr == nil {
+		g.gradeFailed(gradeErr)
+		return
+	}
 	if readErr != nil && writeErr == nil {
 		g.readFailed(readErr, fmt.Sprintf(" after %d rollouts", g.st.rollouts))
 	}

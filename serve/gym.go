@@ -236,7 +236,7 @@ func (s *Server) handleVerifier(w http.ResponseWriter, r *http.Request, st *reqS
 	out = appendGymResponse((*bp)[:0], sessionID, outcome, results, err)
 	*bp = out
 	st.rollouts = 1
-	s.metrics.rollouts.WithLabelValues(outcome.String()).Inc()
+	s.metrics.graded(outcome.String(), 1)
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(out)
 }

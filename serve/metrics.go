@@ -3,19 +3,28 @@ package serve
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // metrics are the server's Prometheus metrics. A judge, once gavel has
 // one, adds its request counter here (gavel_judge_requests_total).
+//
+// The children of the labelled metrics are looked up once per label
+// value and kept (routeMetrics, outcomes), not per request.
 type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	rollouts *prometheus.CounterVec
 	inflight prometheus.Gauge
+
+	// outcomes holds the rollouts counter of each status.
+	outcomes map[string]prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -33,14 +42,43 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gavel_http_requests_in_flight", Help: "HTTP requests being served.",
 		}),
+		outcomes: map[string]prometheus.Counter{},
 	}
 	reg.MustRegister(m.requests, m.latency, m.rollouts, m.inflight)
+	for _, o := range []verifiers.Outcome{verifiers.Passed, verifiers.Failed, verifiers.PendingOutcome, verifiers.Errored} {
+		m.outcomes[o.String()] = m.rollouts.WithLabelValues(o.String())
+	}
 	return m
 }
 
-func (m *metrics) observe(route string, code int, d time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+// graded counts n rollouts of a status.
+func (m *metrics) graded(status string, n int) {
+	c := m.outcomes[status] // read only once built
+	if c == nil {
+		c = m.rollouts.WithLabelValues(status)
+	}
+	c.Add(float64(n))
+}
+
+// routeMetrics are one route's metric children.
+type routeMetrics struct {
+	m       *metrics
+	route   string
+	latency prometheus.Observer
+	codes   sync.Map // int status code: prometheus.Counter
+}
+
+func (m *metrics) route(route string) *routeMetrics {
+	return &routeMetrics{m: m, route: route, latency: m.latency.WithLabelValues(route)}
+}
+
+func (rm *routeMetrics) observe(code int, d time.Duration) {
+	c, ok := rm.codes.Load(code)
+	if !ok {
+		c, _ = rm.codes.LoadOrStore(code, rm.m.requests.WithLabelValues(rm.route, strconv.Itoa(code)))
+	}
+	c.(prometheus.Counter).Inc()
+	rm.latency.Observe(d.Seconds())
 }
 
 func promhttpHandler(reg *prometheus.Registry) http.Handler {

@@ -89,10 +89,11 @@ func TestRoutes(t *testing.T) {
 		{"verifiers", "GET", "/v1/verifiers", "", "", 200, `"id": "VER-C01"`},
 		{"metrics", "GET", "/metrics", "", "", 200, "gavel_http_requests_in_flight"},
 		{"unknown route", "GET", "/nope", "", "", 404, `"hint"`},
-		{"wrong method", "GET", "/v1/grade", "", "", 404, "no route GET /v1/grade"},
+		{"wrong method", "GET", "/v1/grade", "", "", 405, "method GET not allowed on /v1/grade"},
 		{"grade one", "POST", "/v1/grade", "application/json", `{"task_id": "TASK-C01", "final_state": {"events": [` + meeting + `]}}`, 200, `"status":"passed"`},
 		{"grade array", "POST", "/v1/grade", "", `[{"task_id": "TASK-C01"}, {"task_id": "TASK-404"}]`, 200, `"error_kind":"no_verifier"`},
 		{"grade ndjson", "POST", "/v1/grade", "application/x-ndjson", "{\"task_id\": \"TASK-C01\"}\nnot json\n", 200, `"error_kind":"input"`},
+		{"grade ndjson stream longer than max body", "POST", "/v1/grade", "application/x-ndjson", strings.Repeat(`{"task_id": "TASK-C01", "output": "`+strings.Repeat("x", 100)+`"}`+"\n", 100), 200, `"source_row":99`},
 		{"grade ndjson long line is a row", "POST", "/v1/grade", "application/x-ndjson", big + "\n", 200, "longer than the limit of 4096 bytes"},
 		{"grade malformed object", "POST", "/v1/grade", "application/json", `{"task_id": }`, 400, "invalid JSON at byte 12"},
 		{"grade malformed array", "POST", "/v1/grade", "", `[{"task_id": "T"}, {`, 400, "invalid JSON at byte"},
@@ -127,6 +128,33 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+// A known route asked with a method it does not serve is a 405 that
+// names the methods it serves in Allow.
+func TestMethodNotAllowed(t *testing.T) {
+	_, ts := newServer(t, Config{})
+	for _, tt := range []struct {
+		method, path, allow string
+	}{
+		{"GET", "/v1/grade", "POST"},
+		{"PUT", "/verifier", "POST"},
+		{"POST", "/healthz", "GET, HEAD"},
+		{"DELETE", "/metrics", "GET, HEAD"},
+		{"GET", "/sessions/s1", "PUT, DELETE"},
+	} {
+		got := do(t, ts, tt.method, tt.path, "", "")
+		var e errorBody
+		if err := json.Unmarshal([]byte(got.body), &e); err != nil || e.Error == "" || e.Hint == "" {
+			t.Errorf("%s %s body %q is not {error, hint}", tt.method, tt.path, got.body)
+		}
+		if got.code != 405 || got.header.Get("Allow") != tt.allow {
+			t.Errorf("%s %s = %d with Allow %q, want 405 with %q", tt.method, tt.path, got.code, got.header.Get("Allow"), tt.allow)
+		}
+	}
+	if got := do(t, ts, "GET", "/sessions/a/b", "", ""); got.code != 404 || got.header.Get("Allow") != "" {
+		t.Errorf("GET /sessions/a/b = %d with Allow %q, want 404 without", got.code, got.header.Get("Allow"))
+	}
+}
+
 func TestReadyBeforeReload(t *testing.T) {
 	s := New(Config{})
 	ts := httptest.NewServer(s.Handler())
@@ -144,25 +172,29 @@ func TestReadyBeforeReload(t *testing.T) {
 
 func TestToken(t *testing.T) {
 	_, ts := newServer(t, Config{Token: "s3cret"})
+	state := `{"final_state": {"events": []}}`
 	for _, tt := range []struct {
-		path, auth string
-		code       int
+		method, path, body string
+		open               bool // served without a token
 	}{
-		{"/healthz", "", 200},
-		{"/readyz", "", 200},
-		{"/v1/verifiers", "", 401},
-		{"/v1/verifiers", "Bearer wrong", 401},
-		{"/v1/verifiers", "Bearer s3cret", 200},
-		{"/metrics", "", 401},
-		{"/metrics", "Bearer s3cret", 200},
+		{"GET", "/healthz", "", true},
+		{"GET", "/readyz", "", true},
+		{"GET", "/v1/verifiers", "", false},
+		{"GET", "/metrics", "", false},
+		{"POST", "/v1/grade", `{"task_id": "TASK-C01"}`, false},
+		{"POST", "/verifier", gymRequest(t, "state_check.json", `, "final_state": {"events": []}`), false},
+		{"PUT", "/sessions/s1", state, false},
+		{"DELETE", "/sessions/s1", "", false},
 	} {
-		got := do(t, ts, "GET", tt.path, "", "", "Authorization", tt.auth)
-		if got.code != tt.code {
-			t.Errorf("GET %s with %q = %d, want %d", tt.path, tt.auth, got.code, tt.code)
+		for _, auth := range []string{"", "Bearer wrong", "Bearer s3cre", "Bearer s3cret2", "s3cret", "bearer s3cret"} {
+			got := do(t, ts, tt.method, tt.path, "", tt.body, "Authorization", auth)
+			if tt.open && got.code >= 400 || !tt.open && (got.code != 401 || got.header.Get("WWW-Authenticate") == "") {
+				t.Errorf("%s %s with %q = %d, want %s", tt.method, tt.path, auth, got.code, map[bool]string{true: "served", false: "401 with WWW-Authenticate"}[tt.open])
+			}
 		}
-	}
-	if got := do(t, ts, "POST", "/v1/grade", "", `{"task_id": "T"}`); got.code != 401 {
-		t.Errorf("POST /v1/grade without token = %d, want 401", got.code)
+		if got := do(t, ts, tt.method, tt.path, "", tt.body, "Authorization", "Bearer s3cret"); got.code >= 400 {
+			t.Errorf("%s %s with the token = %d %s", tt.method, tt.path, got.code, got.body)
+		}
 	}
 }
 

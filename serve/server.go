@@ -9,6 +9,7 @@ package serve
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +19,8 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +45,11 @@ type Config struct {
 	// RequestTimeout bounds a request, and each line of a JSON Lines
 	// body (0: 30s); past it the request is a 503.
 	RequestTimeout time.Duration
+	// Timeout bounds one verifier call, as grade's --timeout (0: 10s;
+	// negative: no limit): the rollout gets status error, kind verifier,
+	// "timed out after D". While MaxInflight calls are stuck past it, the
+	// grading routes answer 503 and /readyz is not ready.
+	Timeout time.Duration
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every route but /healthz and /readyz.
 	Token string
@@ -74,6 +82,8 @@ type Server struct {
 	mux      *http.ServeMux
 	ready    atomic.Bool
 	gyms     *gymCache
+	encoders *encoders
+	tokenSum [sha256.Size]byte // of "Bearer <token>"
 }
 
 // verifierSet is one loaded set of verifiers, replaced whole by Reload.
@@ -109,7 +119,9 @@ func New(cfg Config) *Server {
 		sessions: newSessions(cfg.MaxSessions, cfg.MaxSessionBytes),
 		metrics:  newMetrics(cfg.Registry),
 		gyms:     newGymCache(1024),
+		encoders: newEncoders(),
 	}
+	s.tokenSum = sha256.Sum256([]byte("Bearer " + cfg.Token))
 	s.routes()
 	return s
 }
@@ -119,7 +131,7 @@ func New(cfg Config) *Server {
 // verifiers binding one task is a pipeline.ConfigError, and the old set
 // stays.
 func (s *Server) Reload(vs []*verifiers.Verifier) error {
-	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile})
+	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile, Timeout: s.cfg.Timeout, MaxStuck: s.cfg.MaxInflight})
 	if err != nil {
 		return err
 	}
@@ -141,7 +153,7 @@ func (s *Server) Handler() http.Handler { return s.mux }
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
 	hs := &http.Server{
 		Handler:           s.mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, s.cfg.RequestTimeout),
 		// A body's read deadline; the grading routes extend it per line
 		// of a stream.
 		ReadTimeout:    s.cfg.RequestTimeout,
@@ -187,6 +199,10 @@ func (s *Server) routes() {
 			writeError(w, http.StatusServiceUnavailable, "not ready", "the server is starting or shutting down")
 			return
 		}
+		if n := s.set.Load().grader.Stuck(); n >= s.cfg.MaxInflight {
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("not ready: %d verifier calls are stuck past the timeout", n), "a verifier never returns: fix it, or restart the server")
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ready"}` + "\n"))
 	}))
@@ -195,16 +211,40 @@ func (s *Server) routes() {
 		promHandler.ServeHTTP(w, r)
 	}))
 	m.Handle("/", s.wrap("other", false, false, func(w http.ResponseWriter, r *http.Request, st *reqState) {
+		if allow := allowed(r.URL.Path); allow != "" {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path, "use "+allow)
+			return
+		}
 		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path,
 			"routes: POST /verifier, PUT|DELETE /sessions/{id}, POST /v1/grade, GET /v1/verifiers, /healthz, /readyz, /metrics")
 	}))
 	s.mux = m
 }
 
-// reqState is what a handler tells the access log.
-type reqState struct {
-	rollouts int
+// allowed returns the methods of a known route's path, for a 405's Allow
+// header ("" for an unknown path).
+func allowed(path string) string {
+	switch path {
+	case "/verifier", "/v1/grade":
+		return "POST"
+	case "/v1/verifiers", "/healthz", "/readyz", "/metrics":
+		return "GET, HEAD"
+	}
+	if id, ok := strings.CutPrefix(path, "/sessions/"); ok && id != "" && !strings.Contains(id, "/") {
+		return "PUT, DELETE"
+	}
+	return ""
 }
+
+// reqState is one request's response writer and what its handler tells
+// the access log. It is reused from request to request.
+type reqState struct {
+	w        statusWriter
+	rollouts int64 // added to atomically: a stream grades on several goroutines
+}
+
+var reqStates = sync.Pool{New: func() any { return new(reqState) }}
 
 // statusWriter records the status code and bytes written.
 type statusWriter struct {
@@ -240,18 +280,31 @@ var idPrefix = func() string {
 
 var reqSeq atomic.Uint64
 
+// admitWait is how long a request waits for a place among the
+// MaxInflight before it is a 429: long enough to ride out a burst (or a
+// pause of the process), short against a client's timeout.
+const admitWait = 100 * time.Millisecond
+
 // wrap adds to a handler: the token check (auth), the in-flight limit
-// (limited), panic recovery, metrics and the access log.
+// (limited), panic recovery, metrics and the access log. The route's
+// metric children and log attributes are made here, once.
 func (s *Server) wrap(route string, auth, limited bool, h func(http.ResponseWriter, *http.Request, *reqState)) http.Handler {
+	rm := s.metrics.route(route)
+	var log *slog.Logger
+	if s.cfg.Logger != nil {
+		log = s.cfg.Logger.With(slog.String("route", route))
+	}
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		w := &statusWriter{ResponseWriter: rw}
-		st := &reqState{}
+		st := reqStates.Get().(*reqState)
+		*st = reqState{w: statusWriter{ResponseWriter: rw}}
+		w := &st.w
 		id := r.Header.Get("X-Request-Id")
 		if id == "" || len(id) > 64 {
-			id = idPrefix + "-" + fmt.Sprint(reqSeq.Add(1))
+			var b [40]byte
+			id = string(strconv.AppendUint(append(append(b[:0], idPrefix...), '-'), reqSeq.Add(1), 10))
 		}
-		w.Header().Set("X-Request-Id", id)
+		w.Header()["X-Request-Id"] = []string{id}
 		s.metrics.inflight.Inc()
 		defer func() {
 			if p := recover(); p != nil {
@@ -268,13 +321,15 @@ func (s *Server) wrap(route string, auth, limited bool, h func(http.ResponseWrit
 				code = http.StatusOK
 			}
 			d := time.Since(start)
-			s.metrics.observe(route, code, d)
-			if s.cfg.Logger != nil {
-				s.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
-					slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", route),
-					slog.Int("status", code), slog.Int("rollouts", st.rollouts), slog.Int64("bytes", w.bytes),
+			rm.observe(code, d)
+			if log != nil {
+				log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+					slog.String("request_id", id), slog.String("method", r.Method),
+					slog.Int("status", code), slog.Int64("rollouts", st.rollouts), slog.Int64("bytes", w.bytes),
 					slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("remote", r.RemoteAddr))
 			}
+			*st = reqState{}
+			reqStates.Put(st)
 		}()
 		if auth && s.cfg.Token != "" && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gavel"`)
@@ -282,23 +337,42 @@ func (s *Server) wrap(route string, auth, limited bool, h func(http.ResponseWrit
 			return
 		}
 		if limited {
-			select {
-			case s.inflight <- struct{}{}:
-				defer func() { <-s.inflight }()
-			default:
+			if !s.admit(r) {
 				w.Header().Set("Retry-After", "1")
 				writeError(w, http.StatusTooManyRequests, fmt.Sprintf("more than %d requests in flight", s.cfg.MaxInflight), "retry after a second, or raise --max-inflight")
 				return
 			}
+			defer func() { <-s.inflight }()
 		}
 		h(w, r, st)
 	})
 }
 
+// admit takes a place among the requests in flight, waiting at most
+// admitWait for one.
+func (s *Server) admit(r *http.Request) bool {
+	select {
+	case s.inflight <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(admitWait)
+	defer t.Stop()
+	select {
+	case s.inflight <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+	return false
+}
+
+// authorized reports whether r carries the token. The SHA-256 sums of the
+// header and of the expected value are compared in constant time: the
+// time taken depends on neither the token nor its length.
 func (s *Server) authorized(r *http.Request) bool {
-	got := r.Header.Get("Authorization")
-	want := "Bearer " + s.cfg.Token
-	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+	got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	return subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1
 }
 
 // errorBody is every error response.

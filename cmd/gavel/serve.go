@@ -32,6 +32,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in `BYTES` (for JSON Lines: largest line)")
 	maxInflight := fs.Int("max-inflight", 0, "requests served at once before 429 (default 4 per CPU)")
 	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "a request (for streams: each piece of the body) taking longer than `D` is a 503")
+	timeout := fs.Duration("timeout", pipeline.DefaultTimeout, "a verifier running longer than `D` on one rollout gives that rollout status error")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, wait at most `D` for the requests in flight")
 	tokenEnv := fs.String("token-env", "", "require Authorization: Bearer <token>, the token read from environment variable `NAME`")
 	insecure := fs.Bool("insecure", false, "allow a non-loopback --addr without --token-env")
@@ -44,6 +45,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *maxBody <= 0 || *reqTimeout <= 0 || *shutdown <= 0 || *maxInflight < 0 || *maxSessions <= 0 {
 		return usagef("gavel serve --help", "--max-body, --request-timeout, --shutdown-timeout and --max-sessions must be positive")
+	}
+	if *timeout <= 0 {
+		return usagef("gavel serve --timeout 30s", "--timeout %s: want a positive duration", *timeout)
 	}
 	token := ""
 	if *tokenEnv != "" {
@@ -64,7 +68,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg := serve.Config{
-		MaxBody: *maxBody, MaxInflight: *maxInflight, RequestTimeout: *reqTimeout, Token: token,
+		MaxBody: *maxBody, MaxInflight: *maxInflight, RequestTimeout: *reqTimeout, Timeout: *timeout, Token: token,
 		MaxSessions: *maxSessions, Logger: slog.New(slog.NewJSONHandler(stderr, nil)),
 	}
 	if *tasks != "" {

@@ -22,7 +22,6 @@ package spec
 // read a few fields.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -492,12 +491,4 @@ func appendCEL(b []byte, v ref.Val) ([]byte, error) {
 		return b, fmt.Errorf("%v", v)
 	}
 	return b, fmt.Errorf("a %s value cannot be written as JSON", v.Type().TypeName())
-}
-
-func appendCompact(b, raw []byte) []byte {
-	buf := bytes.NewBuffer(b)
-	if err := json.Compact(buf, raw); err != nil {
-		return append(b, raw...)
-	}
-	return buf.Bytes()
 }

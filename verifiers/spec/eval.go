@@ -2,13 +2,13 @@ package spec
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/verifiers"
@@ -365,26 +365,25 @@ func (a actual) json() string {
 }
 
 func listJSON(list []jsonview.Value) string {
-	var b bytes.Buffer
-	b.WriteByte('[')
+	n := len(list) + 2
+	for _, v := range list {
+		n += len(v.Raw())
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
 	for i, v := range list {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		if err := json.Compact(&b, v.Raw()); err != nil {
-			b.Write(v.Raw())
-		}
+		b = appendCompact(b, v.Raw())
 	}
-	b.WriteByte(']')
-	return b.String()
+	b = append(b, ']')
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
 }
 
 func compactJSON(raw []byte) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return string(raw)
-	}
-	return b.String()
+	b := appendCompact(make([]byte, 0, len(raw)), raw)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // equalList compares a list of values with an array value.

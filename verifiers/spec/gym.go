@@ -29,7 +29,9 @@ type GymResult struct {
 	// rubric and expr checks, and when the rows could not be computed.
 	Asserts []GymAssert
 	// Rows is the JSON text of the check's _result rows, at most
-	// MaxGymRows of them ("" for rubric and expr checks, and on error).
+	// MaxGymRows of them, for a check that did not pass (the gym API's
+	// all_results); "" when it passed, for rubric and expr checks, and
+	// on error.
 	Rows string
 }
 
@@ -101,11 +103,13 @@ func (g *Gym) Grade(r *verifiers.Rollout) []GymResult {
 		if err != nil {
 			continue
 		}
-		shown := rows
-		if len(shown) > MaxGymRows {
-			shown = shown[:MaxGymRows]
+		if res.Check.Status != verifiers.Pass {
+			shown := rows
+			if len(shown) > MaxGymRows {
+				shown = shown[:MaxGymRows]
+			}
+			res.Rows = listJSON(shown)
 		}
-		res.Rows = listJSON(shown)
 		for _, a := range c.asserts {
 			res.Asserts = append(res.Asserts, a.gym(r, rows, s))
 		}

@@ -6,7 +6,7 @@
 //
 // Phases: single-rollout POST /v1/grade and POST /verifier at the highest
 // rate a closed loop of -conns clients reaches, then an open loop at half
-// that rate for latency; one JSON Lines request of the whole dataset
+// that rate for latency (a constant-rate schedule served by 64 clients); one JSON Lines request of the whole dataset
 // against `gavel grade --format jsonl` of the same file; -overload clients
 // at once for peak memory and the share of 429s.
 package main
@@ -345,36 +345,55 @@ func closedLoop(url string, bodies [][]byte, conns int, dur time.Duration, maxRe
 	return res
 }
 
-// openLoop sends requests at a fixed rate, whatever the answers, and
-// measures each one's latency from its scheduled start.
+// openLoopWorkers is the number of clients (each with its own keep-alive
+// connection) of an open loop: enough that at half the sustained rate a
+// client is nearly always free, so a request waits for the server, not
+// for the generator.
+const openLoopWorkers = 64
+
+// openLoop sends requests on a fixed schedule (request i is due at
+// start + i/rate), whatever the answers: a dispatcher releases each
+// request when it is due to a pool of openLoopWorkers clients. Latency is
+// measured from the request's due time, so a request that waited for a
+// free client (or a server that fell behind) counts its wait.
 func openLoop(url string, bodies [][]byte, rate float64, dur time.Duration, maxReq int) *result {
 	n := min(maxReq, int(rate*dur.Seconds()))
-	c := client(512)
+	c := client(openLoopWorkers)
 	defer c.CloseIdleConnections()
 	res := &result{codes: map[int]int{}, lat: make([]time.Duration, n)}
 	codes := make([]int, n)
-	interval := time.Duration(float64(time.Second) / rate)
+	interval := float64(time.Second) / rate
+	due := func(i int) time.Duration { return time.Duration(float64(i) * interval) }
+	slots := make(chan int, n)
 	start := time.Now()
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 512)
-	for i := range n {
-		at := start.Add(time.Duration(i) * interval)
-		if d := time.Until(at); d > 0 {
-			time.Sleep(d)
-		}
-		sem <- struct{}{}
+	for range openLoopWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			code, err := post(c, url, bodies[i%len(bodies)])
-			if err != nil {
-				code = -1
+			for i := range slots {
+				code, err := post(c, url, bodies[i%len(bodies)])
+				if err != nil {
+					code = -1
+				}
+				codes[i] = code
+				res.lat[i] = time.Since(start) - due(i)
 			}
-			codes[i] = code
-			res.lat[i] = time.Since(at)
 		}()
 	}
+	// The dispatcher wakes every 200 µs or so and releases every request
+	// due by then: no sleep per request, whose overshoot on a loaded
+	// machine would skew the schedule.
+	for i := 0; i < n; {
+		now := time.Since(start)
+		for ; i < n && due(i) <= now; i++ {
+			slots <- i
+		}
+		if i < n {
+			time.Sleep(min(due(i)-now, 200*time.Microsecond))
+		}
+	}
+	close(slots)
 	wg.Wait()
 	res.wall = time.Since(start)
 	res.n = n
