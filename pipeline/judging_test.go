@@ -188,6 +188,20 @@ func TestJudgeFingerprint(t *testing.T) {
 	}
 }
 
+// TestJudgeManifestURL: the manifest records the judge's URL without
+// user information or query.
+func TestJudgeManifestURL(t *testing.T) {
+	r, err := prepare(Config{Inputs: []string{"-"}, Out: t.TempDir(), Verifiers: parseSpec(t, judgedSpec),
+		Judge: &judge.Config{Model: "m", BaseURL: "http://user:secret@127.0.0.1:1/v1?key=abc", CacheDir: "off"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.plan.judging.base.Close()
+	if got, want := r.manifest.Config.Judge.URL, "http://127.0.0.1:1/v1"; got != want {
+		t.Errorf("manifest judge URL = %q, want %q", got, want)
+	}
+}
+
 // TestJudgeFailures: every failure of a judgement makes the check an
 // error naming the cause and the HTTP status, and the rollout an error of
 // kind verifier without a reward; never a score.
@@ -443,7 +457,7 @@ func TestJudgeResumeAfterCrash(t *testing.T) {
 		writeJudgedRows(t, p, u*10, 10)
 		inputs = append(inputs, p)
 	}
-	// Rows of the last unit hang until the run is stopped.
+	// Rows 15 to 29 hang until the run is stopped.
 	srv.Script(func(req judgetest.Request) judgetest.Reply {
 		if lastUnit.MatchString(req.User) {
 			return judgetest.Reply{Hang: true}
@@ -455,7 +469,9 @@ func TestJudgeResumeAfterCrash(t *testing.T) {
 	cache := filepath.Join(dir, "cache")
 	cfg := Config{Inputs: inputs, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
 		Judge: judgeCfg(srv, cache), Workers: 2, BatchSize: 4}
-	cfg.Progress = &cancelAfter{rows: 20, cancel: cancel}
+	// Stopped in the middle of the second unit: rows 10 to 14 were
+	// judged (and cached), rows 15 to 29 are in flight.
+	cfg.Progress = &cancelAfter{rows: 14, cancel: cancel}
 	_, err := Run(ctx, cfg)
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("Run = %v, want interrupted", err)
@@ -465,16 +481,16 @@ func TestJudgeResumeAfterCrash(t *testing.T) {
 	cfg.Progress = nil
 	cfg.Resume = true
 	res := grade(t, cfg)
-	if got := srv.Requests() - before; got != 10 {
-		t.Errorf("resumed run sent %d requests, want 10 (the unwritten part's rows)", got)
+	if got := srv.Requests() - before; got != 15 {
+		t.Errorf("resumed run sent %d requests, want 15 (the rows that were in flight)", got)
 	}
 	if !res.Complete || res.Summary.Rollouts != 30 || res.Summary.Pending != 0 {
 		t.Errorf("resumed run: complete %v, %d rollouts, %d pending", res.Complete, res.Summary.Rollouts, res.Summary.Pending)
 	}
 }
 
-// lastUnit matches the outputs of rows 20 to 29.
-var lastUnit = regexp.MustCompile(`answer 2[0-9]:`)
+// lastUnit matches the outputs of rows 15 to 29.
+var lastUnit = regexp.MustCompile(`answer (1[5-9]|2[0-9]):`)
 
 // cancelAfter cancels the run once rows rows are written.
 type cancelAfter struct {
