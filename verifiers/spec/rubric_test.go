@@ -28,10 +28,10 @@ func TestRubricChecks(t *testing.T) {
 			verifiers.Check{ID: "c", Label: "c", Required: true, Status: verifiers.Pending, Detail: "r", Rubric: &verifiers.Rubric{Text: "r"}}},
 		{"CEL query and context map", "- id: c\n  type: rubric\n  rubric: r\n  query: {expr: \"'ask ' + meta.who\"}\n  context: {titles: \"final.events.map(e, e.title)\", n: \"size(final.events)\"}",
 			verifiers.Check{ID: "c", Label: "c", Required: true, Status: verifiers.Pending, Detail: "r",
-				Rubric: &verifiers.Rubric{Text: "r", Query: "ask ann", Context: []verifiers.RubricContext{{"titles", `["Team Meeting"]`}, {"n", "1"}}}}},
+				Rubric: &verifiers.Rubric{Text: "r", Query: "ask ann", Context: []verifiers.RubricContext{{Name: "titles", Value: `["Team Meeting"]`}, {Name: "n", Value: "1"}}}}},
 		{"context list", "- id: c\n  type: rubric\n  rubric: r\n  context: [{who: meta.who}, {events: final.events}]",
 			verifiers.Check{ID: "c", Label: "c", Required: true, Status: verifiers.Pending, Detail: "r",
-				Rubric: &verifiers.Rubric{Text: "r", Context: []verifiers.RubricContext{{"who", `"ann"`}, {"events", `[{"title":"Team Meeting"}]`}}}}},
+				Rubric: &verifiers.Rubric{Text: "r", Context: []verifiers.RubricContext{{Name: "who", Value: `"ann"`}, {Name: "events", Value: `[{"title":"Team Meeting"}]`}}}}},
 		{"context fails", "- id: c\n  type: rubric\n  rubric: r\n  context: {x: \"final.nothing.deeper\"}",
 			verifiers.Check{ID: "c", Label: "c", Required: true, Status: verifiers.Error}},
 	}
