@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gavelhq/gavel/judge/judgetest"
 )
@@ -80,4 +84,58 @@ func TestGradeJudgeFlags(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestJudgeKill9Resume kills gavel grade (SIGKILL) while judge requests
+// hang, the first part written and the second unit's first rows judged;
+// --resume then asks only the requests that were in flight.
+func TestJudgeKill9Resume(t *testing.T) {
+	srv := judgetest.New(t)
+	hanging := regexp.MustCompile(`: (1[5-9]|2[0-9])\n`)
+	var hung atomic.Int64
+	srv.Script(func(req judgetest.Request) judgetest.Reply {
+		if out, _ := judgetest.FencedOutput(req.User); hanging.MatchString(out + "\n") {
+			hung.Add(1)
+			return judgetest.Reply{Hang: true}
+		}
+		return judgetest.Reply{}
+	})
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "judged.yaml")
+	os.WriteFile(specPath, []byte(judgedSpecYAML), 0o644)
+	var inputs []string
+	for u := range 3 {
+		var b strings.Builder
+		for i := u * 10; i < u*10+10; i++ {
+			fmt.Fprintf(&b, `{"rollout_id":"r%d","task_id":"TASK-J","output":"PASS: %d"}`+"\n", i, i)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", u))
+		os.WriteFile(p, []byte(b.String()), 0o644)
+		inputs = append(inputs, p)
+	}
+	out := filepath.Join(dir, "out")
+	args := append([]string{"grade", "--quiet", "--spec", specPath, "--out", out, "--format", "jsonl", "--batch-size", "4",
+		"--judge-model", "judge-1", "--judge-url", srv.URL, "--judge-cache", filepath.Join(dir, "cache")}, inputs...)
+	cmd, stderr := gavelCmd(t, dir, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for (hung.Load() < 15 || countParts(out) < 1) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if hung.Load() != 15 || countParts(out) != 1 {
+		t.Fatalf("at the kill: %d requests hanging, %d parts; want 15 and 1\n%s", hung.Load(), countParts(out), stderr)
+	}
+	srv.Script(nil)
+	before := srv.Requests()
+	cmd, stderr = gavelCmd(t, dir, append([]string{args[0], "--resume"}, args[1:]...)...)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, stderr)
+	}
+	if got := srv.Requests() - before; got != 15 {
+		t.Errorf("resumed run sent %d requests, want 15 (those in flight at the kill)", got)
+	}
 }
