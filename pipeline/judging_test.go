@@ -589,3 +589,33 @@ func TestNoJudgeWithoutRubrics(t *testing.T) {
 		t.Errorf("manifest judge = %+v, want none", m.Config.Judge)
 	}
 }
+
+// TestJudgeGoVerifier: a Go verifier's c.Rubric is judged like a spec's,
+// with its own threshold, and its instruction read from the row's prompt
+// field.
+func TestJudgeGoVerifier(t *testing.T) {
+	srv := judgetest.New(t)
+	srv.Script(func(req judgetest.Request) judgetest.Reply {
+		return judgetest.Reply{Body: judgetest.Completion(req.Model, judgetest.Verdict(0.6, []string{}, ""))}
+	})
+	v := &verifiers.Verifier{ID: "VER-G", Name: "go", Tasks: []string{"TASK-G"}, Judged: true, Definition: "go",
+		Grade: func(r *verifiers.Rollout, c *verifiers.Checks) error {
+			c.Rubric("strict", "Be exact.")
+			c.Rubric("lenient", "Be kind.", verifiers.WithJudge("", 0.5), verifiers.WithContext("k", `"v"`))
+			return nil
+		}}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(in, []byte(`{"rollout_id":"g","task_id":"TASK-G","output":"hello","prompt":"Greet the user."}`+"\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: []*verifiers.Verifier{v}, Judge: judgeCfg(srv, "off")})
+	checks := checkRows(t, out)
+	if checks["g/strict"]["status"] != "fail" || checks["g/lenient"]["status"] != "pass" {
+		t.Errorf("strict %v, lenient %v: want fail (0.6 < 0.8) and pass (0.6 >= 0.5)", checks["g/strict"], checks["g/lenient"])
+	}
+	for _, r := range srv.Received() {
+		if !strings.Contains(r.User, "Greet the user.") {
+			t.Errorf("prompt lacks the row's prompt field:\n%s", r.User)
+		}
+	}
+}
