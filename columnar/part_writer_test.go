@@ -70,6 +70,9 @@ var wantCheckCols = []outCol{
 	{"detail", "string", false},
 	{"actual", "string", true},
 	{"expected", "string", true},
+	{"score", "double", true},
+	{"issues", "strings", true},
+	{"suggestion", "string", true},
 }
 
 // testRewards covers every null and non-null case of every nullable column,
@@ -139,6 +142,12 @@ func testChecks() []CheckRow {
 			Label: "tone ✓", Required: false, Status: "pending", Detail: "tab\there"},
 		{RolloutID: "r2", TaskID: "cal-7", VerifierID: Str(""), CheckIndex: 1, CheckID: "e",
 			Label: "l", Required: true, Status: "error", Detail: "boom", Actual: Str(""), Expected: Str("null")},
+		{RolloutID: "r3", TaskID: "cal-7", VerifierID: Str("cal"), CheckIndex: 0, CheckID: "tone",
+			Label: "tone", Required: true, Status: "pass", Detail: "score 0.9",
+			Score: 0.9, ScoreValid: true, Issues: []string{"terse", `"quoted"`}, IssuesValid: true, Suggestion: Str("say more")},
+		{RolloutID: "r3", TaskID: "cal-7", VerifierID: Str("cal"), CheckIndex: 1, CheckID: "facts",
+			Label: "facts", Required: true, Status: "fail", Detail: "score 0",
+			Score: 0, ScoreValid: true, Issues: []string{}, IssuesValid: true, Suggestion: Str("")},
 	}
 }
 
@@ -181,10 +190,23 @@ func checkValues(rows []CheckRow) [][]any {
 		}
 		return s.S
 	}
+	nf := func(f float64, ok bool) any {
+		if !ok {
+			return nil
+		}
+		return f
+	}
+	nl := func(l []string, ok bool) any {
+		if !ok {
+			return nil
+		}
+		return append([]string{}, l...)
+	}
 	var out [][]any
 	for _, r := range rows {
 		out = append(out, []any{r.RolloutID, r.TaskID, ns(r.VerifierID), r.CheckIndex,
-			r.CheckID, r.Label, r.Required, r.Status, r.Detail, ns(r.Actual), ns(r.Expected)})
+			r.CheckID, r.Label, r.Required, r.Status, r.Detail, ns(r.Actual), ns(r.Expected),
+			nf(r.Score, r.ScoreValid), nl(r.Issues, r.IssuesValid), ns(r.Suggestion)})
 	}
 	return out
 }
@@ -451,7 +473,7 @@ type parquetColumn struct {
 }
 
 // noDict names the columns written without a dictionary.
-var noDict = map[string]bool{"rollout_id": true, "error": true, "detail": true, "actual": true, "expected": true}
+var noDict = map[string]bool{"rollout_id": true, "error": true, "detail": true, "actual": true, "expected": true, "suggestion": true}
 
 func checkParquetGo(t *testing.T, path string, cols []outCol, want [][]any, groups []int64) {
 	t.Helper()
@@ -474,13 +496,23 @@ func checkParquetGo(t *testing.T, path string, cols []outCol, want [][]any, grou
 	logical := map[string]string{"string": "STRING", "int32": "INT(32,true)", "int64": "INT(64,true)"}
 	for _, c := range cols {
 		dict := len(groups) > 0 && c.Kind != "bool" && !noDict[c.Name]
-		wantSchema = append(wantSchema, parquetColumn{c.Name, physical[c.Kind], logical[c.Kind], c.Nullable, "ZSTD", dict})
+		pc := parquetColumn{c.Name, physical[c.Kind], logical[c.Kind], c.Nullable, "ZSTD", dict}
+		if c.Kind == "strings" {
+			pc.Physical, pc.Logical = "group", "LIST"
+		}
+		wantSchema = append(wantSchema, pc)
 	}
 	for i, field := range pf.Schema().Fields() {
-		if !field.Leaf() || field.Repeated() {
+		var pc parquetColumn
+		switch {
+		case !field.Leaf() && field.Type().LogicalType() != nil && field.Type().LogicalType().String() == "LIST":
+			pc = parquetColumn{Name: field.Name(), Physical: "group", Optional: field.Optional(), Codec: "ZSTD"}
+		case !field.Leaf() || field.Repeated():
 			t.Errorf("parquet-go: column %q is not a flat leaf", field.Name())
+			continue
+		default:
+			pc = parquetColumn{Name: field.Name(), Physical: field.Type().Kind().String(), Optional: field.Optional(), Codec: "ZSTD"}
 		}
-		pc := parquetColumn{Name: field.Name(), Physical: field.Type().Kind().String(), Optional: field.Optional(), Codec: "ZSTD"}
 		if field.Optional() == field.Required() {
 			t.Errorf("parquet-go: column %q: optional %v, required %v", field.Name(), field.Optional(), field.Required())
 		}
@@ -516,11 +548,7 @@ func checkParquetGo(t *testing.T, path string, cols []outCol, want [][]any, grou
 	for {
 		n, err := r.ReadRows(buf)
 		for _, row := range buf[:n] {
-			var vals []any
-			for _, v := range row {
-				vals = append(vals, parquetValue(v))
-			}
-			got = append(got, vals)
+			got = append(got, parquetRowValues(row, cols))
 		}
 		if err == io.EOF {
 			break
@@ -532,6 +560,30 @@ func checkParquetGo(t *testing.T, path string, cols []outCol, want [][]any, grou
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("parquet-go: %s values (-want +got):\n%s", path, diff)
 	}
+}
+
+// parquetRowValues returns a row's values, a list column's values (a
+// repeated leaf, definition level 0 for null, 1 for empty) as one
+// []string.
+func parquetRowValues(row parquet.Row, cols []outCol) []any {
+	vals := make([]any, len(cols))
+	for _, v := range row {
+		c := v.Column()
+		if cols[c].Kind != "strings" {
+			vals[c] = parquetValue(v)
+			continue
+		}
+		switch {
+		case v.IsNull() && v.DefinitionLevel() == 0:
+			vals[c] = nil
+		case v.IsNull():
+			vals[c] = []string{}
+		default:
+			l, _ := vals[c].([]string)
+			vals[c] = append(l, string(v.ByteArray()))
+		}
+	}
+	return vals
 }
 
 func parquetValue(v parquet.Value) any {
@@ -560,7 +612,8 @@ type outField struct {
 }
 
 func wantArrowFields(cols []outCol) []outField {
-	types := map[string]string{"string": "utf8", "bool": "bool", "double": "float64", "int32": "int32", "int64": "int64"}
+	types := map[string]string{"string": "utf8", "bool": "bool", "double": "float64", "int32": "int32", "int64": "int64",
+		"strings": "list<item: utf8>"}
 	var fs []outField
 	for _, c := range cols {
 		fs = append(fs, outField{c.Name, types[c.Kind], c.Nullable})
@@ -571,7 +624,9 @@ func wantArrowFields(cols []outCol) []outField {
 func arrowFields(s *arrow.Schema) []outField {
 	var fs []outField
 	for _, f := range s.Fields() {
-		fs = append(fs, outField{f.Name, f.Type.String(), f.Nullable})
+		// Parquet names a list's element "element", Arrow "item".
+		typ := strings.Replace(f.Type.String(), "list<element: ", "list<item: ", 1)
+		fs = append(fs, outField{f.Name, typ, f.Nullable})
 	}
 	return fs
 }
@@ -597,6 +652,14 @@ func appendArrowRows(t *testing.T, got [][]any, rec arrow.RecordBatch) [][]any {
 				vals = append(vals, a.Value(i))
 			case *array.Int64:
 				vals = append(vals, a.Value(i))
+			case *array.List:
+				start, end := a.ValueOffsets(i)
+				strs := a.ListValues().(*array.String)
+				l := []string{}
+				for k := start; k < end; k++ {
+					l = append(l, strs.Value(int(k)))
+				}
+				vals = append(vals, l)
 			default:
 				t.Fatalf("unexpected array type %s", c.DataType())
 			}
@@ -732,6 +795,13 @@ func jsonlKeys(line []byte) ([]string, error) {
 
 func jsonlValue(t *testing.T, v any, kind string) any {
 	t.Helper()
+	if l, ok := v.([]any); ok && kind == "strings" {
+		out := []string{}
+		for _, e := range l {
+			out = append(out, e.(string))
+		}
+		return out
+	}
 	n, ok := v.(json.Number)
 	if !ok {
 		return v

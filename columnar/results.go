@@ -85,6 +85,13 @@ type CheckRow struct {
 	Detail     string
 	Actual     NullString
 	Expected   NullString
+	// Score, Issues and Suggestion are a judge's verdict on a rubric
+	// check; null (not Valid) for checks not judged.
+	Score       float64
+	ScoreValid  bool
+	Issues      []string
+	IssuesValid bool
+	Suggestion  NullString
 }
 
 // checkColumns are the columns of the checks table (SPEC 6), in order.
@@ -100,6 +107,9 @@ var checkColumns = []column[CheckRow]{
 	stringCol("detail", pqPlain, func(r *CheckRow) string { return r.Detail }),
 	nullStringCol("actual", pqPlain, func(r *CheckRow) NullString { return r.Actual }),
 	nullStringCol("expected", pqPlain, func(r *CheckRow) NullString { return r.Expected }),
+	nullFloat64Col("score", func(r *CheckRow) (float64, bool) { return r.Score, r.ScoreValid }),
+	nullStringsCol("issues", func(r *CheckRow) ([]string, bool) { return r.Issues, r.IssuesValid }),
+	nullStringCol("suggestion", pqPlain, func(r *CheckRow) NullString { return r.Suggestion }),
 }
 
 // Formats of result parts.

@@ -73,6 +73,10 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// RedactURL returns a URL without user information, query or fragment, as
+// it may be shown or recorded: "(invalid URL)" when it does not parse.
+func RedactURL(raw string) string { return redactURL(raw) }
+
 // redactURL renders u without user information, query or fragment.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)

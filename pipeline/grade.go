@@ -23,6 +23,8 @@ type plan struct {
 	// skips is what JSON Lines lines are indexed without
 	// (columnar.StateSkips).
 	skips jsonview.Skips
+	// judging judges rubric checks (nil: they stay pending).
+	judging *judging
 }
 
 // initialCacheBytes bounds the initial-state texts kept indexed; their
@@ -39,6 +41,7 @@ type grader struct {
 	metaBuf                         []byte
 	checks                          verifiers.Checks
 	rollout                         verifiers.Rollout
+	rescoreBuf                      []verifiers.Check
 	keepIdx                         []int // per batch: index of each keep column in MetaNames, or -1
 
 	// row is the index in its batch of the row being graded; timedOut is
@@ -55,6 +58,8 @@ type grader struct {
 type results struct {
 	rewards []columnar.RewardRow
 	checks  []columnar.CheckRow
+	// asks are the rubric checks left to the writer's judge, in order.
+	asks []ask
 }
 
 func (r *results) reset() {
@@ -62,6 +67,8 @@ func (r *results) reset() {
 	r.rewards = r.rewards[:0]
 	clear(r.checks)
 	r.checks = r.checks[:0]
+	clear(r.asks)
+	r.asks = r.asks[:0]
 }
 
 // gradeBatch appends the results of the rows of b, from row from on, to
@@ -91,17 +98,9 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 	if len(g.plan.keep) > 0 {
 		rw.Keep = make([]columnar.NullString, len(g.plan.keep))
 	}
-	verdict, checks := g.grade(u, b, row, &rw)
-	rw.Status = verdict.Outcome.String()
-	rw.Passed, rw.PassedValid = verdict.Passed()
-	rw.Reward, rw.RewardValid = verdict.Reward, verdict.HasReward
-	rw.ChecksTotal, rw.ChecksPassed = verdict.ChecksTotal, verdict.ChecksPassed
-	rw.RequiredTotal, rw.RequiredPassed = verdict.RequiredTotal, verdict.RequiredPassed
-	if verdict.Outcome == verifiers.Errored {
-		rw.ErrorKind = columnar.Str(verdict.ErrorKind)
-		rw.Error = columnar.Str(verdict.Error)
-	}
-	out.rewards = append(out.rewards, rw)
+	v, verdict, checks := g.grade(u, b, row, &rw)
+	setVerdict(&rw, verdict)
+	from := len(out.checks)
 	for i := range checks {
 		c := &checks[i]
 		cr := columnar.CheckRow{
@@ -123,21 +122,27 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 		}
 		out.checks = append(out.checks, cr)
 	}
+	if g.plan.judging != nil && v != nil && v.Judged && len(checks) > 0 {
+		if g.judgeRow(v, checks, out, len(out.rewards), from) {
+			g.rescoreBuf = rescore(&rw, out.checks[from:], g.rescoreBuf)
+		}
+	}
+	out.rewards = append(out.rewards, rw)
 }
 
-// grade decodes one row, runs its verifier and returns the verdict and the
-// checks to write (none on an input or verifier error). It fills the ids,
+// grade decodes one row, runs its verifier and returns the verifier (nil
+// when none ran), the verdict and the checks to write (none on an input or verifier error). It fills the ids,
 // the verifier id and the kept columns of rw.
-func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow) (verifiers.Verdict, []verifiers.Check) {
+func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow) (*verifiers.Verifier, verifiers.Verdict, []verifiers.Check) {
 	v, inputErr := g.decode(u, b, row, rw)
 	if inputErr != "" {
-		return verifiers.InputError(inputErr), nil
+		return nil, verifiers.InputError(inputErr), nil
 	}
 	if v == nil {
-		return verifiers.NoVerifier(rw.TaskID), nil
+		return nil, verifiers.NoVerifier(rw.TaskID), nil
 	}
 	verdict := g.verify(v, &g.rollout, &g.checks)
-	return verdict, g.checks.List()
+	return v, verdict, g.checks.List()
 }
 
 // decode decodes one row into g.rollout and returns the verifier bound to

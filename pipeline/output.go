@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +55,22 @@ type RunConfig struct {
 	// Shards is the number of shard processes of a sharded run; a
 	// committed run's manifest, like a single process's, has none.
 	Shards int `json:"shards,omitempty"`
+	// Judge is the run's judge of rubric checks (absent when none judges).
+	Judge *RunJudge `json:"judge,omitempty"`
+}
+
+// RunJudge is the run's judge as manifest.json records it: never the API
+// key, and the URL without user information or query. A verifier's own
+// judge settings are in its fingerprint.
+type RunJudge struct {
+	// Model is the run's judge model ("" when only verifiers name one).
+	Model string `json:"model"`
+	// URL is the server's API root.
+	URL string `json:"url"`
+	// Threshold is the score a rubric check needs to pass.
+	Threshold float64 `json:"threshold"`
+	// Template is the prompt template's version and fingerprint.
+	Template string `json:"template"`
 }
 
 // RunFields are columnar.FieldNames as written in manifest.json.
@@ -118,6 +132,13 @@ func (c *RunConfig) differences(o *RunConfig) []string {
 	diff("line limit", strconv.Itoa(c.MaxLineBytes), strconv.Itoa(o.MaxLineBytes))
 	diff("timeout", c.Timeout, o.Timeout)
 	diff("shards", strconv.Itoa(max(c.Shards, 1)), strconv.Itoa(max(o.Shards, 1)))
+	judgeText := func(j *RunJudge) string {
+		if j == nil {
+			return ""
+		}
+		return fmt.Sprintf("model %s at %s, threshold %g, template %s", orNone(j.Model), j.URL, j.Threshold, j.Template)
+	}
+	diff("judge", judgeText(c.Judge), judgeText(o.Judge))
 	return out
 }
 
@@ -158,11 +179,11 @@ func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
 	if cfg.Shard.Count <= 1 {
 		m.Shard = ""
 	}
+	m.Config.Judge = p.judging.runJudge(cfg.Judge)
 	for _, v := range cfg.Verifiers {
-		sum := sha256.Sum256([]byte(v.Definition))
 		m.Verifiers = append(m.Verifiers, ManifestVerifier{
 			ID: v.ID, Name: v.Name, Tasks: v.Tasks, Source: v.Source,
-			Fingerprint: "sha256:" + hex.EncodeToString(sum[:]),
+			Fingerprint: p.judging.fingerprint(v),
 		})
 	}
 	sort.Slice(m.Verifiers, func(i, j int) bool { return m.Verifiers[i].ID < m.Verifiers[j].ID })
@@ -380,6 +401,7 @@ func (r *runner) finishSummary(complete bool) (*Summary, error) {
 		}
 	}
 	s := mergeStats(parts, r.skipped)
+	s.Judge = r.plan.judging.summary()
 	s.FailedInputs = append(s.FailedInputs, r.failed...)
 	var err error
 	if complete {

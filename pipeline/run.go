@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/internal/atomicfile"
+	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -72,6 +74,17 @@ type Config struct {
 	// MaxLineBytes bounds one JSON Lines line (0: 64 MiB); a longer line
 	// is a row with status error.
 	MaxLineBytes int
+	// Judge, when set, judges the rubric checks of judged verifiers
+	// (verifiers.Verifier.Judged) with a language model; its Model may be
+	// empty, then only verifiers naming their own model are judged. Nil:
+	// rubric checks stay pending, and no judge is opened or probed. A
+	// judge is started only when a verifier is judged.
+	Judge *judge.Config
+	// JudgeMaxRequests is the budget of judgements sent to the server
+	// (0: no limit), spent in input order: the rubric checks beyond it
+	// stay pending, and a later run answers them from the cache and asks
+	// the next ones.
+	JudgeMaxRequests int64
 
 	// open opens input files (os.Open when nil); tests count opens with it.
 	open columnar.OpenFunc
@@ -117,7 +130,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.run(ctx)
+	res, err := r.run(ctx)
+	if js := r.plan.judging; js != nil {
+		js.asks.Wait()
+		if cErr := js.base.Close(); cErr != nil && err == nil {
+			err = fmt.Errorf("judge cache: %w", cErr)
+		}
+	}
+	return res, err
 }
 
 // runner holds one run's state.
@@ -205,6 +225,18 @@ func prepare(cfg Config) (*runner, error) {
 		if p.fields.Is(k) {
 			return nil, &ConfigError{Field: "Keep", Msg: fmt.Sprintf("%s is a rollout field, not metadata", k)}
 		}
+	}
+	var bound []*verifiers.Verifier
+	for _, v := range cfg.Verifiers {
+		for _, t := range v.Tasks {
+			if bindings[t] == v {
+				bound = append(bound, v)
+				break
+			}
+		}
+	}
+	if p.judging, err = newJudging(cfg.Judge, bound, cfg.JudgeMaxRequests); err != nil {
+		return nil, err
 	}
 	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*partStats{}}
 	r.manifest = newManifest(cfg, p, units)
@@ -355,6 +387,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	close(stopWatch)
 	<-watchDone
 	wg.Wait()
+	if r.plan.judging != nil {
+		r.plan.judging.asks.Wait() // cancelled with ctx on an error
+	}
 	if r.cfg.Progress != nil {
 		r.cfg.Progress.Finish()
 	}
@@ -368,6 +403,14 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
+	}
+	var pe *ProbeError
+	if errors.As(err, &pe) {
+		if len(r.stats) == 0 {
+			return nil, r.probeFailed(pe)
+		}
+		done, total := r.progress()
+		err = fmt.Errorf("%w; %d of %d parts complete: run again with --resume to continue", err, done, total)
 	}
 	complete := err == nil && len(r.failed) == 0
 	if errors.Is(err, context.Canceled) {
@@ -394,6 +437,22 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	return &Result{Summary: summary, ErrorRows: summary.Error, Complete: complete}, err
+}
+
+// probeFailed removes what the run wrote when the judge's probe failed
+// before any part was complete (SPEC 2: a configuration error writes
+// nothing), and returns the error as a ConfigError.
+func (r *runner) probeFailed(pe *ProbeError) error {
+	if r.sharded() {
+		removeIfExists(r.manifestPath())
+		removeIfExists(r.summaryPath())
+	} else {
+		clearOut(r.cfg.Out)
+	}
+	for _, sub := range []string{"rewards", "checks", statsDir, shardsDir, ""} {
+		os.Remove(filepath.Join(r.cfg.Out, sub)) // only if empty
+	}
+	return &ConfigError{Field: "Judge", Msg: pe.Error() + " (nothing was written)"}
 }
 
 // progress returns how many of this process's units have their part.
@@ -506,7 +565,9 @@ func totalRows(units []*Unit) int64 {
 // seq) and writes them: it is the only goroutine that touches parts, the
 // part statistics and the manifest, so their contents follow input order
 // whatever the order in which workers finish. Each job's token is returned
-// once the job is written, which bounds the reorder buffer.
+// once the job is in order: it is written then at once, or, when it waits
+// on the judge, once its asks have finished (a FIFO bounded in rows; see
+// judging), while the workers grade the next batches.
 //
 // A part is completed in this order: its statistics file is written, the
 // part files are renamed into place (checks, then rewards), the manifest
@@ -514,102 +575,178 @@ func totalRows(units []*Unit) int64 {
 // complete when both its files and its statistics file exist, so a crash
 // between any two steps leaves the unit either complete or to be redone.
 func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan struct{}, pool *sync.Pool) (err error) {
+	w := &writer{r: r, pool: pool}
+	defer func() {
+		if w.part != nil {
+			w.part.Abort()
+		}
+		w.ids.abort()
+	}()
+	js := r.plan.judging
 	pending := map[int64]*job{}
 	var next int64
-	var part *columnar.Part
-	var cur *Summary // counts of the part being written
-	var errRows int64
-	var ids idWriter
-	defer func() {
-		if part != nil {
-			part.Abort()
-		}
-		ids.abort()
-	}()
-	partOpts := columnar.PartOptions{Format: r.cfg.Format, Keep: r.plan.keep}
-	for j := range done {
-		pending[j.seq] = j
-		for {
-			j, ok := pending[next]
-			if !ok {
+	// fifo holds the jobs taken in order and not yet written: a batch
+	// waits there for its judge asks (see judging), and every job behind
+	// it waits too. Without asks the FIFO holds one job at a time.
+	var fifo []*job
+	fifoRows := 0
+	in := done
+	for {
+		for len(fifo) > 0 {
+			j := fifo[0]
+			if j.res != nil && waiting(j.res.asks) != nil {
 				break
 			}
-			delete(pending, next)
-			next++
-			if part == nil && j.kind != jobFailed {
-				part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, partOpts)
-				if err != nil {
-					return err
-				}
-				cur = newSummary(nil)
-				ids.reset(r.cfg.Out, j.unit.Index)
+			fifo[0] = nil
+			fifo = fifo[1:]
+			if j.res != nil {
+				fifoRows -= len(j.res.rewards)
 			}
-			switch j.kind {
-			case jobBatch:
-				res := j.res
-				j.res = nil
-				// part is open: a unit's batches come before its end job.
-				for i := range res.rewards {
-					rw := &res.rewards[i]
-					cur.add(rw)
-					if rw.Status == verifiers.StatusError {
-						errRows++
-					}
-					if err := ids.add(rw.RolloutID); err != nil {
+			if err := w.writeJob(j); err != nil {
+				return err
+			}
+		}
+		if in == nil && len(fifo) == 0 {
+			return nil
+		}
+		recv := in
+		if fifoRows >= judgeWindowRows {
+			recv = nil
+		}
+		var head <-chan struct{}
+		if len(fifo) > 0 && fifo[0].res != nil {
+			head = waiting(fifo[0].res.asks)
+		}
+		select {
+		case j, ok := <-recv:
+			if !ok {
+				in = nil
+				continue
+			}
+			pending[j.seq] = j
+			for {
+				j, ok := pending[next]
+				if !ok {
+					break
+				}
+				delete(pending, next)
+				next++
+				if js != nil && j.res != nil && len(j.res.asks) > 0 {
+					if err := js.start(ctx, j.res.asks); err != nil {
+						pool.Put(j.res)
+						j.res = nil
+						<-tokens
 						return err
 					}
 				}
-				cur.Checks += int64(len(res.checks))
-				if err := part.WriteRewards(res.rewards); err != nil {
-					return err
+				fifo = append(fifo, j)
+				if j.res != nil {
+					fifoRows += len(j.res.rewards)
 				}
-				if err := part.WriteChecks(res.checks); err != nil {
-					return err
-				}
-				if r.cfg.Progress != nil {
-					r.cfg.Progress.Add(len(res.rewards))
-				}
-				pool.Put(res)
-				if r.cfg.MaxErrors > 0 && errRows >= r.cfg.MaxErrors {
-					<-tokens
-					return fmt.Errorf("%w: stopped after %d", ErrMaxErrors, errRows)
-				}
-			case jobFailed:
-				if part != nil {
-					part.Abort()
-					part = nil
-				}
-				ids.abort()
-				f := FailedInput{Path: j.unit.Path, Part: columnar.PartName(j.unit.Index, r.cfg.Format), Error: j.err.Error()}
-				r.failed = append(r.failed, f)
-				r.manifest.Inputs[j.unit.Index].Error = f.Error
-				if err := r.writeManifest(); err != nil {
-					return err
-				}
-			case jobEnd:
-				ps := newPartStats(j.unit, j.rows, cur)
-				if err := ids.finish(); err != nil {
-					return err
-				}
-				if err := writeStats(r.cfg.Out, ps); err != nil {
-					return err
-				}
-				err := part.Close()
-				part = nil
-				if err != nil {
-					os.Remove(statsPath(r.cfg.Out, j.unit.Index))
-					return err
-				}
-				r.stats[j.unit.Index] = ps
-				r.manifest.complete(j.unit.Index, j.rows)
-				if err := r.writeManifest(); err != nil {
-					return err
-				}
+				// The batch's results stay in the FIFO; its token lets the
+				// reader and the workers go on with the next batches.
+				<-tokens
 			}
-			<-tokens
-		}
-		if ctx.Err() != nil {
+		case <-head:
+		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+}
+
+// writer is the state of the write loop: the part being written and its
+// counts.
+type writer struct {
+	r       *runner
+	pool    *sync.Pool
+	part    *columnar.Part
+	cur     *Summary // counts of the part being written
+	errRows int64
+	ids     idWriter
+	buf     []verifiers.Check
+}
+
+// writeJob writes one job, in input order.
+func (w *writer) writeJob(j *job) error {
+	r := w.r
+	var err error
+	if w.part == nil && j.kind != jobFailed {
+		w.part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, columnar.PartOptions{Format: r.cfg.Format, Keep: r.plan.keep})
+		if err != nil {
+			return err
+		}
+		w.cur = newSummary(nil)
+		w.ids.reset(r.cfg.Out, j.unit.Index)
+	}
+	switch j.kind {
+	case jobBatch:
+		res := j.res
+		j.res = nil
+		defer w.pool.Put(res)
+		if len(res.asks) > 0 {
+			if w.buf, err = r.plan.judging.finish(res, w.buf); err != nil {
+				return err
+			}
+		}
+		// part is open: a unit's batches come before its end job.
+		for i := range res.rewards {
+			rw := &res.rewards[i]
+			w.cur.add(rw)
+			if rw.Status == verifiers.StatusError {
+				w.errRows++
+			}
+			if err := w.ids.add(rw.RolloutID); err != nil {
+				return err
+			}
+		}
+		w.cur.Checks += int64(len(res.checks))
+		if err := w.part.WriteRewards(res.rewards); err != nil {
+			return err
+		}
+		if err := w.part.WriteChecks(res.checks); err != nil {
+			return err
+		}
+		if r.cfg.Progress != nil {
+			r.cfg.Progress.Add(len(res.rewards))
+		}
+		if r.cfg.MaxErrors > 0 && w.errRows >= r.cfg.MaxErrors {
+			return fmt.Errorf("%w: stopped after %d", ErrMaxErrors, w.errRows)
+		}
+	case jobFailed:
+		if w.part != nil {
+			w.part.Abort()
+			w.part = nil
+		}
+		w.ids.abort()
+		f := FailedInput{Path: j.unit.Path, Part: columnar.PartName(j.unit.Index, r.cfg.Format), Error: j.err.Error()}
+		r.failed = append(r.failed, f)
+		r.manifest.Inputs[j.unit.Index].Error = f.Error
+		if err := r.writeManifest(); err != nil {
+			return err
+		}
+	case jobEnd:
+		ps := newPartStats(j.unit, j.rows, w.cur)
+		if err := w.ids.finish(); err != nil {
+			return err
+		}
+		if err := writeStats(r.cfg.Out, ps); err != nil {
+			return err
+		}
+		// A verdict in the part must survive the part: the cache is made
+		// durable before the part is committed.
+		if err := r.plan.judging.sync(); err != nil {
+			return err
+		}
+		err := w.part.Close()
+		w.part = nil
+		if err != nil {
+			os.Remove(statsPath(r.cfg.Out, j.unit.Index))
+			return err
+		}
+		r.stats[j.unit.Index] = ps
+		r.manifest.complete(j.unit.Index, j.rows)
+		if err := r.writeManifest(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -71,8 +71,11 @@ type Summary struct {
 	// FailedInputs lists the input units that could not be read to the
 	// end (a corrupt or truncated file); their parts are absent.
 	FailedInputs []FailedInput `json:"failed_inputs"`
-	// ElapsedSeconds and RowsPerSecond time the run; they are the only
-	// fields that vary between identical runs.
+	// Judge counts the run's judging (absent when nothing was judged);
+	// like the timing fields it may vary between runs with identical parts.
+	Judge *JudgeSummary `json:"judge,omitempty"`
+	// ElapsedSeconds and RowsPerSecond time the run; with Judge they are
+	// the only fields that vary between identical runs.
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	RowsPerSecond  float64 `json:"rows_per_second"`
 }

@@ -11,9 +11,10 @@ import (
 // forbiddenImport reports whether path is a package that verifiers may not
 // depend on: verifiers read states through the state view
 // (columnar/jsonview), never through the readers and writers of columnar
-// or the Arrow and Parquet libraries behind them.
+// or the Arrow and Parquet libraries behind them, and they leave judging
+// (package judge, its client and cache) to the pipeline.
 func forbiddenImport(module, path string) bool {
-	return path == module+"/columnar" ||
+	return path == module+"/columnar" || path == module+"/judge" ||
 		path == "github.com/apache/arrow-go" || strings.HasPrefix(path, "github.com/apache/arrow-go/") ||
 		path == "github.com/parquet-go" || strings.HasPrefix(path, "github.com/parquet-go/")
 }

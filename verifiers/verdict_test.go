@@ -108,3 +108,20 @@ func TestVerdictPassed(t *testing.T) {
 		}
 	}
 }
+
+// TestChecksRubric: Checks.Rubric adds a required pending check carrying
+// its rubric and options, and a pending rubric leaves the rollout pending.
+func TestChecksRubric(t *testing.T) {
+	var c Checks
+	c.Require("ok", true, "")
+	c.Rubric("tone", "Be kind.", WithQuery("Say hi."), WithContext("n", "1"), WithJudge("m", 0.5))
+	got := c.List()[1]
+	want := Check{ID: "tone", Label: "tone", Required: true, Status: Pending, Detail: "Be kind.",
+		Rubric: &Rubric{Text: "Be kind.", Query: "Say hi.", Context: []RubricContext{{"n", "1"}}, Model: "m", Threshold: 0.5}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rubric check (-want +got):\n%s", diff)
+	}
+	if v := Score(c.List(), nil); v.Outcome != PendingOutcome || v.HasReward {
+		t.Errorf("Score = %+v, want pending without a reward", v)
+	}
+}

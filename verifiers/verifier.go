@@ -77,6 +77,50 @@ type Check struct {
 	Detail string
 	// Actual and Expected are JSON texts; empty means null.
 	Actual, Expected string
+	// Rubric, set on a pending check to be judged by a language model,
+	// says what the judge is asked; nil for other checks. Its strings must
+	// not point into the rollout: they outlive the call to Grade.
+	Rubric *Rubric
+}
+
+// Rubric is what a judge is asked about one rubric check.
+type Rubric struct {
+	// Text states what a good output is.
+	Text string
+	// Query is the task instruction shown to the judge; "" means the task
+	// row's or the rollout's instruction, prompt, query or input field.
+	Query string
+	// Context holds named values shown to the judge, in order.
+	Context []RubricContext
+	// Model, Threshold and Template, when set, replace the verifier's and
+	// the run's judge settings for this check: the judge model, the score
+	// needed to pass (score >= threshold) and the path of a template file.
+	Model     string
+	Threshold float64
+	Template  string
+}
+
+// RubricContext is one named value shown to the judge (JSON text or plain
+// text).
+type RubricContext struct {
+	Name, Value string
+}
+
+// RubricOption sets an optional part of a rubric check.
+type RubricOption func(*Rubric)
+
+// WithQuery sets the task instruction the judge sees.
+func WithQuery(q string) RubricOption { return func(r *Rubric) { r.Query = q } }
+
+// WithContext adds a named value the judge sees.
+func WithContext(name, value string) RubricOption {
+	return func(r *Rubric) { r.Context = append(r.Context, RubricContext{Name: name, Value: value}) }
+}
+
+// WithJudge sets the judge model and pass threshold of one check ("" and 0
+// keep the verifier's or the run's).
+func WithJudge(model string, threshold float64) RubricOption {
+	return func(r *Rubric) { r.Model, r.Threshold = model, threshold }
 }
 
 // Checks collects the checks of one rollout in the order the verifier adds
@@ -101,6 +145,18 @@ func (c *Checks) Optional(label string, ok bool, detail string) {
 // status error.
 func (c *Checks) Fault(label string, required bool, detail string) {
 	c.Add(Check{ID: label, Label: label, Required: required, Status: Error, Detail: detail})
+}
+
+// Rubric adds a required check judged by a language model against rubric.
+// It is pending until the run's judge answers (a verifier that calls Rubric
+// sets Judged). The options' strings, like rubric, must not point into the
+// rollout.
+func (c *Checks) Rubric(label, rubric string, opts ...RubricOption) {
+	r := &Rubric{Text: rubric}
+	for _, o := range opts {
+		o(r)
+	}
+	c.Add(Check{ID: label, Label: label, Required: true, Status: Pending, Detail: rubric, Rubric: r})
 }
 
 // Add appends a check as given. A check without an ID takes its label.
@@ -144,6 +200,25 @@ type Verifier struct {
 	// may change; its hash is the fingerprint in manifest.json. Go
 	// verifiers use their source file's content.
 	Definition string
+	// Judged says that the verifier may add rubric checks for a judge
+	// (Checks.Rubric). A run starts a judge only when a bound verifier is
+	// judged.
+	Judged bool
+	// Judge holds the verifier's judge settings, which replace the run's
+	// (a Model here turns judging on for this verifier); a rubric's own
+	// settings replace these.
+	Judge JudgeSettings
+}
+
+// JudgeSettings are a verifier's judge settings; zero values keep the
+// run's.
+type JudgeSettings struct {
+	// Model is the judge model.
+	Model string
+	// Threshold is the score a rubric check needs to pass.
+	Threshold float64
+	// Template is the path of a prompt template file.
+	Template string
 }
 
 // Run grades r with v and returns the verdict; c, reset first, holds the

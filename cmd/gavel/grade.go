@@ -63,6 +63,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	baseline := fs.String("baseline", "", "at the end, compare with an earlier result `DIR` as gavel diff does")
 	failOn := fs.String("fail-on", "0", "with --baseline: exit 1 when the regressions exceed this `LIMIT` (a count, or a rate: 1% or 0.01)")
 	prof := addProfileFlags(fs)
+	jf := judgeFlags(fs)
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
@@ -107,6 +108,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *keep != "" {
 		cfg.Keep = splitList(*keep)
+	}
+	if cfg.Judge, cfg.JudgeMaxRequests, err = jf.config(); err != nil {
+		return err
 	}
 	if *timeout <= 0 {
 		return usagef("gavel grade --timeout 30s", "--timeout %s: want a positive duration", *timeout)
@@ -174,6 +178,8 @@ func gradeError(err error, maxErrors int64) error {
 			return usagef("give the inputs, verifiers and flags of the interrupted run, or drop --resume to start over", "--resume: %s", ce.Msg)
 		case "Inputs":
 			return usagef("gavel grade rollouts.parquet", "%s", ce.Msg)
+		case "Judge":
+			return usagef("check --judge-url, --judge-model and the key in --judge-api-key-env", "%s", ce.Msg)
 		}
 		return usagef("", "%s", ce.Msg)
 	}
@@ -260,6 +266,10 @@ func printSummary(w io.Writer, s *pipeline.Summary, out string) {
 			}
 			fmt.Fprintf(w, "%-10s %9d %9d %9d %9d %9d %9s\n", id, c.Rollouts, c.Passed, c.Failed, c.Pending, c.Error, rate)
 		}
+	}
+	if j := s.Judge; j != nil {
+		fmt.Fprintf(w, "\njudge: %d requests, %d cache hits, %d retries, %d failures, %d+%d tokens, %d checks pending by the budget\n",
+			j.Requests, j.CacheHits, j.Retries, j.Failures, j.PromptTokens, j.CompletionTokens, j.PendingBudget)
 	}
 	if len(s.FilesSkipped) > 0 {
 		fmt.Fprintf(w, "\nskipped %d unsupported files\n", len(s.FilesSkipped))

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"unsafe"
 
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -119,7 +122,7 @@ func (c *check) grade(r *verifiers.Rollout, s *scratch) verifiers.Check {
 	out := verifiers.Check{ID: c.id, Label: c.label, Required: c.required}
 	switch c.kind {
 	case kindRubric:
-		out.Status, out.Detail = verifiers.Pending, c.rubric
+		out.Rubric, out.Status, out.Detail = c.rubricOf(r, s)
 		return out
 	case kindExpr:
 		return c.gradeExpr(r, s, out)
@@ -159,6 +162,35 @@ func (c *check) grade(r *verifiers.Rollout, s *scratch) verifiers.Check {
 	}
 	out.Detail = strings.Join(details, "; ")
 	return out
+}
+
+// rubricOf returns what the judge is asked about a rubric check, with its
+// strings copied out of the rollout; a query or context expression that
+// fails makes the check an error.
+func (c *check) rubricOf(r *verifiers.Rollout, s *scratch) (*verifiers.Rubric, verifiers.Status, string) {
+	rb := &verifiers.Rubric{Text: c.rubric, Query: c.query}
+	if c.queryExpr != nil {
+		err := c.queryExpr.eval(r, s, func(v ref.Val) error {
+			if str, ok := v.(types.String); ok {
+				rb.Query = strings.Clone(string(str))
+				return nil
+			}
+			b, err := appendCEL(nil, v)
+			rb.Query = string(b)
+			return err
+		})
+		if err != nil {
+			return nil, verifiers.Error, "query: " + err.Error()
+		}
+	}
+	for _, ci := range c.context {
+		_, text, err := ci.prog.evalJSON(r, s)
+		if err != nil {
+			return nil, verifiers.Error, "context " + ci.name + ": " + err.Error()
+		}
+		rb.Context = append(rb.Context, verifiers.RubricContext{Name: ci.name, Value: text})
+	}
+	return rb, verifiers.Pending, c.rubric
 }
 
 // matchSteps matches the steps in order against the events, each event

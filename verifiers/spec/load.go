@@ -1,7 +1,11 @@
 package spec
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -86,11 +90,20 @@ type check struct {
 	steps     []jsonview.Value // sequential
 	stepsText string
 
-	rubric string // rubric
+	rubric    string        // rubric
+	query     string        // rubric: the instruction as text
+	queryExpr *program      // rubric: or as a CEL expression
+	context   []contextItem // rubric: named values shown to the judge
 
 	expr, detail *program // expr
 
 	asserts []*assert
+}
+
+// contextItem is one named CEL expression of a rubric's context.
+type contextItem struct {
+	name string
+	prog *program
 }
 
 // assert is one compiled assert.
@@ -229,7 +242,7 @@ func yamlErrLine(msg string) string {
 // verifier compiles one verifier node; nil when it has problems.
 func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	before := len(l.problems)
-	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "description")
+	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "description", "judge")
 	if !ok {
 		return nil
 	}
@@ -271,6 +284,7 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	} else {
 		checks = l.checkList(cn, what)
 	}
+	js, templateSum := l.judge(m["judge"], what)
 	if len(l.problems) > before {
 		return nil
 	}
@@ -279,6 +293,14 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		l.problem(n, "", "%s: %v", what, err)
 		return nil
 	}
+	judged := false
+	for _, ch := range checks {
+		judged = judged || ch.kind == kindRubric
+	}
+	if templateSum != "" {
+		// The template file's content is part of the verifier's behaviour.
+		def = append(def, "\njudge template sha256:"+templateSum...)
+	}
 	return &verifiers.Verifier{
 		ID:         id,
 		Name:       name,
@@ -286,11 +308,50 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		Grade:      newGrader(checks, lets),
 		Source:     l.file + ":" + strconv.Itoa(n.Line),
 		Definition: string(def),
+		Judged:     judged,
+		Judge:      js,
 	}
 }
 
+// judge reads a verifier's judge settings: {model, threshold, template},
+// the template a file path relative to the spec file. It returns the
+// settings and the hex sha256 of the template file ("" when none).
+func (l *loader) judge(n *yaml.Node, verifier string) (verifiers.JudgeSettings, string) {
+	var js verifiers.JudgeSettings
+	if n == nil {
+		return js, ""
+	}
+	what := "judge of " + verifier
+	m, ok := l.fields(n, what, "model", "threshold", "template")
+	if !ok {
+		return js, ""
+	}
+	js.Model, _ = l.str(m, n, "model", what, false)
+	if tn := m["threshold"]; tn != nil {
+		if tn.Kind != yaml.ScalarNode || (tn.ShortTag() != "!!float" && tn.ShortTag() != "!!int") || tn.Decode(&js.Threshold) != nil ||
+			!(js.Threshold > 0 && js.Threshold <= 1) {
+			l.problem(tn, "a score in (0, 1], e.g. threshold: 0.8", "threshold of %s must be a number in (0, 1], not %s", what, tn.Value)
+		}
+	}
+	path, pn := l.str(m, n, "template", what, false)
+	if pn == nil {
+		return js, ""
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(l.file), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		l.problem(pn, "a template path is relative to the spec file", "template of %s: %v", what, err)
+		return js, ""
+	}
+	js.Template = path
+	sum := sha256.Sum256(data)
+	return js, hex.EncodeToString(sum[:])
+}
+
 var checkFields = []string{"id", "type", "label", "optional", "asserts", "table", "state",
-	"function", "function_args", "steps", "rubric", "expr", "detail", "description"}
+	"function", "function_args", "steps", "rubric", "query", "context", "expr", "detail", "description"}
 
 // check compiles one check node; nil when it has problems.
 func (l *loader) check(n *yaml.Node, verifier string) *check {
@@ -327,10 +388,10 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 		kindState:      {"table", "state"},
 		kindManual:     {"function", "function_args"},
 		kindSequential: {"steps"},
-		kindRubric:     {"rubric"},
+		kindRubric:     {"rubric", "query", "context"},
 		kindExpr:       {"expr", "detail"},
 	}
-	for _, f := range []string{"table", "state", "function", "function_args", "steps", "rubric", "expr", "detail"} {
+	for _, f := range []string{"table", "state", "function", "function_args", "steps", "rubric", "query", "context", "expr", "detail"} {
 		if fn := m[f]; fn != nil && !slices.Contains(allowed[c.kind], f) {
 			l.problem(fn, "remove it, or change the check's type", "%s is not a field of %s checks", f, typ)
 		}
@@ -407,6 +468,8 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 		}
 	case kindRubric:
 		c.rubric, _ = l.str(m, n, "rubric", what, true)
+		l.rubricQuery(c, m["query"], what)
+		l.rubricContext(c, m["context"], what)
 	case kindExpr:
 		src, en := l.str(m, n, "expr", what, true)
 		if en != nil {
@@ -443,6 +506,67 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 		return nil
 	}
 	return c
+}
+
+// rubricQuery reads a rubric's query: text, or {expr: CEL}.
+func (l *loader) rubricQuery(c *check, n *yaml.Node, what string) {
+	switch {
+	case n == nil:
+	case isString(n) && n.Value != "":
+		c.query = n.Value
+	case n.Kind == yaml.MappingNode && len(n.Content) == 2 && resolve(n.Content[0]).Value == "expr":
+		src := resolve(n.Content[1])
+		if !isString(src) || src.Value == "" {
+			l.problem(src, "", "expr must be a non-empty string")
+			return
+		}
+		c.queryExpr = l.compile(src, src.Value, false)
+	default:
+		l.problem(n, "query: TEXT or query: {expr: CEL}", "query of %s must be a non-empty string or {expr: ...}, not %s", what, kindName(n))
+	}
+}
+
+// rubricContext reads a rubric's context: an object, or a list of
+// one-member objects, of name: CEL expression.
+func (l *loader) rubricContext(c *check, n *yaml.Node, what string) {
+	if n == nil {
+		return
+	}
+	const hint = "context: {NAME: CEL expression, ...}"
+	var pairs []*yaml.Node
+	switch {
+	case n.Kind == yaml.MappingNode && len(n.Content) > 0:
+		pairs = n.Content
+	case n.Kind == yaml.SequenceNode && len(n.Content) > 0:
+		for _, e := range n.Content {
+			e = resolve(e)
+			if e.Kind != yaml.MappingNode || len(e.Content) != 2 {
+				l.problem(e, hint, "an item of the context of %s must be one NAME: expression, not %s", what, kindName(e))
+				continue
+			}
+			pairs = append(pairs, e.Content...)
+		}
+	default:
+		l.problem(n, hint, "context of %s must be a non-empty object or list, not %s", what, kindName(n))
+		return
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		k, v := resolve(pairs[i]), resolve(pairs[i+1])
+		switch {
+		case !isString(k) || k.Value == "":
+			l.problem(k, hint, "a context name of %s must be a non-empty string", what)
+			continue
+		case slices.ContainsFunc(c.context, func(ci contextItem) bool { return ci.name == k.Value }):
+			l.problem(k, "remove one of them", "duplicate context name %q in %s", k.Value, what)
+			continue
+		case !isString(v) || v.Value == "":
+			l.problem(v, hint, "context %s of %s must be a CEL expression string, not %s", k.Value, what, kindName(v))
+			continue
+		}
+		if p := l.compile(v, v.Value, false); p != nil {
+			c.context = append(c.context, contextItem{name: k.Value, prog: p})
+		}
+	}
 }
 
 // assert compiles one assert node; nil when it has problems.

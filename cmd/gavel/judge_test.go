@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gavelhq/gavel/judge/judgetest"
+)
+
+const judgedSpecYAML = `verifiers:
+  - id: VER-J
+    task: TASK-J
+    name: answers judged
+    checks:
+      - {id: answered, type: expr, expr: "output != ''"}
+      - {id: polite, type: rubric, rubric: The answer is polite.}
+`
+
+// TestGradeJudgeFlags grades with the judge flags against a local server:
+// exit 0 and the judge counts printed; a failed probe before any part
+// exits 2 with nothing written; the key never reaches the output.
+func TestGradeJudgeFlags(t *testing.T) {
+	const key = "sk-cli-secret-777"
+	t.Setenv("GAVEL_CLI_JUDGE_KEY", key)
+	srv := judgetest.New(t)
+	srv.RequireKey(key)
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "judged.yaml")
+	os.WriteFile(specPath, []byte(judgedSpecYAML), 0o644)
+	in := filepath.Join(dir, "in.jsonl")
+	var b strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&b, `{"rollout_id":"r%d","task_id":"TASK-J","output":"PASS %d"}`+"\n", i, i)
+	}
+	os.WriteFile(in, []byte(b.String()), 0o644)
+	out := filepath.Join(dir, "out")
+	args := []string{"grade", "--quiet", "--spec", specPath, "--out", out, "--format", "jsonl",
+		"--judge-model", "judge-1", "--judge-url", srv.URL, "--judge-api-key-env", "GAVEL_CLI_JUDGE_KEY",
+		"--judge-cache", filepath.Join(dir, "cache"), "--judge-concurrency", "2", in}
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 || !strings.Contains(stdout, "judge: 5 requests, 0 cache hits") || !strings.Contains(stdout, "passed 5") {
+		t.Fatalf("grade = %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI(t, args...)
+	if code != 0 || !strings.Contains(stdout, "judge: 0 requests, 5 cache hits") {
+		t.Errorf("second grade = %d, want 0 requests and 5 cache hits:\n%s", code, stdout)
+	}
+	summary, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if !strings.Contains(string(summary), `"cache_hits": 5`) {
+		t.Errorf("summary.json lacks the judge counts:\n%s", summary)
+	}
+
+	// A wrong key: the probe fails before any part, exit 2, nothing written.
+	t.Setenv("GAVEL_CLI_JUDGE_KEY", key+"x")
+	out2 := filepath.Join(dir, "out2")
+	args2 := append([]string{}, args...)
+	for i, a := range args2 {
+		if a == out {
+			args2[i] = out2
+		}
+		if a == filepath.Join(dir, "cache") {
+			args2[i] = "off"
+		}
+	}
+	code, stdout, stderr = runCLI(t, args2...)
+	if code != 2 || !strings.Contains(stderr, "HTTP 401") || strings.Contains(stdout+stderr, key) {
+		t.Errorf("grade with a wrong key = %d, want 2 naming HTTP 401 without the key\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out2); !os.IsNotExist(err) {
+		t.Errorf("grade with a failed probe left %s: %v", out2, err)
+	}
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if data, _ := os.ReadFile(path); strings.Contains(string(data), key) {
+				t.Errorf("%s holds the API key", path)
+			}
+		}
+		return nil
+	})
+}
+
+// TestJudgeKill9Resume kills gavel grade (SIGKILL) while judge requests
+// hang, the first part written and the second unit's first rows judged;
+// --resume then asks only the requests that were in flight.
+func TestJudgeKill9Resume(t *testing.T) {
+	srv := judgetest.New(t)
+	hanging := regexp.MustCompile(`: (1[5-9]|2[0-9])\n`)
+	var hung atomic.Int64
+	srv.Script(func(req judgetest.Request) judgetest.Reply {
+		if out, _ := judgetest.FencedOutput(req.User); hanging.MatchString(out + "\n") {
+			hung.Add(1)
+			return judgetest.Reply{Hang: true}
+		}
+		return judgetest.Reply{}
+	})
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "judged.yaml")
+	os.WriteFile(specPath, []byte(judgedSpecYAML), 0o644)
+	var inputs []string
+	for u := range 3 {
+		var b strings.Builder
+		for i := u * 10; i < u*10+10; i++ {
+			fmt.Fprintf(&b, `{"rollout_id":"r%d","task_id":"TASK-J","output":"PASS: %d"}`+"\n", i, i)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", u))
+		os.WriteFile(p, []byte(b.String()), 0o644)
+		inputs = append(inputs, p)
+	}
+	out := filepath.Join(dir, "out")
+	args := append([]string{"grade", "--quiet", "--spec", specPath, "--out", out, "--format", "jsonl", "--batch-size", "4",
+		"--judge-model", "judge-1", "--judge-url", srv.URL, "--judge-cache", filepath.Join(dir, "cache")}, inputs...)
+	cmd, stderr := gavelCmd(t, dir, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for (hung.Load() < 15 || countParts(out) < 1) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if hung.Load() != 15 || countParts(out) != 1 {
+		t.Fatalf("at the kill: %d requests hanging, %d parts; want 15 and 1\n%s", hung.Load(), countParts(out), stderr)
+	}
+	srv.Script(nil)
+	before := srv.Requests()
+	cmd, stderr = gavelCmd(t, dir, append([]string{args[0], "--resume"}, args[1:]...)...)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, stderr)
+	}
+	if got := srv.Requests() - before; got != 15 {
+		t.Errorf("resumed run sent %d requests, want 15 (those in flight at the kill)", got)
+	}
+}
