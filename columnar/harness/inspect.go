@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/zstd"
@@ -58,7 +59,7 @@ func NewEvalReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: no zip directory at the end (byte %d): truncated or not an .eval archive: %w", name, size, err)
 	}
-	zr.RegisterDecompressor(zip.Deflate, func(r io.Reader) io.ReadCloser { return flate.NewReader(r) })
+	zr.RegisterDecompressor(zip.Deflate, pooledInflater)
 	zr.RegisterDecompressor(zipZstd, zstd.ZipDecompressor(zstd.WithDecoderMaxWindow(128<<20)))
 	a := &evalArchive{name: name}
 	last := make(map[string]int, len(zr.File))
@@ -98,6 +99,27 @@ func NewEvalReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
 	}
 	a.hdr.read(root.Get("eval"))
 	return r, nil
+}
+
+var inflaters sync.Pool
+
+// inflater is a pooled deflate reader: one per member would allocate
+// tens of kilobytes per sample.
+type inflater struct{ io.ReadCloser }
+
+func (f *inflater) Close() error {
+	err := f.ReadCloser.Close()
+	inflaters.Put(f)
+	return err
+}
+
+func pooledInflater(r io.Reader) io.ReadCloser {
+	if f, ok := inflaters.Get().(*inflater); ok {
+		if f.ReadCloser.(flate.Resetter).Reset(r, nil) == nil {
+			return f
+		}
+	}
+	return &inflater{flate.NewReader(r)}
 }
 
 // maxMember bounds the uncompressed size of one archive member.

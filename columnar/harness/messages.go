@@ -93,7 +93,6 @@ func (m *messages) next(r *Reader) (Item, error) {
 	}
 }
 
-
 // messagesLine maps one line: its rollout fields as they are (a missing
 // rollout_id gets gavel's default, <name>#<line index>), the output and
 // log derived from its messages unless the line has its own, and its
