@@ -1,10 +1,6 @@
 package harness
 
-import (
-	"unicode/utf8"
-
-	"github.com/gavelhq/gavel/columnar/jsonview"
-)
+import "github.com/gavelhq/gavel/columnar/jsonview"
 
 // The functions below build a rollout's JSON text by appending to a byte
 // slice. Values copied from the input are valid JSON (jsonview validated
@@ -57,7 +53,7 @@ func (o *object) rawIf(k string, v jsonview.Value) {
 // str appends a member whose value is the Go string s.
 func (o *object) str(k, s string) {
 	o.key(k)
-	o.b = appendString(o.b, s)
+	o.b = jsonview.AppendJSONString(o.b, s)
 }
 
 // member appends a member of an input object as written, compacted.
@@ -112,54 +108,13 @@ func appendIDBody(b []byte, v jsonview.Value) ([]byte, bool) {
 	return b, false
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = appendStringBody(b, s)
-	return append(b, '"')
-}
-
-// appendStringBody appends s escaped as the body of a JSON string; bytes
-// that are not UTF-8 become U+FFFD.
+// appendStringBody appends s escaped as the body of a JSON string (as
+// jsonview.AppendJSONString escapes it, without the quotes).
 func appendStringBody(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, `\ufffd`...)
-				i++
-				start = i
-				continue
-			}
-			i += n
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	return append(b, s[start:]...)
+	n := len(b)
+	b = jsonview.AppendJSONString(b, s)
+	copy(b[n:], b[n+1:len(b)-1])
+	return b[:len(b)-2]
 }
 
 // appendText appends the text of a message's content as the body of a

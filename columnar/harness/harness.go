@@ -111,6 +111,10 @@ type Item struct {
 	// Where locates the trajectory in the file, for messages: "sample 12
 	// epoch 2", "element 37", "simulation 3", "line 5".
 	Where string
+	// Task is the row of the trajectory's task in the tasks table (see
+	// Reader.Task) when the file has given it by then, or nil. It is
+	// never written again, and may be kept and read from any goroutine.
+	Task []byte
 }
 
 // source is a format's reader.
@@ -285,6 +289,12 @@ func (r *Reader) addTask(idBody []byte, row []byte) {
 	k := string(id)
 	r.tasks[k] = bytes.Clone(row)
 	r.taskOrder = append(r.taskOrder, k)
+}
+
+// task returns the row of task idBody kept so far, or nil; idBody is its
+// id as the body of a JSON string.
+func (r *Reader) task(idBody []byte) []byte {
+	return r.tasks[string(unescapeID(idBody))]
 }
 
 // hasTask reports whether the row of a task is kept; idBody is its id as

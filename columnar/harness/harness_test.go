@@ -17,7 +17,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // readAll reads every item of r and the task rows, as golden text: a line
-// "# where" per item, then its rollout or its error, then "# tasks" and
+// "# where" per item (with " [task]" when it has its task row), then its rollout or its error, then "# tasks" and
 // one task row per line; a file error ends the text with "! error".
 func readAll(t *testing.T, r *Reader) string {
 	t.Helper()
@@ -31,7 +31,11 @@ func readAll(t *testing.T, r *Reader) string {
 			b.WriteString("! " + err.Error() + "\n")
 			break
 		}
-		b.WriteString("# " + it.Where + "\n")
+		b.WriteString("# " + it.Where)
+		if it.Task != nil {
+			b.WriteString(" [task]")
+		}
+		b.WriteString("\n")
 		if it.Err != nil {
 			b.WriteString("error: " + it.Err.Error() + "\n")
 		}

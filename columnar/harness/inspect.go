@@ -332,5 +332,5 @@ func (r *Reader) inspectSample(h *evalHeader, smp jsonview.Value, where string) 
 	}
 	o.rawIf("termination_reason", smp.Get("limit").Get("type"))
 	r.out = o.end()
-	return Item{Rollout: r.out, Where: where}
+	return Item{Rollout: r.out, Where: where, Task: r.task(o.b[taskStart:taskEnd])}
 }

@@ -80,7 +80,7 @@ func (r *Reader) tauBenchResult(stem string, res jsonview.Value, where string) I
 	o.rawIf("recorded_scores", info.Get("reward_info"))
 	o.rawIf("recorded_error", info.Get("error"))
 	r.out = o.end()
-	return Item{Rollout: r.out, Where: where}
+	return Item{Rollout: r.out, Where: where, Task: r.task(o.b[idStart:idEnd])}
 }
 
 // id appends a member holding an id (a string, or a number as text) as a
@@ -263,7 +263,7 @@ func (r *Reader) tau2Simulation(model []byte, sim jsonview.Value, where string) 
 	o.begin(r.out[:0])
 	id, taskID := sim.Get("id"), sim.Get("task_id")
 	_, _, idOK := o.id("rollout_id", id)
-	_, _, taskOK := o.id("task_id", taskID)
+	taskStart, taskEnd, taskOK := o.id("task_id", taskID)
 	switch {
 	case !idOK:
 		r.out = o.end()
@@ -309,5 +309,5 @@ func (r *Reader) tau2Simulation(model []byte, sim jsonview.Value, where string) 
 	o.rawIf("recorded_scores", ri)
 	o.rawIf("termination_reason", sim.Get("termination_reason"))
 	r.out = o.end()
-	return Item{Rollout: r.out, Where: where}
+	return Item{Rollout: r.out, Where: where, Task: r.task(o.b[taskStart:taskEnd])}
 }
