@@ -155,7 +155,7 @@ func Open(path string, f Format) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := openFile(path, file, f)
+	r, err := OpenFile(path, file, f)
 	if err != nil {
 		file.Close()
 		return nil, err
@@ -163,7 +163,9 @@ func Open(path string, f Format) (*Reader, error) {
 	return r, nil
 }
 
-func openFile(path string, file *os.File, f Format) (*Reader, error) {
+// OpenFile is Open for a file already open, named path; the Reader's
+// Close closes it. On an error the file is left open.
+func OpenFile(path string, file *os.File, f Format) (*Reader, error) {
 	if f == Inspect {
 		var magic [4]byte
 		n, _ := file.ReadAt(magic[:], 0)
