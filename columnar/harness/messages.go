@@ -69,7 +69,7 @@ func (m *messages) next(r *Reader) (Item, error) {
 		where := fmt.Sprintf("line %d", index+1)
 		switch {
 		case err == errLong:
-			return Item{Err: fmt.Errorf("line %d is longer than the limit of %d bytes", index+1, m.maxLine), Where: where}, nil
+			return Item{Rollout: r.defaultID(index), Err: fmt.Errorf("line %d is longer than the limit of %d bytes", index+1, m.maxLine), Where: where}, nil
 		case err == io.EOF:
 			return Item{}, io.EOF
 		case err != nil:
@@ -84,13 +84,29 @@ func (m *messages) next(r *Reader) (Item, error) {
 			if errors.As(err, &se) {
 				err = fmt.Errorf("line %d: invalid JSON at byte %d of the line: %s", index+1, se.Offset, se.Msg)
 			}
-			return Item{Err: err, Where: where}, nil
+			return Item{Rollout: r.defaultID(index), Err: err, Where: where}, nil
 		}
 		if root.Kind() != jsonview.Object {
-			return Item{Err: fmt.Errorf("line %d: not a JSON object", index+1), Where: where}, nil
+			return Item{Rollout: r.defaultID(index), Err: fmt.Errorf("line %d: not a JSON object", index+1), Where: where}, nil
 		}
 		return r.messagesLine(root, index, where), nil
 	}
+}
+
+// defaultID returns a rollout holding only the default rollout_id of the
+// line index, <name>#<line index>: what can be mapped of a line that is
+// not a JSON object.
+func (r *Reader) defaultID(index int) []byte {
+	var o object
+	o.begin(r.out[:0])
+	o.key("rollout_id")
+	o.b = append(o.b, '"')
+	o.b = appendStringBody(o.b, r.name)
+	o.b = append(o.b, '#')
+	o.b = strconv.AppendInt(o.b, int64(index), 10)
+	o.b = append(o.b, '"')
+	r.out = o.end()
+	return r.out
 }
 
 // messagesLine maps one line: its rollout fields as they are (a missing
