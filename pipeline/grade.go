@@ -206,6 +206,14 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 					rw.TaskID = string(task)
 				}
 			}
+			// The constants are every row's, this one's too.
+			for i, k := range g.plan.keep {
+				for _, c := range g.plan.set {
+					if c.Key == k {
+						rw.Keep[i] = columnar.Str(c.Value)
+					}
+				}
+			}
 			return nil, err.Error()
 		}
 		if r.Meta, err = g.meta.Parse(g.metaBuf); err != nil { // cannot happen: members of a valid line
