@@ -174,7 +174,7 @@ func OpenFile(path string, file *os.File, f Format) (*Reader, error) {
 			if err != nil {
 				return nil, err
 			}
-			r, err := NewEvalReader(path, file, st.Size())
+			r, err := NewEvalReader(path, newReadAhead(file, readAheadBytes), st.Size())
 			if err != nil {
 				return nil, err
 			}

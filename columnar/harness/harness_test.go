@@ -138,3 +138,22 @@ func TestTruncated(t *testing.T) {
 		})
 	}
 }
+
+// TestReadAhead reads a file through a small window at offsets in order,
+// backwards, across the window and past the end, as bytes.Reader would.
+func TestReadAhead(t *testing.T) {
+	data := make([]byte, 1000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	want := bytes.NewReader(data)
+	r := newReadAhead(bytes.NewReader(data), 64)
+	for _, c := range []struct{ off, n int }{{0, 10}, {10, 30}, {40, 30}, {5, 3}, {990, 20}, {1000, 1}, {100, 40}, {120, 33}, {500, 100}} {
+		got, wantBuf := make([]byte, c.n), make([]byte, c.n)
+		n, err := r.ReadAt(got, int64(c.off))
+		wn, werr := want.ReadAt(wantBuf, int64(c.off))
+		if n != wn || (err == nil) != (werr == nil) || !bytes.Equal(got[:n], wantBuf[:wn]) {
+			t.Errorf("ReadAt(%d bytes at %d) = %d, %v; want %d, %v", c.n, c.off, n, err, wn, werr)
+		}
+	}
+}

@@ -101,6 +101,43 @@ func NewEvalReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
 	return r, nil
 }
 
+// readAheadBytes is the window of an .eval file read at once.
+const readAheadBytes = 1 << 20
+
+// readAhead is an io.ReaderAt over a file read mostly in order, as an
+// .eval archive's members are: reads are served from a window of the file
+// read at once, so that each member's header and compressed bytes cost no
+// system call of their own (a small sample cost three). Reads larger than
+// half the window go to the file. It is not safe for concurrent use.
+type readAhead struct {
+	ra  io.ReaderAt
+	buf []byte
+	off int64 // file offset of buf[0]
+}
+
+func newReadAhead(ra io.ReaderAt, window int) *readAhead {
+	return &readAhead{ra: ra, buf: make([]byte, 0, window)}
+}
+
+func (r *readAhead) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) > cap(r.buf)/2 {
+		return r.ra.ReadAt(p, off)
+	}
+	if off < r.off || off+int64(len(p)) > r.off+int64(len(r.buf)) {
+		n, err := r.ra.ReadAt(r.buf[:cap(r.buf)], off)
+		if err != nil && err != io.EOF {
+			r.buf = r.buf[:0]
+			return 0, err
+		}
+		r.buf, r.off = r.buf[:n], off
+	}
+	n := copy(p, r.buf[off-r.off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
 var inflaters sync.Pool
 
 // inflater is a pooled deflate reader: one per member would allocate

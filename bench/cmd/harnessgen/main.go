@@ -19,6 +19,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // policy makes each trajectory's system prompt about 900 bytes.
@@ -97,6 +99,7 @@ func main() {
 	format := flag.String("format", "", "log `FORMAT`: inspect, tau-bench, tau2 or messages")
 	mb := flag.Int64("mb", 300, "uncompressed size in `MB` (10^6 bytes)")
 	out := flag.String("out", "", "output `FILE`")
+	flag.BoolVar(&zstdMembers, "zstd", false, "compress the members of an .eval archive with Zstandard (method 93, as recent Inspect versions write) instead of deflate")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "usage: harnessgen -format F -mb N -out FILE")
@@ -110,6 +113,12 @@ func main() {
 	fmt.Println(size)
 }
 
+// zstdMembers compresses .eval members with Zstandard.
+var zstdMembers bool
+
+// zipZstd is the zip compression method of Zstandard.
+const zipZstd = 93
+
 func write(format string, target int64, path string) (int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -119,14 +128,22 @@ func write(format string, target int64, path string) (int64, error) {
 	var size int64
 	if format == "inspect" && strings.HasSuffix(path, ".eval") {
 		zw := zip.NewWriter(f)
-		w, _ := zw.Create("header.json")
+		method := zip.Deflate
+		if zstdMembers {
+			method = zipZstd
+			zw.RegisterCompressor(zipZstd, zstd.ZipCompressor())
+		}
+		create := func(name string) (io.Writer, error) {
+			return zw.CreateHeader(&zip.FileHeader{Name: name, Method: method})
+		}
+		w, _ := create("header.json")
 		io.WriteString(w, inspectHeader+"}")
 		for i := 0; size < target; i++ {
 			id := "1"
 			if i%2 == 1 {
 				id = "q-2"
 			}
-			w, err := zw.Create(fmt.Sprintf("samples/%s_epoch_%d.json", id, i/2+1))
+			w, err := create(fmt.Sprintf("samples/%s_epoch_%d.json", id, i/2+1))
 			if err != nil {
 				return 0, err
 			}
