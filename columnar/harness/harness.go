@@ -31,7 +31,8 @@
 //	model           eval.model                      -                               info.agent_info.llm             (the line's other members,
 //	run_id          eval.run_id                     -                               -                               as they are)
 //	epoch / trial   epoch                           trial                           trial
-//	recorded_reward -                               reward                          reward_info.reward
+//	recorded_reward the first score's value (C 1,      reward                          reward_info.reward
+//	                I 0, P 0.5, N 0, as Inspect)
 //	recorded_scores scores                          info.reward_info                reward_info
 //	recorded_error  error.message                   info.error                      -
 //	termination_reason limit.type                   -                               termination_reason

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -154,6 +156,28 @@ func TestReadAhead(t *testing.T) {
 		wn, werr := want.ReadAt(wantBuf, int64(c.off))
 		if n != wn || (err == nil) != (werr == nil) || !bytes.Equal(got[:n], wantBuf[:wn]) {
 			t.Errorf("ReadAt(%d bytes at %d) = %d, %v; want %d, %v", c.n, c.off, n, err, wn, werr)
+		}
+	}
+}
+
+func TestScoreValue(t *testing.T) {
+	tests := []struct {
+		json, want string
+		ok         bool
+	}{
+		{`0.25`, "0.25", true}, {`true`, "1", true}, {`false`, "0", true},
+		{`"C"`, "1", true}, {`"I"`, "0", true}, {`"P"`, "0.5", true}, {`"N"`, "0", true},
+		{`"yes"`, "1", true}, {`" 0.5 "`, "0.5", true}, {`"maybe"`, "", false},
+		{`[1]`, "", false}, {`{"a":1}`, "", false}, {`null`, "", false},
+	}
+	for _, tt := range tests {
+		var d jsonview.Doc
+		v, err := d.Parse([]byte(tt.json))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := scoreValue(v); got != tt.want || ok != tt.ok {
+			t.Errorf("scoreValue(%s) = %q, %v; want %q, %v", tt.json, got, ok, tt.want, tt.ok)
 		}
 	}
 }

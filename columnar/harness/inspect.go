@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -360,6 +362,10 @@ func (r *Reader) inspectSample(h *evalHeader, smp jsonview.Value, where string) 
 		o.b = append(append(append(o.b, '"'), h.runID...), '"')
 	}
 	o.raw("epoch", epoch)
+	if r, ok := scoreValue(smp.Get("scores").First().Get("value")); ok {
+		o.key("recorded_reward")
+		o.b = append(o.b, r...)
+	}
 	o.rawIf("recorded_scores", smp.Get("scores"))
 	if e := smp.Get("error"); !e.IsNull() {
 		if m := e.Get("message"); m.Exists() {
@@ -370,4 +376,37 @@ func (r *Reader) inspectSample(h *evalHeader, smp jsonview.Value, where string) 
 	o.rawIf("termination_reason", smp.Get("limit").Get("type"))
 	r.out = o.end()
 	return Item{Rollout: r.out, Where: where, Task: r.task(o.b[taskStart:taskEnd])}
+}
+
+// scoreValue returns a score's value as the text of a number, as Inspect's
+// value_to_float reads it: a number as it is, true 1 and false 0, the
+// letters C (correct) 1, I (incorrect) 0, P (partial) 0.5 and N (no
+// answer) 0, yes and no, and a string holding a number. ok is false for
+// other values (a list, an object, other text).
+func scoreValue(v jsonview.Value) (string, bool) {
+	switch v.Kind() {
+	case jsonview.Number:
+		return string(v.Raw()), true
+	case jsonview.True:
+		return "1", true
+	case jsonview.False:
+		return "0", true
+	case jsonview.String:
+	default:
+		return "", false
+	}
+	b, _ := v.Str()
+	s := strings.ToLower(strings.TrimSpace(string(b)))
+	switch s {
+	case "c", "yes", "true":
+		return "1", true
+	case "i", "n", "no", "false":
+		return "0", true
+	case "p":
+		return "0.5", true
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return strconv.FormatFloat(f, 'g', -1, 64), true
+	}
+	return "", false
 }
