@@ -279,8 +279,15 @@ func TestGradeSetAndMapPath(t *testing.T) {
 			t.Errorf("%s: model %v, want gpt-4o kept by default", id, row["model"])
 		}
 	}
-	if code, _, stderr := runCLI(t, "grade", "--set", "task_id=x", filepath.Join(examples, "chats.jsonl")); code != 2 || !strings.Contains(stderr, "rollout field") {
-		t.Errorf("--set task_id=x: exit %d, %s", code, stderr)
+	for _, c := range []struct{ flag, value, stderr string }{
+		{"--set", "task_id=x", "rollout field"},
+		{"--set", "model", "want KEY=VALUE"},
+		{"--from", "csv", `--from: unknown harness format "csv"`},
+	} {
+		code, _, stderr := runCLI(t, "grade", "--out", filepath.Join(dir, "never"), c.flag, c.value, filepath.Join(examples, "chats.jsonl"))
+		if code != 2 || !strings.Contains(stderr, c.stderr) {
+			t.Errorf("%s %s: exit %d, %s; want 2 and %q", c.flag, c.value, code, stderr, c.stderr)
+		}
 	}
 
 	// --map K=COL.PATH reads a member path inside a JSON object.
