@@ -74,8 +74,9 @@ type DescribeOptions struct {
 }
 
 // Describe opens the input file at path, by its name's format
-// (InputFormatFrom with opts.From), and describes it. It fails, with the error the file's reader would give,
-// when the file cannot be opened or is not of its name's format.
+// (InputFormatFrom with opts.From), and describes it. It fails, with the
+// error the file's reader would give, when the file cannot be opened or is
+// not of its name's format.
 func Describe(path string, opts DescribeOptions) (*Input, error) {
 	format, ok := InputFormatFrom(path, opts.From)
 	if !ok {

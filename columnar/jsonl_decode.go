@@ -10,11 +10,11 @@ import (
 
 // DecodeLine indexes a JSON Lines row's line with doc and fills the row's
 // field cells from the members named by fields (which must have its
-// defaults applied). A name COL.PATH that no member has reads the value at
-// PATH inside member COL (memberPath). It returns the line's root object, which is the
-// row's metadata. A line that is not valid JSON, or not an object, is an
-// error naming the line and the byte offset; the row's cells are then
-// left null.
+// defaults applied). A name COL.PATH that no member has reads the value
+// at PATH inside member COL (memberPath). It returns the line's root
+// object, which is the row's metadata. A line that is not valid JSON, or
+// not an object, is an error naming the line and the byte offset; the
+// row's cells are then left null.
 //
 // Cells point into the line: a string member's Data is the string's bytes,
 // unescaped (in place when it has no escapes); any other value is a
