@@ -377,3 +377,25 @@ func TestRecordedVersusGavel(t *testing.T) {
 		})
 	}
 }
+
+// TestGradeBOM checks that a leading byte order mark is skipped in a
+// gavel JSON Lines input and in a harness's .json log.
+func TestGradeBOM(t *testing.T) {
+	dir := t.TempDir()
+	bom := "\xef\xbb\xbf"
+	line := `{"rollout_id":"b1","task_id":"refund-1","output":"order 42","log":[{"eventType":"tool_call","name":"issue_refund","kwargs":{"order_id":"42"}}]}` + "\n"
+	jsonl := writeFile(t, filepath.Join(dir, "bom.jsonl"), bom+line)
+	data, err := os.ReadFile(filepath.Join(harnessData, "tau2", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tau2 := writeFile(t, filepath.Join(dir, "bom.json"), bom+string(data))
+	out, code, stderr := gradeFrom(t, "--spec", filepath.Join(examples, "messages.yaml"), jsonl)
+	if row := rewardRows(t, out)["b1"]; code != 0 || row == nil || row["status"] != "passed" {
+		t.Errorf("JSON Lines with a BOM: exit %d, %v: %s", code, row, stderr)
+	}
+	out, code, stderr = gradeFrom(t, "--from", "tau2", "--spec", filepath.Join(examples, "tau2.yaml"), tau2)
+	if rows := rewardRows(t, out); code != 0 || len(rows) != 3 {
+		t.Errorf("tau2 log with a BOM: exit %d, %d rows: %s", code, len(rows), stderr)
+	}
+}
