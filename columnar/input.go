@@ -25,7 +25,8 @@ import (
 type Input struct {
 	// Path is the file's path as given to Describe.
 	Path string
-	// Format is the input format: InputParquet, InputArrow or InputJSONL.
+	// Format is the input format: InputParquet, InputArrow, InputJSONL
+	// or a harness format (InputInspect, ...).
 	Format string
 	// Size is the file's size in bytes.
 	Size int64
@@ -67,13 +68,17 @@ type DescribeOptions struct {
 	// Open opens the file, to describe it and to read its units (os.Open
 	// when nil).
 	Open OpenFunc
+	// From is the harness format .json files are read in, and with
+	// messages JSON Lines files (InputFormatFrom); "" for none.
+	From string
 }
 
-// Describe opens the input file at path, by its name's format, and
-// describes it. It fails, with the error the file's reader would give,
-// when the file cannot be opened or is not of its name's format.
+// Describe opens the input file at path, by its name's format
+// (InputFormatFrom with opts.From), and describes it. It fails, with the
+// error the file's reader would give, when the file cannot be opened or is
+// not of its name's format.
 func Describe(path string, opts DescribeOptions) (*Input, error) {
-	format, ok := InputFormat(path)
+	format, ok := InputFormatFrom(path, opts.From)
 	if !ok {
 		return nil, unsupportedType(path)
 	}
@@ -96,8 +101,10 @@ func Describe(path string, opts DescribeOptions) (*Input, error) {
 		err = in.describeParquet(f, opts.RowGroupsPerUnit)
 	case InputArrow:
 		err = in.describeArrow(f)
-	default:
+	case InputJSONL:
 		err = in.describeJSONL(f)
+	default:
+		err = in.describeHarness(f)
 	}
 	if err != nil {
 		return nil, err

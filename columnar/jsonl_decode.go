@@ -2,16 +2,19 @@ package columnar
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 // DecodeLine indexes a JSON Lines row's line with doc and fills the row's
 // field cells from the members named by fields (which must have its
-// defaults applied). It returns the line's root object, which is the
-// row's metadata. A line that is not valid JSON, or not an object, is an
-// error naming the line and the byte offset; the row's cells are then
-// left null.
+// defaults applied). A name COL.PATH that no member has reads the value
+// at PATH inside member COL (memberPath). It returns the line's root
+// object, which is the row's metadata. A line that is not valid JSON, or
+// not an object, is an error naming the line and the byte offset; the
+// row's cells are then left null.
 //
 // Cells point into the line: a string member's Data is the string's bytes,
 // unescaped (in place when it has no escapes); any other value is a
@@ -59,9 +62,17 @@ func StateSkips(fields *FieldNames, cache *jsonview.Cache) jsonview.Skips {
 // "anything else"), as they are written, in order.
 //
 // Errors are DecodeLine's: a line that fails a step is decoded again by
-// DecodeLine, which reports its first error.
+// DecodeLine, which reports its first error. A row with Err is that
+// error; the cells of its line, when it has one, are filled still.
 func DecodeLineCached(row *Row, fields *FieldNames, sk jsonview.Skips, doc, initDoc *jsonview.Doc, meta []byte) ([]byte, error) {
 	if row.Err != nil {
+		if len(row.Line) > 0 {
+			// What a harness could map of the element: its ids.
+			root, err := doc.Parse(row.Line)
+			if err == nil {
+				fillLine(row, fields, root, nil, nil)
+			}
+		}
 		return meta, row.Err
 	}
 	root, scanned, matched, err := doc.ParseSkipping(row.Line, sk)
@@ -135,7 +146,40 @@ func fillLine(row *Row, fields *FieldNames, root jsonview.Value, err error, meta
 		}
 		*c = cellOf(m)
 	}
+	for _, f := range [...]struct {
+		name string
+		c    *Cell
+	}{{fields.ID, &row.ID}, {fields.Task, &row.Task}, {fields.Final, &row.Final}, {fields.Initial, &row.Initial}, {fields.Output, &row.Output}, {fields.Log, &row.Log}} {
+		if f.c.Kind == CellNull && !f.c.V.Exists() && strings.IndexByte(f.name, '.') > 0 {
+			if v := memberPath(root, f.name); v.Exists() {
+				*f.c = cellOf(v)
+			}
+		}
+	}
 	return root, nil
+}
+
+// memberPath returns the value at name, COL.PATH, in the object root when
+// it has no member named name itself: member COL, then in it each
+// dot-separated step of PATH, a member of an object or the 0-based index
+// of an array element. It is missing when a step is.
+func memberPath(root jsonview.Value, name string) jsonview.Value {
+	col, path, _ := strings.Cut(name, ".")
+	v := root.Get(col)
+	for v.Exists() && path != "" {
+		var step string
+		step, path, _ = strings.Cut(path, ".")
+		if v.Kind() == jsonview.Array {
+			i, err := strconv.Atoi(step)
+			if err != nil || i < 0 {
+				return jsonview.Value{}
+			}
+			v = v.Index(i)
+			continue
+		}
+		v = v.Get(step)
+	}
+	return v
 }
 
 // cellOf returns the cell of one JSON value.

@@ -84,8 +84,17 @@ func NewJSONLReader(name string, r io.Reader, opts Options) (*JSONLReader, error
 		jr.closers = append(jr.closers, gr)
 	}
 	jr.br = bufio.NewReaderSize(r, 1<<20)
+	// A leading UTF-8 byte order mark is not part of the first line (RFC
+	// 8259 section 8.1 lets a parser skip it); offsets still count it.
+	if p, _ := jr.br.Peek(len(utf8BOM)); string(p) == utf8BOM {
+		jr.br.Discard(len(utf8BOM))
+		jr.off = int64(len(utf8BOM))
+	}
 	return jr, nil
 }
+
+// utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
+const utf8BOM = "\xef\xbb\xbf"
 
 type closerFunc func() error
 

@@ -75,6 +75,8 @@ func newReader(path, format string, f *os.File, opts Options) (Reader, error) {
 			return nil, err
 		}
 		return r, nil
+	case InputInspect, InputTauBench, InputTau2, InputMessages:
+		return newHarnessFileReader(path, format, f)
 	}
 	r, err := NewJSONLReader(path, f, opts)
 	if err != nil {

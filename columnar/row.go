@@ -74,6 +74,10 @@ type Row struct {
 	Err error
 
 	ID, Task, Final, Initial, Output, Log Cell
+	// TaskRow is the row of the rollout's task, the JSON text of an
+	// object, that a harness's log carries (HarnessReader), or nil. It is
+	// never written again while the run lasts.
+	TaskRow []byte
 	// Meta holds the other fields. For columnar rows it is aligned with
 	// Batch.MetaNames; for JSON Lines rows it is unused and the metadata is
 	// the line object itself.

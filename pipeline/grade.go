@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"github.com/gavelhq/gavel/columnar"
@@ -25,6 +26,43 @@ type plan struct {
 	skips jsonview.Skips
 	// judging judges rubric checks (nil: they stay pending).
 	judging *judging
+	// fileTasks indexes the task rows harnesses' logs carry
+	// (columnar.Row.TaskRow), by task id, each the first seen; used
+	// when there is no tasks table (nil: none).
+	fileTasks *sync.Map
+	// set is the constant metadata of every row.
+	set []Constant
+}
+
+// fileTask is a task row of a harness's log and its index.
+type fileTask struct {
+	text []byte
+	task *Task
+}
+
+// task returns the task of the row: from the tasks table when there is
+// one, else the row of the task its harness's log carries (nil: none).
+func (p *plan) task(id string, row []byte) *Task {
+	if p.tasks != nil || len(row) == 0 || p.fileTasks == nil {
+		return p.tasks[id]
+	}
+	if v, ok := p.fileTasks.Load(id); ok {
+		if ft := v.(*fileTask); bytes.Equal(ft.text, row) {
+			return ft.task
+		}
+	}
+	// The rows harnesses carry name their task in task_id, whatever the
+	// field map.
+	fields := columnar.FieldNames{}.WithDefaults()
+	t, _, err := newTask(row, &fields)
+	if err != nil {
+		return nil
+	}
+	v, _ := p.fileTasks.LoadOrStore(id, &fileTask{text: row, task: t})
+	if ft := v.(*fileTask); bytes.Equal(ft.text, row) {
+		return ft.task
+	}
+	return t
 }
 
 // initialCacheBytes bounds the initial-state texts kept indexed; their
@@ -39,6 +77,8 @@ type grader struct {
 
 	line, final, initial, log, meta jsonview.Doc
 	metaBuf                         []byte
+	setMeta                         jsonview.Doc // metadata with plan.set
+	setBuf                          []byte
 	checks                          verifiers.Checks
 	rollout                         verifiers.Rollout
 	rescoreBuf                      []verifiers.Check
@@ -161,19 +201,44 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 		g.metaBuf, err = columnar.DecodeLineCached(row, fields, g.plan.skips, &g.line, &g.initial, g.metaBuf[:0])
 		if err != nil {
 			rw.RolloutID = fallbackID(u, row)
+			if row.Err != nil {
+				// A harness's element that could not be mapped: its ids,
+				// when it has them.
+				if id, p := idText(row.ID); p == "" && len(id) > 0 {
+					rw.RolloutID = string(id)
+				}
+				if task, p := idText(row.Task); p == "" {
+					rw.TaskID = string(task)
+				}
+			}
+			// The constants are every row's, this one's too.
+			for i, k := range g.plan.keep {
+				for _, c := range g.plan.set {
+					if c.Key == k {
+						rw.Keep[i] = columnar.Str(c.Value)
+					}
+				}
+			}
 			return nil, err.Error()
 		}
 		if r.Meta, err = g.meta.Parse(g.metaBuf); err != nil { // cannot happen: members of a valid line
 			panic(fmt.Sprintf("metadata object: %v", err))
 		}
+		g.applySet()
 		for i, k := range g.plan.keep {
 			rw.Keep[i] = keepValue(r.Meta.Get(k))
 		}
 	} else {
 		g.buildMeta(b, row)
+		g.applySet()
 		for i, idx := range g.keepIdx {
 			if idx >= 0 {
 				rw.Keep[i] = keepCell(row.Meta[idx])
+			}
+		}
+		for i, k := range g.plan.keep {
+			if g.isSet(k) {
+				rw.Keep[i] = keepValue(g.rollout.Meta.Get(k))
 			}
 		}
 	}
@@ -226,7 +291,7 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 	default:
 		r.Initial, initErr = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines)
 	}
-	t := g.plan.tasks[rw.TaskID]
+	t := g.plan.task(rw.TaskID, row.TaskRow)
 	if t != nil && initErr == nil && r.Initial.IsNull() {
 		r.Initial = t.Initial
 	}
@@ -332,6 +397,47 @@ func (g *grader) buildMeta(b *columnar.Batch, row *columnar.Row) {
 		panic(fmt.Sprintf("metadata object: %v", err))
 	}
 	g.rollout.Meta = v
+}
+
+// applySet puts the plan's constants into the rollout's metadata, first,
+// in place of the members of their keys.
+func (g *grader) applySet() {
+	if len(g.plan.set) == 0 {
+		return
+	}
+	buf := append(g.setBuf[:0], '{')
+	for i, c := range g.plan.set {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = jsonview.AppendJSONString(buf, c.Key)
+		buf = append(buf, ':')
+		buf = jsonview.AppendJSONString(buf, c.Value)
+	}
+	for m := g.rollout.Meta.First(); m.Exists(); m = m.Next() {
+		if g.isSet(string(m.Key())) {
+			continue
+		}
+		buf = append(buf, ',')
+		buf = append(buf, m.RawMember()...)
+	}
+	buf = append(buf, '}')
+	g.setBuf = buf
+	v, err := g.setMeta.Parse(buf)
+	if err != nil { // cannot happen: the text is built above
+		panic(fmt.Sprintf("metadata object: %v", err))
+	}
+	g.rollout.Meta = v
+}
+
+// isSet reports whether key is one of the plan's constants.
+func (g *grader) isSet(key string) bool {
+	for _, c := range g.plan.set {
+		if c.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // idText returns the text of an id cell: a string as it is, a number in

@@ -55,17 +55,22 @@ func (e *ConfigError) Error() string { return e.Msg }
 // Inputs expands the command-line inputs into units, in order: a file as
 // given; a directory's supported files, recursively, in lexicographic path
 // order (other files are skipped and returned in skipped); a glob's matches
-// in lexicographic order; "-" for standard input. A named file of an
-// unsupported type, a missing path or a glob matching nothing is a
-// ConfigError.
-func Inputs(args []string) (units []Unit, skipped []string, err error) {
+// in lexicographic order; "-" for standard input. Files are typed by
+// columnar.InputFormatFrom with from, the harness format .json files are
+// read in ("" for none). A named file of an unsupported type, a missing
+// path or a glob matching nothing is a ConfigError.
+func Inputs(args []string, from string) (units []Unit, skipped []string, err error) {
 	add := func(path string, size int64) {
-		format, _ := columnar.InputFormat(path)
+		format, _ := columnar.InputFormatFrom(path, from)
 		units = append(units, Unit{Index: len(units), Path: path, Format: format, Size: size})
 	}
 	for _, arg := range args {
 		if arg == Stdin {
-			units = append(units, Unit{Index: len(units), Path: Stdin, Format: columnar.InputJSONL, Size: -1})
+			format := columnar.InputJSONL
+			if from != "" {
+				format = from
+			}
+			units = append(units, Unit{Index: len(units), Path: Stdin, Format: format, Size: -1})
 			continue
 		}
 		paths := []string{arg}
@@ -89,8 +94,8 @@ func Inputs(args []string) (units []Unit, skipped []string, err error) {
 				return nil, nil, &ConfigError{Msg: fmt.Sprintf("input %s: %v", p, err)}
 			}
 			if !info.IsDir() {
-				if _, ok := columnar.InputFormat(p); !ok {
-					return nil, nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: unsupported file type (want a .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow or .feather file, a directory, a glob or -)", p)}
+				if _, ok := columnar.InputFormatFrom(p, from); !ok {
+					return nil, nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: unsupported file type (want a .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow, .feather or .eval file, a .json log with --from, a directory, a glob or -)", p)}
 				}
 				add(p, info.Size())
 				continue
@@ -104,7 +109,7 @@ func Inputs(args []string) (units []Unit, skipped []string, err error) {
 				if d.IsDir() {
 					return nil
 				}
-				if _, ok := columnar.InputFormat(path); !ok {
+				if _, ok := columnar.InputFormatFrom(path, from); !ok {
 					skipped = append(skipped, path)
 					return nil
 				}

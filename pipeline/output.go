@@ -52,6 +52,10 @@ type RunConfig struct {
 	MaxLineBytes int `json:"max_line_bytes"`
 	// Timeout bounds one verifier call ("none" when unbounded).
 	Timeout string `json:"timeout"`
+	// From is the harness format .json inputs are read in ("" when none).
+	From string `json:"from,omitempty"`
+	// Set is the constant metadata of every row, as K=V.
+	Set []string `json:"set,omitempty"`
 	// Shards is the number of shard processes of a sharded run; a
 	// committed run's manifest, like a single process's, has none.
 	Shards int `json:"shards,omitempty"`
@@ -106,6 +110,10 @@ func runConfig(cfg Config, p *plan) RunConfig {
 	if cfg.Shard.Count > 1 {
 		rc.Shards = cfg.Shard.Count
 	}
+	rc.From = cfg.From
+	for _, c := range p.set {
+		rc.Set = append(rc.Set, c.Key+"="+c.Value)
+	}
 	return rc
 }
 
@@ -131,6 +139,8 @@ func (c *RunConfig) differences(o *RunConfig) []string {
 	diff("tasks file", c.TasksFile, o.TasksFile)
 	diff("line limit", strconv.Itoa(c.MaxLineBytes), strconv.Itoa(o.MaxLineBytes))
 	diff("timeout", c.Timeout, o.Timeout)
+	diff("harness format", c.From, o.From)
+	diff("constant metadata", strings.Join(c.Set, ","), strings.Join(o.Set, ","))
 	diff("shards", strconv.Itoa(max(c.Shards, 1)), strconv.Itoa(max(o.Shards, 1)))
 	judgeText := func(j *RunJudge) string {
 		if j == nil {

@@ -86,8 +86,23 @@ type Config struct {
 	// the next ones.
 	JudgeMaxRequests int64
 
+	// From is the harness format (columnar.InputInspect, InputTauBench,
+	// InputTau2 or InputMessages) that .json inputs are read in, and with
+	// InputMessages JSON Lines inputs; standard input too. An .eval file
+	// is an Inspect log whatever From is. "" reads every input by its
+	// name's format.
+	From string
+	// Set is constant metadata added to every row; a key the row has too
+	// takes the value given here. Keys are not rollout fields.
+	Set []Constant
+
 	// open opens input files (os.Open when nil); tests count opens with it.
 	open columnar.OpenFunc
+}
+
+// Constant is one member of metadata that every row gets (Config.Set).
+type Constant struct {
+	Key, Value string
 }
 
 // Progress receives the progress of a run from one goroutine.
@@ -188,7 +203,10 @@ func prepare(cfg Config) (*runner, error) {
 	if cfg.Shard.Count > 0 && (cfg.Shard.Index < 0 || cfg.Shard.Index >= cfg.Shard.Count) {
 		return nil, &ConfigError{Field: "Shard", Msg: fmt.Sprintf("%d/%d: the index must be between 0 and %d", cfg.Shard.Index, cfg.Shard.Count, cfg.Shard.Count-1)}
 	}
-	files, skipped, err := Inputs(cfg.Inputs)
+	if err := columnar.CheckFrom(cfg.From); err != nil {
+		return nil, &ConfigError{Field: "From", Msg: err.Error()}
+	}
+	files, skipped, err := Inputs(cfg.Inputs, cfg.From)
 	if err != nil {
 		return nil, err
 	}
@@ -204,12 +222,25 @@ func prepare(cfg Config) (*runner, error) {
 	if stdins > 0 && cfg.Shard.Count > 1 {
 		return nil, &ConfigError{Field: "Shard", Msg: "cannot split standard input (-) between processes"}
 	}
-	units := describeUnits(files, cfg.RowGroupsPerUnit, cfg.open)
+	units := describeUnits(files, cfg.RowGroupsPerUnit, cfg.open, cfg.From)
 	bindings, err := Bind(cfg.Verifiers)
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, keep: cfg.Keep, initials: jsonview.NewCache(initialCacheBytes)}
+	p := &plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, keep: cfg.Keep, initials: jsonview.NewCache(initialCacheBytes), fileTasks: new(sync.Map)}
+	seen := map[string]bool{}
+	for _, c := range cfg.Set {
+		switch {
+		case c.Key == "":
+			return nil, &ConfigError{Field: "Set", Msg: "a constant needs a key"}
+		case p.fields.Is(c.Key):
+			return nil, &ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is a rollout field, not metadata", c.Key)}
+		case seen[c.Key]:
+			return nil, &ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is set twice", c.Key)}
+		}
+		seen[c.Key] = true
+		p.set = append(p.set, c)
+	}
 	if cfg.TasksFile != "" {
 		tasks, err := LoadTasks(cfg.TasksFile, cfg.Fields)
 		if err != nil {
@@ -218,7 +249,7 @@ func prepare(cfg Config) (*runner, error) {
 		p.tasks = tasks
 	}
 	if p.keep == nil {
-		p.keep = defaultKeep(units, p.fields)
+		p.keep = defaultKeep(units, p.fields, p.set)
 	}
 	p.skips = columnar.StateSkips(&p.fields, p.initials)
 	for _, k := range p.keep {
@@ -266,19 +297,27 @@ func Bind(vs []*verifiers.Verifier) (map[string]*verifiers.Verifier, error) {
 
 // defaultKeep returns those of model, run_id and sample that any input
 // has, by the inputs' descriptions: the columns of Parquet and Arrow
-// files, the keys of the first object line of JSON Lines files. Standard
-// input is not probed, nor is a file that cannot be read: grading it fails
-// later, as that unit's error.
-func defaultKeep(units []Unit, fields columnar.FieldNames) []string {
-	want := []string{"model", "run_id", "sample"}
+// files, the keys of the first object line of JSON Lines files, the
+// members of the first rollout of a harness's log, and the keys of set.
+// A harness's recorded_reward and recorded_scores follow, when one of its
+// logs has them. Standard input is not probed, nor is a file that cannot
+// be read: grading it fails later, as that unit's error.
+func defaultKeep(units []Unit, fields columnar.FieldNames, set []Constant) []string {
+	want := []string{"model", "run_id", "sample", "recorded_reward", "recorded_scores"}
 	found := map[string]bool{}
 	for _, u := range units {
 		if u.input == nil {
 			continue
 		}
+		harness := columnar.IsHarnessFormat(u.Format)
 		for _, n := range u.input.Columns {
-			found[n] = true
+			if harness || (n != "recorded_reward" && n != "recorded_scores") {
+				found[n] = true
+			}
 		}
+	}
+	for _, c := range set {
+		found[c.Key] = true
 	}
 	keep := []string{}
 	for _, w := range want {
@@ -540,6 +579,8 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 // open returns the reader of a unit, made from its input's description.
 func (r *runner) open(u *Unit, opts columnar.Options) (columnar.Reader, error) {
 	switch {
+	case u.Path == Stdin && r.cfg.From != "":
+		return columnar.NewHarnessReader("-", r.cfg.Stdin, r.cfg.From)
 	case u.Path == Stdin:
 		return columnar.NewJSONLReader("-", r.cfg.Stdin, opts)
 	case u.input == nil:

@@ -219,7 +219,7 @@ func TestInputs(t *testing.T) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, nil, 0o644)
 	}
-	units, skipped, err := Inputs([]string{dir, filepath.Join(dir, "b", "*.jsonl"), "-"})
+	units, skipped, err := Inputs([]string{dir, filepath.Join(dir, "b", "*.jsonl"), "-"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestInputs(t *testing.T) {
 		t.Errorf("skipped = %v, want notes.txt", skipped)
 	}
 	for _, bad := range [][]string{{filepath.Join(dir, "notes.txt")}, {filepath.Join(dir, "missing.jsonl")}, {filepath.Join(dir, "*.csv")}} {
-		if _, _, err := Inputs(bad); err == nil {
+		if _, _, err := Inputs(bad, ""); err == nil {
 			t.Errorf("Inputs(%v) succeeded, want a configuration error", bad)
 		} else if _, ok := err.(*ConfigError); !ok {
 			t.Errorf("Inputs(%v) error %T, want *ConfigError", bad, err)

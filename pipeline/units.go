@@ -13,14 +13,14 @@ import (
 const DefaultRowGroupsPerUnit = 16
 
 // describeUnits describes every input file, opening it once through open
-// (os.Open when nil), and returns the units of the run numbered in input
+// (os.Open when nil), .json files as logs of the harness format from, and returns the units of the run numbered in input
 // order: every Parquet file with more than perUnit row groups is cut into
 // units of perUnit consecutive row groups (the last may hold fewer), other
 // files are one unit each. The cut depends only on the files and perUnit,
 // never on --shard, so that a sharded run writes exactly the parts of an
 // unsharded one. A file that cannot be described stays one unit, which
 // fails with that error when its turn to be read comes.
-func describeUnits(files []Unit, perUnit int, open columnar.OpenFunc) []Unit {
+func describeUnits(files []Unit, perUnit int, open columnar.OpenFunc, from string) []Unit {
 	var units []Unit
 	for _, u := range files {
 		u.rows = -1
@@ -29,7 +29,7 @@ func describeUnits(files []Unit, perUnit int, open columnar.OpenFunc) []Unit {
 			units = append(units, u)
 			continue
 		}
-		in, err := columnar.Describe(u.Path, columnar.DescribeOptions{RowGroupsPerUnit: perUnit, Open: open})
+		in, err := columnar.Describe(u.Path, columnar.DescribeOptions{RowGroupsPerUnit: perUnit, Open: open, From: from})
 		if err != nil {
 			u.Index = len(units)
 			u.err = err

@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -24,17 +27,24 @@ type LeaderboardConfig struct {
 	Resamples int
 	// Seed seeds the bootstrap; the same seed gives the same intervals.
 	Seed uint64
+	// RewardColumn, when set, names a rewards column (a kept metadata
+	// column, such as a harness's recorded_reward) read in place of
+	// gavel's verdict: see Recorded.
+	RewardColumn string
 }
 
 // Leaderboard is one row per group of rollouts, best pass rate first.
 type Leaderboard struct {
-	Dirs        []string `json:"dirs"`
-	By          []string `json:"by"`
-	K           []int    `json:"k"`
-	Seed        uint64   `json:"seed"`
-	Resamples   int      `json:"resamples"`
-	Entries     []Entry  `json:"entries"`
-	Conventions []string `json:"conventions"`
+	Dirs      []string `json:"dirs"`
+	By        []string `json:"by"`
+	K         []int    `json:"k"`
+	Seed      uint64   `json:"seed"`
+	Resamples int      `json:"resamples"`
+	// RewardColumn is the column the statistics are computed from in
+	// place of gavel's verdict ("" when none).
+	RewardColumn string   `json:"reward_column,omitempty"`
+	Entries      []Entry  `json:"entries"`
+	Conventions  []string `json:"conventions"`
 }
 
 // Entry is the statistics of one group.
@@ -113,6 +123,10 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 		cfg.Resamples = 2000
 	}
 	cols := []string{"task_id", "status", "reward"}
+	if cfg.RewardColumn != "" {
+		cols[1], cols[2] = cfg.RewardColumn, cfg.RewardColumn
+	}
+	recordedFound := false
 	for _, b := range by {
 		cols = append(cols, column(b))
 	}
@@ -137,6 +151,10 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 					g.key = append(g.key, string(v[3+i].data))
 				}
 				groups[string(keyBuf)] = g
+			}
+			if cfg.RewardColumn != "" {
+				v[1], v[2] = recordedRow(v[1])
+				recordedFound = recordedFound || string(v[1].data) != verifiers.StatusError
 			}
 			task := in.get(v[0].data)
 			ta := g.tasks[task]
@@ -174,7 +192,10 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 			return nil, fmt.Errorf("--by %s: no rollout has a value in column %s (kept columns: see --keep of gavel grade)", b, column(b))
 		}
 	}
-	lb := &Leaderboard{Dirs: dirs, By: by, K: ks, Seed: cfg.Seed, Resamples: cfg.Resamples}
+	if cfg.RewardColumn != "" && !recordedFound && len(groups) > 0 {
+		return nil, fmt.Errorf("--reward-column %s: no rollout has a number or boolean in column %s (kept columns: see --keep of gavel grade)", cfg.RewardColumn, cfg.RewardColumn)
+	}
+	lb := &Leaderboard{Dirs: dirs, By: by, K: ks, Seed: cfg.Seed, Resamples: cfg.Resamples, RewardColumn: cfg.RewardColumn}
 	for _, g := range groups {
 		e := g.e
 		e.Group = g.key
@@ -256,11 +277,53 @@ func conventions(lb *Leaderboard) []string {
 	for i, k := range lb.K {
 		ks[i] = fmt.Sprint(k)
 	}
-	return []string{
+	var recorded []string
+	if lb.RewardColumn != "" {
+		recorded = []string{fmt.Sprintf("outcomes are read from column %s, not gavel's verdict: a row passed when its value is numerically 1 or boolean true (1, 1.0, true), failed for any other number or false, and is counted as error without one; the reward is the value (true 1, false 0).", lb.RewardColumn)}
+	}
+	return append(recorded, []string{
 		"rollouts counts every row; passed, failed, pending and error are shown apart. Pending and error rows are never in a denominator.",
 		"pass rate = passed / (passed + failed), with a 95% Wilson score interval (Wilson 1927).",
 		fmt.Sprintf("mean reward is over rows with a reward (passed and failed); its 95%% interval is a percentile bootstrap over tasks (clustered: whole tasks are resampled with replacement), %d resamples, PCG seed %d; no interval when a group holds fewer than two tasks.", lb.Resamples, lb.Seed),
 		fmt.Sprintf("pass@k (k = %s): the unbiased estimator 1 - C(n-c,k)/C(n,k) of Chen et al. 2021 per task, n the task's passed or failed samples in the group and c those passed, averaged over tasks with n >= k.", strings.Join(ks, ", ")),
 		"pass^k: the probability that all k of k samples pass, estimated without bias as C(c,k)/C(n,k) per task (as in tau-bench), averaged over the same tasks.",
+	}...)
+}
+
+// Recorded returns the outcome of a recorded reward, a cell's text in
+// whatever form a column keeps it: passed when it is numerically 1 or
+// boolean true (1, 1.0, true), failed for any other number or false; ok
+// is false for anything else (null, text, JSON). reward is the value,
+// true 1 and false 0.
+func Recorded(text []byte) (passed bool, reward float64, ok bool) {
+	s := strings.TrimSpace(string(text))
+	switch strings.ToLower(s) {
+	case "true":
+		return true, 1, true
+	case "false":
+		return false, 0, true
 	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return false, 0, false
+	}
+	return f == 1, f, true
+}
+
+// recordedRow returns the status and reward of a row read from a recorded
+// reward's cell.
+func recordedRow(v value) (status, reward value) {
+	if v.null() {
+		return value{kind: columnar.CellString, data: []byte(verifiers.StatusError)}, value{}
+	}
+	passed, r, ok := Recorded(v.data)
+	switch {
+	case !ok:
+		return value{kind: columnar.CellString, data: []byte(verifiers.StatusError)}, value{}
+	case passed:
+		status = value{kind: columnar.CellString, data: []byte(verifiers.StatusPassed)}
+	default:
+		status = value{kind: columnar.CellString, data: []byte(verifiers.StatusFailed)}
+	}
+	return status, value{kind: columnar.CellNumber, data: strconv.AppendFloat(nil, r, 'g', -1, 64)}
 }

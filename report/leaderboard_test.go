@@ -122,3 +122,31 @@ func TestLeaderboardByTask(t *testing.T) {
 		t.Error("--by nope: no error")
 	}
 }
+
+func TestRecorded(t *testing.T) {
+	tests := []struct {
+		text       string
+		passed, ok bool
+		reward     float64
+	}{
+		{"1", true, true, 1},
+		{"1.0", true, true, 1},
+		{" 1e0 ", true, true, 1},
+		{"true", true, true, 1},
+		{"True", true, true, 1},
+		{"0", false, true, 0},
+		{"0.0", false, true, 0},
+		{"0.5", false, true, 0.5},
+		{"false", false, true, 0},
+		{"", false, false, 0},
+		{"yes", false, false, 0},
+		{"NaN", false, false, 0},
+		{`{"reward":1}`, false, false, 0},
+	}
+	for _, tt := range tests {
+		passed, reward, ok := Recorded([]byte(tt.text))
+		if passed != tt.passed || ok != tt.ok || reward != tt.reward {
+			t.Errorf("Recorded(%q) = %v, %v, %v; want %v, %v, %v", tt.text, passed, reward, ok, tt.passed, tt.reward, tt.ok)
+		}
+	}
+}

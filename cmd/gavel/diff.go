@@ -16,9 +16,11 @@ import (
 const diffExamples = `  gavel diff baseline/ gavel-out/
   gavel diff --fail-on 1% baseline/ gavel-out/       # fail when more than 1% of rollouts regressed
   gavel diff --markdown baseline/ gavel-out/ > comment.md
-  gavel diff --json --fail-on 10 baseline/ gavel-out/`
+  gavel diff --json --fail-on 10 baseline/ gavel-out/
+  gavel diff --against-column recorded_reward gavel-out/   # gavel's verdicts against a harness's rewards`
 
 const diffSynopsis = `gavel diff [flags] BASE CUR
+       gavel diff [flags] --against-column COL DIR
 
 Compares two result directories rollout by rollout (by rollout_id): per verifier
 and per check, flips from pass to fail and from fail to pass, other status changes
@@ -29,7 +31,12 @@ verifier on the paired pass/fail outcomes.
 
 A regression is a rollout that passed in BASE and is failed or error in CUR.
 
-Exit status: 0 the regressions do not exceed --fail-on; 1 they do (or an error);
+With --against-column, one result directory's verdicts are compared with a
+recorded reward kept in its rewards (a harness's recorded_reward: passed when
+numerically 1 or true): the rollouts where they disagree, with the checks that
+decided gavel's verdict. --fail-on then limits the disagreements.
+
+Exit status: 0 the regressions (disagreements) do not exceed --fail-on; 1 they do (or an error);
 2 usage error.`
 
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -38,10 +45,14 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asMarkdown := fs.Bool("markdown", false, "print the diff as Markdown (for a CI comment)")
 	failOn := fs.String("fail-on", "0", "exit 1 when the regressions exceed this `LIMIT`: a count (0: any regression) or a rate of paired rollouts (1% or 0.01)")
 	examples := fs.Int("examples", 10, "list `N` changed rollouts, regressions first (0: none)")
+	against := fs.String("against-column", "", "compare one result directory's verdicts with the recorded reward in this kept `COLUMN` (recorded_reward)")
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
-	if fs.NArg() != 2 {
+	if *against != "" && fs.NArg() != 1 {
+		return usagef("gavel diff --against-column recorded_reward gavel-out/", "diff --against-column needs one result directory")
+	}
+	if *against == "" && fs.NArg() != 2 {
 		return usagef("gavel diff baseline/ gavel-out/", "diff needs two result directories, BASE and CUR")
 	}
 	if *asJSON && *asMarkdown {
@@ -58,7 +69,38 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case *asMarkdown:
 		format = "markdown"
 	}
+	if *against != "" {
+		return againstAndReport(fs.Arg(0), *against, th, *examples, format, stdout)
+	}
 	return diffAndReport(fs.Arg(0), fs.Arg(1), th, *examples, format, stdout)
+}
+
+// againstAndReport compares a result directory's verdicts with a recorded
+// reward column, prints the comparison in format and returns an exitError
+// with status 1 when the disagreements exceed th.
+func againstAndReport(dir, column string, th report.Threshold, examples int, format string, w io.Writer) error {
+	if examples == 0 {
+		examples = -1 // report.DiffConfig: 0 means the default
+	}
+	a, err := report.CompareColumn(dir, column, report.DiffConfig{FailOn: th, Examples: examples})
+	if err != nil {
+		return fmt.Errorf("diff: %w", err)
+	}
+	switch format {
+	case "json":
+		err = a.WriteJSON(w)
+	case "markdown":
+		err = a.WriteMarkdown(w)
+	default:
+		err = a.WriteText(w)
+	}
+	if err != nil {
+		return err
+	}
+	if a.Failed {
+		return &exitError{code: 1, msg: fmt.Sprintf("%d disagreements with %s (%.2f%% of %d compared rollouts) exceed --fail-on %s", a.Disagreements, column, 100*a.DisagreementRate, a.Compared, th)}
+	}
+	return nil
 }
 
 // diffAndReport compares two result directories, prints the diff in

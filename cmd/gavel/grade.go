@@ -20,6 +20,8 @@ const gradeExamples = `  gavel grade rollouts.parquet
   gavel grade --map final_state=world_after,output=answer data.parquet
   gavel grade --tasks tasks.parquet rollouts.parquet
   gavel grade --spec specs/ --spec extra.yaml rollouts.parquet
+  gavel grade --spec tau.yaml --from tau-bench --set model=gpt-4o results/
+  gavel grade --spec inspect.yaml logs/2026-01-05T10-00-00_task.eval
   cat rollouts.jsonl | gavel grade -`
 
 // defaultMemoryLimit is the Go soft memory limit of a grading run when the
@@ -49,7 +51,10 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var specs listFlag
 	fs.Var(&specs, "spec", "declarative verifier `FILE` (YAML or JSON) or directory of them; repeatable; added to the built-in verifiers")
 	tasks := fs.String("tasks", "", "tasks table `FILE` (task_id, initial_state, other fields)")
-	mapping := fs.String("map", "", "read fields from other columns: `K=COL,...` (final_state=world_after)")
+	mapping := fs.String("map", "", "read fields from other columns: `K=COL[.PATH],...` (final_state=world_after; in JSON Lines and logs, PATH is a member path inside COL: output=response.text)")
+	from := fs.String("from", "", "read .json inputs as logs of this harness `FORMAT`: inspect, tau-bench, tau2 or messages (messages: JSON Lines inputs as chat messages); .eval files are Inspect logs without it")
+	var sets listFlag
+	fs.Var(&sets, "set", "add constant metadata `K=V` to every row (a string); repeatable")
 	keep := fs.String("keep", "", "metadata `COLS` copied into the rewards (default: those of model,run_id,sample present)")
 	workers := fs.Int("workers", 0, "grading goroutines (default: number of CPUs)")
 	batch := fs.Int("batch-size", 0, "rows per batch (tuning only; results never depend on it) (default 256)")
@@ -91,6 +96,10 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	constants, err := parseSet(sets)
+	if err != nil {
+		return err
+	}
 	cfg := pipeline.Config{
 		Inputs:       fs.Args(),
 		Out:          *out,
@@ -105,6 +114,8 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Resume:       *resume,
 		Timeout:      *timeout,
 		MaxLineBytes: *maxLine,
+		From:         *from,
+		Set:          constants,
 	}
 	if *keep != "" {
 		cfg.Keep = splitList(*keep)
@@ -176,6 +187,10 @@ func gradeError(err error, maxErrors int64) error {
 			return usagef("gavel grade --tasks tasks.parquet rollouts.parquet", "--tasks: %s", ce.Msg)
 		case "Resume":
 			return usagef("give the inputs, verifiers and flags of the interrupted run, or drop --resume to start over", "--resume: %s", ce.Msg)
+		case "From":
+			return usagef("gavel grade --from tau-bench results/", "--from: %s", ce.Msg)
+		case "Set":
+			return usagef("gavel grade --set model=gpt-4o ...", "--set: %s", ce.Msg)
 		case "Inputs":
 			return usagef("gavel grade rollouts.parquet", "%s", ce.Msg)
 		case "Judge":
@@ -226,6 +241,19 @@ func parseMap(s string) (columnar.FieldNames, error) {
 		*dst = col
 	}
 	return n, nil
+}
+
+// parseSet parses the values of --set K=V.
+func parseSet(sets []string) ([]pipeline.Constant, error) {
+	var out []pipeline.Constant
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("gavel grade --set model=gpt-4o ...", "--set %q: want KEY=VALUE", kv)
+		}
+		out = append(out, pipeline.Constant{Key: k, Value: v})
+	}
+	return out, nil
 }
 
 func splitList(s string) []string {

@@ -15,7 +15,8 @@ import (
 const leaderboardExamples = `  gavel leaderboard gavel-out/
   gavel leaderboard --by model,task run-a/ run-b/
   gavel leaderboard --k 1,5,10 --format csv gavel-out/ > leaderboard.csv
-  gavel leaderboard --format html --out leaderboard.html gavel-out/`
+  gavel leaderboard --format html --out leaderboard.html gavel-out/
+  gavel leaderboard --reward-column recorded_reward gavel-out/   # the harness's own rewards`
 
 const leaderboardSynopsis = `gavel leaderboard [flags] DIR...
 
@@ -28,7 +29,12 @@ task. Pending and error rows are never in a denominator. Every format states
 these conventions except CSV, whose column names carry them.
 
 --by takes task (task_id), verifier (verifier_id) or any rewards column, such
-as the metadata columns kept by gavel grade --keep (model, run_id, ...).`
+as the metadata columns kept by gavel grade --keep (model, run_id, ...).
+
+--reward-column computes the same statistics from a kept column, such as the
+recorded_reward of a harness's log, instead of gavel's verdict: a row passes when
+the value is numerically 1 or boolean true (1, 1.0, true), fails for any other
+number or false, and counts as error without one.`
 
 func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("leaderboard", leaderboardSynopsis, leaderboardExamples, stderr)
@@ -38,6 +44,7 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 	out := fs.String("out", "", "write to `FILE` instead of standard output")
 	seed := fs.Uint64("seed", 1, "bootstrap `SEED`")
 	resamples := fs.Int("resamples", 2000, "bootstrap resamples `N`")
+	rewardColumn := fs.String("reward-column", "", "read each row's outcome and reward from this kept `COLUMN` (recorded_reward) instead of gavel's verdict")
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
@@ -79,7 +86,7 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 			return usagef("gavel leaderboard gavel-out/", "%s is not a result directory (no rewards/ in it)", dir)
 		}
 	}
-	lb, err := report.BuildLeaderboard(fs.Args(), report.LeaderboardConfig{By: byList, K: kList, Seed: *seed, Resamples: *resamples})
+	lb, err := report.BuildLeaderboard(fs.Args(), report.LeaderboardConfig{By: byList, K: kList, Seed: *seed, Resamples: *resamples, RewardColumn: *rewardColumn})
 	if err != nil {
 		return fmt.Errorf("leaderboard: %w", err)
 	}

@@ -1,0 +1,412 @@
+package harness
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/gavelhq/gavel/columnar/jsonview"
+)
+
+// zipZstd is the zip compression method of Zstandard, which Inspect
+// writes (older logs are deflated).
+const zipZstd = 93
+
+// evalHeader is what an Inspect log says of every sample: the eval's id,
+// task and model, as bodies of JSON strings.
+type evalHeader struct {
+	evalID, task, model, runID []byte
+	seen                       bool
+}
+
+// read takes the header from an EvalSpec object (the log's "eval").
+func (h *evalHeader) read(spec jsonview.Value) {
+	str := func(k string) []byte {
+		b, _ := body(spec.Get(k))
+		return bytes.Clone(b)
+	}
+	h.evalID, h.task, h.model, h.runID = str("eval_id"), str("task"), str("model"), str("run_id")
+	if len(h.evalID) == 0 {
+		h.evalID = h.runID
+	}
+	h.seen = true
+}
+
+// evalArchive reads the samples of an .eval archive, one member at a time,
+// in the archive's order; a sample written twice is read once, where it
+// was last written.
+type evalArchive struct {
+	name    string
+	hdr     evalHeader
+	samples []*zip.File
+	i       int
+	data    []byte
+}
+
+// NewEvalReader reads an Inspect .eval archive of size bytes; name is used
+// in messages. The header (header.json, or _journal/start.json for a run
+// that did not finish) is read here; a file that is not a complete zip
+// archive, or has neither header, is an error.
+func NewEvalReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
+	zr, err := zip.NewReader(ra, size)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: no zip directory at the end (byte %d): truncated or not an .eval archive: %w", name, size, err)
+	}
+	zr.RegisterDecompressor(zip.Deflate, pooledInflater)
+	zr.RegisterDecompressor(zipZstd, zstd.ZipDecompressor(zstd.WithDecoderMaxWindow(128<<20)))
+	a := &evalArchive{name: name}
+	last := make(map[string]int, len(zr.File))
+	for i, f := range zr.File {
+		last[f.Name] = i
+	}
+	var header, start *zip.File
+	for i, f := range zr.File {
+		if last[f.Name] != i {
+			continue
+		}
+		switch {
+		case f.Name == "header.json":
+			header = f
+		case f.Name == "_journal/start.json":
+			start = f
+		case strings.HasPrefix(f.Name, "samples/") && strings.HasSuffix(f.Name, ".json"):
+			a.samples = append(a.samples, f)
+		}
+	}
+	r := &Reader{name: name, format: Inspect, src: a}
+	if header == nil {
+		header = start
+	}
+	if header == nil {
+		return nil, fmt.Errorf("read %s: no header.json or _journal/start.json", name)
+	}
+	if a.data, err = readMember(header, a.data); err != nil {
+		return nil, fmt.Errorf("read %s: %s: %w", name, header.Name, err)
+	}
+	root, err := r.doc.Parse(a.data)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %s: %w", name, header.Name, err)
+	}
+	if root.Get("eval").Kind() != jsonview.Object {
+		return nil, fmt.Errorf("read %s: %s has no eval object", name, header.Name)
+	}
+	a.hdr.read(root.Get("eval"))
+	return r, nil
+}
+
+// readAheadBytes is the window of an .eval file read at once.
+const readAheadBytes = 1 << 20
+
+// readAhead is an io.ReaderAt over a file read mostly in order, as an
+// .eval archive's members are: reads are served from a window of the file
+// read at once, so that each member's header and compressed bytes cost no
+// system call of their own (a small sample cost three). Reads larger than
+// half the window go to the file. It is not safe for concurrent use.
+type readAhead struct {
+	ra  io.ReaderAt
+	buf []byte
+	off int64 // file offset of buf[0]
+}
+
+func newReadAhead(ra io.ReaderAt, window int) *readAhead {
+	return &readAhead{ra: ra, buf: make([]byte, 0, window)}
+}
+
+func (r *readAhead) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) > cap(r.buf)/2 {
+		return r.ra.ReadAt(p, off)
+	}
+	if off < r.off || off+int64(len(p)) > r.off+int64(len(r.buf)) {
+		n, err := r.ra.ReadAt(r.buf[:cap(r.buf)], off)
+		if err != nil && err != io.EOF {
+			r.buf = r.buf[:0]
+			return 0, err
+		}
+		r.buf, r.off = r.buf[:n], off
+	}
+	n := copy(p, r.buf[off-r.off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+var inflaters sync.Pool
+
+// inflater is a pooled deflate reader: one per member would allocate
+// tens of kilobytes per sample.
+type inflater struct{ io.ReadCloser }
+
+func (f *inflater) Close() error {
+	err := f.ReadCloser.Close()
+	inflaters.Put(f)
+	return err
+}
+
+func pooledInflater(r io.Reader) io.ReadCloser {
+	if f, ok := inflaters.Get().(*inflater); ok {
+		if f.ReadCloser.(flate.Resetter).Reset(r, nil) == nil {
+			return f
+		}
+	}
+	return &inflater{flate.NewReader(r)}
+}
+
+// maxMember bounds the uncompressed size of one archive member.
+const maxMember = 1 << 30
+
+// readMember reads a member whole into buf.
+func readMember(f *zip.File, buf []byte) ([]byte, error) {
+	if f.UncompressedSize64 > maxMember {
+		return buf, fmt.Errorf("%d bytes uncompressed, over the limit of %d", f.UncompressedSize64, maxMember)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return buf, err
+	}
+	defer rc.Close()
+	buf = buf[:0]
+	if n := int(f.UncompressedSize64); cap(buf) < n+1 {
+		buf = make([]byte, 0, n+1)
+	}
+	w := bytes.NewBuffer(buf)
+	_, err = w.ReadFrom(io.LimitReader(rc, maxMember+1))
+	buf = w.Bytes()
+	if err == nil && len(buf) > maxMember {
+		err = errors.New("over the size limit")
+	}
+	return buf, err
+}
+
+func (a *evalArchive) next(r *Reader) (Item, error) {
+	if a.i >= len(a.samples) {
+		return Item{}, io.EOF
+	}
+	f := a.samples[a.i]
+	a.i++
+	where := strings.TrimSuffix(strings.TrimPrefix(f.Name, "samples/"), ".json")
+	if i := strings.LastIndex(where, "_epoch_"); i >= 0 {
+		where = "sample " + where[:i] + " epoch " + where[i+len("_epoch_"):]
+	}
+	var err error
+	a.data, err = readMember(f, a.data)
+	if err != nil {
+		return Item{Err: fmt.Errorf("%s: %w", f.Name, err), Where: where}, nil
+	}
+	root, err := r.doc.Parse(skipBOMBytes(a.data))
+	if err != nil {
+		return Item{Err: fmt.Errorf("%s: %w", f.Name, err), Where: where}, nil
+	}
+	return r.inspectSample(&a.hdr, root, where), nil
+}
+
+func skipBOMBytes(b []byte) []byte {
+	return bytes.TrimPrefix(b, bom)
+}
+
+// inspectJSON streams the samples of a .json EvalLog. The log's "eval"
+// must come before its "samples", as Inspect writes it.
+type inspectJSON struct {
+	s       *stream
+	hdr     evalHeader
+	started bool
+	inArray bool
+	n       int
+}
+
+func (x *inspectJSON) next(r *Reader) (Item, error) {
+	s := x.s
+	if !x.started {
+		x.started = true
+		if err := s.delim("log", '{'); err != nil {
+			return Item{}, err
+		}
+	}
+	for {
+		if x.inArray {
+			ok, err := s.element("samples")
+			if err != nil {
+				return Item{}, err
+			}
+			if ok {
+				x.n++
+				root, err := r.doc.Parse(s.raw)
+				if err != nil {
+					return Item{Err: err, Where: fmt.Sprintf("element %d of samples", x.n-1)}, nil
+				}
+				return r.inspectSample(&x.hdr, root, ""), nil
+			}
+			x.inArray = false
+		}
+		key, end, err := s.key("log")
+		if err != nil {
+			return Item{}, err
+		}
+		if end {
+			if err := s.end(); err != nil {
+				return Item{}, err
+			}
+			return Item{}, io.EOF
+		}
+		switch key {
+		case "eval":
+			if err := s.value("eval"); err != nil {
+				return Item{}, err
+			}
+			spec, err := r.doc.Parse(s.raw)
+			if err != nil || spec.Kind() != jsonview.Object {
+				return Item{}, fmt.Errorf("read %s: eval at byte %d is not an object", s.name, s.offset())
+			}
+			x.hdr.read(spec)
+		case "samples":
+			if x.inArray, err = s.arrayOrNull("samples"); err != nil {
+				return Item{}, err
+			}
+			if x.inArray && !x.hdr.seen {
+				return Item{}, fmt.Errorf("read %s: samples at byte %d come before the eval header", s.name, s.offset())
+			}
+		default:
+			if err := s.value(key); err != nil {
+				return Item{}, err
+			}
+		}
+	}
+}
+
+// inspectSample maps one EvalSample.
+func (r *Reader) inspectSample(h *evalHeader, smp jsonview.Value, where string) Item {
+	if smp.Kind() != jsonview.Object {
+		return Item{Err: fmt.Errorf("sample is %s, not an object", smp.Kind()), Where: where}
+	}
+	id, epoch := smp.Get("id"), smp.Get("epoch")
+	if where == "" {
+		where = "sample"
+		if _, ok := appendIDBody(nil, id); ok {
+			where = fmt.Sprintf("sample %s epoch %s", bytes.Trim(id.Raw(), `"`), epoch.Raw())
+		}
+	}
+	// ids first: an error row still names its rollout.
+	var o object
+	o.begin(r.out[:0])
+	o.key("rollout_id")
+	o.b = append(o.b, '"')
+	o.b = append(append(o.b, h.evalID...), '/')
+	o.b, _ = appendIDBody(o.b, id)
+	o.b = append(o.b, '/')
+	o.b, _ = appendIDBody(o.b, epoch)
+	o.b = append(o.b, '"')
+	o.key("task_id")
+	taskStart := len(o.b) + 1
+	o.b = append(o.b, '"')
+	o.b = append(append(o.b, h.task...), '/')
+	o.b, _ = appendIDBody(o.b, id)
+	taskEnd := len(o.b)
+	o.b = append(o.b, '"')
+	if _, ok := appendIDBody(nil, id); !ok {
+		r.out = o.end()
+		return Item{Rollout: r.out, Err: fmt.Errorf("sample id is %s, not a string or number", id.Kind()), Where: where}
+	}
+	if epoch.Kind() != jsonview.Number {
+		r.out = o.end()
+		return Item{Rollout: r.out, Err: fmt.Errorf("sample epoch is %s, not a number", epoch.Kind()), Where: where}
+	}
+
+	r.taskRow(o.b[taskStart:taskEnd], func(t *object) {
+		for _, k := range []string{"input", "target", "choices", "metadata", "setup"} {
+			t.rawIf(k, smp.Get(k))
+		}
+	})
+
+	if st := smp.Get("store"); !st.IsNull() {
+		o.raw("final_state", st)
+	}
+	o.key("output")
+	o.b = append(o.b, '"')
+	out := smp.Get("output")
+	if c, ok := body(out.Get("completion")); ok && len(c) > 0 {
+		o.b = append(o.b, c...)
+	} else {
+		o.b, _ = appendText(o.b, out.Get("choices").Index(0).Get("message").Get("content"), "")
+	}
+	o.b = append(o.b, '"')
+
+	r.log.reset()
+	for m := smp.Get("messages").First(); m.Exists(); m = m.Next() {
+		switch role := m.Get("role"); {
+		case role.StrIs("assistant"):
+			for c := m.Get("tool_calls").First(); c.Exists(); c = c.Next() {
+				r.log.call(c.Get("function"), c.Get("id"), c.Get("arguments"), c.Get("parse_error"), jsonview.Value{})
+			}
+		case role.StrIs("tool"):
+			r.log.result(m.Get("function"), m.Get("tool_call_id"), m.Get("content"), false, m.Get("error"), jsonview.Value{})
+		}
+	}
+	o.key("log")
+	o.b = append(o.b, r.log.done()...)
+
+	if len(h.model) > 0 {
+		o.key("model")
+		o.b = append(append(append(o.b, '"'), h.model...), '"')
+	}
+	if len(h.runID) > 0 {
+		o.key("run_id")
+		o.b = append(append(append(o.b, '"'), h.runID...), '"')
+	}
+	o.raw("epoch", epoch)
+	if r, ok := scoreValue(smp.Get("scores").First().Get("value")); ok {
+		o.key("recorded_reward")
+		o.b = append(o.b, r...)
+	}
+	o.rawIf("recorded_scores", smp.Get("scores"))
+	if e := smp.Get("error"); !e.IsNull() {
+		if m := e.Get("message"); m.Exists() {
+			e = m
+		}
+		o.raw("recorded_error", e)
+	}
+	o.rawIf("termination_reason", smp.Get("limit").Get("type"))
+	r.out = o.end()
+	return Item{Rollout: r.out, Where: where, Task: r.task(o.b[taskStart:taskEnd])}
+}
+
+// scoreValue returns a score's value as the text of a number, as Inspect's
+// value_to_float reads it: a number as it is, true 1 and false 0, the
+// letters C (correct) 1, I (incorrect) 0, P (partial) 0.5 and N (no
+// answer) 0, yes and no, and a string holding a number. ok is false for
+// other values (a list, an object, other text).
+func scoreValue(v jsonview.Value) (string, bool) {
+	switch v.Kind() {
+	case jsonview.Number:
+		return string(v.Raw()), true
+	case jsonview.True:
+		return "1", true
+	case jsonview.False:
+		return "0", true
+	case jsonview.String:
+	default:
+		return "", false
+	}
+	b, _ := v.Str()
+	s := strings.ToLower(strings.TrimSpace(string(b)))
+	switch s {
+	case "c", "yes", "true":
+		return "1", true
+	case "i", "n", "no", "false":
+		return "0", true
+	case "p":
+		return "0.5", true
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return strconv.FormatFloat(f, 'g', -1, 64), true
+	}
+	return "", false
+}

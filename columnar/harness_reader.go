@@ -1,0 +1,199 @@
+package columnar
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/gavelhq/gavel/columnar/harness"
+	"github.com/gavelhq/gavel/columnar/jsonview"
+)
+
+// Input formats of other harnesses' logs (package harness). An .eval file
+// is an Inspect log by its name; other files are read in one of these
+// formats only when asked (InputFormatFrom).
+const (
+	InputInspect  = string(harness.Inspect)
+	InputTauBench = string(harness.TauBench)
+	InputTau2     = string(harness.Tau2)
+	InputMessages = string(harness.Messages)
+)
+
+// IsHarnessFormat reports whether format is one of the harness formats.
+func IsHarnessFormat(format string) bool {
+	_, err := harness.ParseFormat(format)
+	return err == nil
+}
+
+// CheckFrom checks the name of a harness format given to read inputs in
+// (gavel grade --from); "" is no format.
+func CheckFrom(from string) error {
+	if from == "" {
+		return nil
+	}
+	_, err := harness.ParseFormat(from)
+	return err
+}
+
+// InputFormatFrom is InputFormat for a run that reads harness logs of
+// format from ("" for none): an .eval file is an Inspect log whatever
+// from; with from, a .json file (plain, .gz or .zst) is a log of that
+// format, and with messages a JSON Lines file is read as chat messages.
+// Other names have their InputFormat.
+func InputFormatFrom(name, from string) (format string, ok bool) {
+	if harness.IsEvalArchive(name) {
+		return InputInspect, true
+	}
+	format, ok = InputFormat(name)
+	switch {
+	case from == InputMessages && format == InputJSONL:
+		return InputMessages, true
+	case from != "" && from != InputMessages && isJSONName(name):
+		return from, true
+	}
+	return format, ok
+}
+
+// isJSONName reports whether name ends in .json, plain or with .gz or
+// .zst.
+func isJSONName(name string) bool {
+	lower := strings.ToLower(name)
+	lower = strings.TrimSuffix(strings.TrimSuffix(lower, ".gz"), ".zst")
+	return strings.HasSuffix(lower, ".json")
+}
+
+// describeHarness reads the log's first trajectory that could be mapped:
+// its members are the input's columns.
+func (in *Input) describeHarness(f *os.File) error {
+	hr, err := harness.OpenFile(in.Path, f, harness.Format(in.Format))
+	if err != nil {
+		return err
+	}
+	defer hr.Close()
+	in.Units = []InputUnit{{Rows: -1}}
+	var doc jsonview.Doc
+	for {
+		it, err := hr.Next()
+		if err != nil {
+			return nil // the unit's reader reports it
+		}
+		if it.Err != nil {
+			continue
+		}
+		root, err := doc.Parse(it.Rollout)
+		if err != nil {
+			continue
+		}
+		for m := root.First(); m.Exists(); m = m.Next() {
+			in.Columns = append(in.Columns, string(m.Key()))
+		}
+		return nil
+	}
+}
+
+// HarnessReader reads a harness's log (package harness) as batches of
+// JSON Lines rows, one per trajectory, each line a rollout in gavel's
+// JSON Lines schema: its rows are decoded and graded as those of a JSON
+// Lines file. A trajectory that could not be mapped is a row whose Err
+// names the file and the trajectory (with the rollout's ids in its line
+// when known); a log that cannot be read to the end (a truncated archive
+// or array) is an error of Next, after the rows read before it.
+type HarnessReader struct {
+	path string
+	hr   *harness.Reader
+	next int64 // index of the next trajectory
+	err  error // sticky
+
+	mu   sync.Mutex
+	free []*Batch
+}
+
+// NewHarnessReader reads a stream of a harness's log in format (one of
+// the harness formats; an Inspect stream is a .json log: an .eval archive
+// needs its file, see Input.Open); name is used in messages and ids.
+// Closing the reader does not close r.
+func NewHarnessReader(name string, r io.Reader, format string) (*HarnessReader, error) {
+	hr, err := harness.NewReader(name, r, harness.Format(format))
+	if err != nil {
+		return nil, err
+	}
+	return &HarnessReader{path: name, hr: hr}, nil
+}
+
+// newHarnessFileReader reads the log in file f, which it takes over.
+func newHarnessFileReader(path, format string, f *os.File) (*HarnessReader, error) {
+	hr, err := harness.OpenFile(path, f, harness.Format(format))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &HarnessReader{path: path, hr: hr}, nil
+}
+
+// Rows returns -1: a log is not counted before it is read.
+func (h *HarnessReader) Rows() int64 { return -1 }
+
+// Close releases the file.
+func (h *HarnessReader) Close() error { return h.hr.Close() }
+
+func (h *HarnessReader) getBatch() *Batch {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b := popFree(&h.free); b != nil {
+		return b
+	}
+	return &Batch{JSONLines: true, release: h.put}
+}
+
+func (h *HarnessReader) put(b *Batch) {
+	clear(b.Rows)
+	b.Rows = b.Rows[:0]
+	b.arena = b.arena[:0]
+	h.mu.Lock()
+	h.free = append(h.free, b)
+	h.mu.Unlock()
+}
+
+// Next returns the next batch of at most max rows.
+func (h *HarnessReader) Next(max int) (*Batch, error) {
+	if h.err != nil {
+		return nil, h.err
+	}
+	if max <= 0 {
+		max = 1
+	}
+	b := h.getBatch()
+	spans := b.spans[:0]
+	for len(b.Rows) < max {
+		it, err := h.hr.Next()
+		if err != nil {
+			h.err = err
+			break
+		}
+		row := Row{Index: h.next, Offset: -1, TaskRow: it.Task}
+		h.next++
+		switch {
+		case it.Err == nil:
+		case strings.HasPrefix(it.Err.Error(), it.Where+":"):
+			row.Err = fmt.Errorf("%s: %w", h.path, it.Err)
+		default:
+			row.Err = fmt.Errorf("%s: %s: %w", h.path, it.Where, it.Err)
+		}
+		start := len(b.arena)
+		b.arena = append(b.arena, it.Rollout...)
+		spans = append(spans, struct{ start, end int }{start, len(b.arena)})
+		b.Rows = append(b.Rows, row)
+	}
+	// The arena may have moved while it grew: take the line slices last.
+	for i, s := range spans {
+		b.Rows[i].Line = b.arena[s.start:s.end:s.end]
+	}
+	b.spans = spans[:0]
+	if len(b.Rows) == 0 {
+		b.Release()
+		return nil, h.err
+	}
+	return b, nil
+}
