@@ -49,6 +49,11 @@ type judging struct {
 	inflight      map[judge.Key]*call
 
 	asks sync.WaitGroup // one count per ask goroutine
+
+	// shared serialises the writer-owned fields above when many
+	// RowGrader calls judge at once (judgeNow); a run's one writer does
+	// not take it.
+	shared sync.Mutex
 }
 
 type derivedJudge struct {
@@ -459,4 +464,44 @@ func (js *judging) summary() *JudgeSummary {
 	s := js.base.Stats()
 	return &JudgeSummary{Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
 		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, PendingBudget: js.pendingBudget}
+}
+
+// judgeNow judges a batch's asks and waits for them, for RowGrader, whose
+// calls run on many goroutines at once: the fields a run's writer owns are
+// taken under js.shared. The asks themselves run without the caller's
+// cancellation, so that a judgement shared by two requests is not failed
+// by one client leaving; each is bounded by the judge's own timeout. The
+// verdicts are made durable before the rows are returned.
+func (js *judging) judgeNow(ctx context.Context, res *results, buf []verifiers.Check) ([]verifiers.Check, error) {
+	js.shared.Lock()
+	err := js.start(context.WithoutCancel(ctx), res.asks)
+	js.shared.Unlock()
+	if err != nil {
+		return buf, err
+	}
+	for i := range res.asks {
+		if c := res.asks[i].c; c != nil {
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				// The asks finish on their own, bounded by the judge's
+				// timeout; a later request for one of them asks again.
+				js.shared.Lock()
+				for j := range res.asks {
+					if a := &res.asks[j]; a.owner {
+						delete(js.inflight, a.req.Key())
+					}
+				}
+				js.shared.Unlock()
+				return buf, ctx.Err()
+			}
+		}
+	}
+	js.shared.Lock()
+	buf, err = js.finish(res, buf)
+	js.shared.Unlock()
+	if err != nil {
+		return buf, err
+	}
+	return buf, js.sync()
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -33,6 +35,11 @@ type RowConfig struct {
 	// timeout at once; while that many are, Grade refuses with a
 	// *StuckError (0: GOMAXPROCS).
 	MaxStuck int
+	// Judge, when set, judges the rubric checks of the verifiers that are
+	// Judged, as Config.Judge does in a run (with no request budget); nil
+	// leaves them pending. A verdict found in the cache is the one a run
+	// would write.
+	Judge *judge.Config
 }
 
 // RowGrader grades rows handed to it one batch at a time, outside a run,
@@ -81,6 +88,9 @@ func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
 	}
 	p := plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, tasks: cfg.Tasks, keep: []string{}, initials: jsonview.NewCache(initialCacheBytes)}
 	p.skips = columnar.StateSkips(&p.fields, p.initials)
+	if p.judging, err = newJudging(cfg.Judge, cfg.Verifiers, 0); err != nil {
+		return nil, err
+	}
 	g := &RowGrader{base: p, unit: Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers, maxStuck: cfg.MaxStuck}
 	if g.maxStuck <= 0 {
 		g.maxStuck = runtime.GOMAXPROCS(0)
@@ -119,7 +129,8 @@ type rowCall struct {
 	b        *columnar.Batch
 	res      results
 	done     chan *rowWorker
-	panicked any // a panic of the grading code, raised again by Grade
+	panicked any               // a panic of the grading code, raised again by Grade
+	buf      []verifiers.Check // rescoring after the judge
 }
 
 var rowCalls = sync.Pool{New: func() any { return &rowCall{done: make(chan *rowWorker, 1)} }}
@@ -157,8 +168,10 @@ func (w *rowWorker) takeover() *worker {
 // names the metadata columns copied into the reward rows (nil: none).
 // Grading stops at the first error each returns, which Grade returns.
 // While too many verifier calls are stuck, it returns a *StuckError and
-// grades nothing.
-func (g *RowGrader) Grade(b *columnar.Batch, keep []string, each func(rw *columnar.RewardRow, checks []columnar.CheckRow) error) error {
+// grades nothing. With a judge, the batch's rubric checks that the cache
+// cannot answer are asked before each is called; ctx bounds that wait, and
+// a failed probe of the judge's server is returned as a *ProbeError.
+func (g *RowGrader) Grade(ctx context.Context, b *columnar.Batch, keep []string, each func(rw *columnar.RewardRow, checks []columnar.CheckRow) error) error {
 	if g.watch != nil {
 		if n := int(g.watch.stuck.Load()); n >= g.maxStuck {
 			return &StuckError{Stuck: n, Limit: g.maxStuck, Timeout: g.watch.timeout}
@@ -194,6 +207,12 @@ func (g *RowGrader) Grade(b *columnar.Batch, keep []string, each func(rw *column
 		c.b = nil
 		rowCalls.Put(c)
 	}()
+	if js := g.base.judging; js != nil && len(c.res.asks) > 0 {
+		var err error
+		if c.buf, err = js.judgeNow(ctx, &c.res, c.buf); err != nil {
+			return err
+		}
+	}
 	// A row has one check row per check it counts (none on an error).
 	checks := c.res.checks
 	for i := range c.res.rewards {
@@ -269,4 +288,23 @@ func (g *RowGrader) Verifiers() []ManifestVerifier {
 		out[i] = ManifestVerifier{ID: v.ID, Name: v.Name, Tasks: v.Tasks, Source: v.Source, Fingerprint: "sha256:" + hex.EncodeToString(sum[:])}
 	}
 	return out
+}
+
+// Close releases the judge's verdict cache, if any, after making it
+// durable. The RowGrader must not be used after.
+func (g *RowGrader) Close() error {
+	if js := g.base.judging; js != nil {
+		if err := js.sync(); err != nil {
+			js.base.Close()
+			return err
+		}
+		return js.base.Close()
+	}
+	return nil
+}
+
+// JudgeSummary counts the judging of every Grade call so far (nil: no
+// judge).
+func (g *RowGrader) JudgeSummary() *JudgeSummary {
+	return g.base.judging.summary()
 }

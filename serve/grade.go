@@ -51,7 +51,8 @@ type gradeReq struct {
 	rc    *http.ResponseController // streams only
 	st    *reqState
 	start time.Time
-	keep  []string // nil: probe the first rollout
+	ctx   context.Context // the request's
+	keep  []string        // nil: probe the first rollout
 	enc   *columnar.RowJSON
 	wrote bool
 
@@ -83,7 +84,7 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 		}
 		gradeReqs.Put(g)
 	}()
-	g.s, g.set, g.w, g.st, g.start = s, set, w, st, time.Now()
+	g.s, g.set, g.w, g.st, g.start, g.ctx = s, set, w, st, time.Now(), r.Context()
 	if r.URL.RawQuery != "" {
 		if k, ok := r.URL.Query()["keep"]; ok {
 			g.keep = []string{}
@@ -259,6 +260,11 @@ func (g *gradeReq) gradeFailed(err error) {
 		g.fail(http.StatusServiceUnavailable, err.Error(), "a verifier never returns: fix it, or restart the server")
 		return
 	}
+	var pe *pipeline.ProbeError
+	if errors.As(err, &pe) {
+		g.fail(http.StatusBadGateway, err.Error(), "check the judge's URL, model and API key (gavel serve --judge-*)")
+		return
+	}
 	g.fail(http.StatusInternalServerError, err.Error(), "")
 }
 
@@ -388,7 +394,7 @@ func (k *lineSink) count(status string) {
 func (g *gradeReq) grade(b *columnar.Batch, out []byte) ([]byte, error) {
 	k := lineSinks.Get().(*lineSink)
 	k.enc, k.out, k.counts = g.enc, out, k.counts[:0]
-	err := g.set.grader.Grade(b, g.keep, k.each)
+	err := g.set.grader.Grade(g.ctx, b, g.keep, k.each)
 	for _, c := range k.counts {
 		g.s.metrics.graded(c.status, c.n)
 		atomic.AddInt64(&g.st.rollouts, int64(c.n))

@@ -9,11 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-// metrics are the server's Prometheus metrics. A judge, once gavel has
-// one, adds its request counter here (gavel_judge_requests_total).
+// metrics are the server's Prometheus metrics. With a judge configured,
+// the judge's counters are added by judgeMetrics.
 //
 // The children of the labelled metrics are looked up once per label
 // value and kept (routeMetrics, outcomes), not per request.
@@ -83,4 +84,28 @@ func (rm *routeMetrics) observe(code int, d time.Duration) {
 
 func promhttpHandler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// judgeMetrics registers the judge's counters (requests sent, cache hits,
+// retries, failures), read from the verifier set serving at scrape time.
+func (s *Server) judgeMetrics(reg *prometheus.Registry) {
+	counter := func(name, help string, get func(*pipeline.JudgeSummary) int64) prometheus.CounterFunc {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
+			set := s.set.Load()
+			if set == nil {
+				return 0
+			}
+			js := set.grader.JudgeSummary()
+			if js == nil {
+				return 0
+			}
+			return float64(get(js))
+		})
+	}
+	reg.MustRegister(
+		counter("gavel_judge_requests_total", "Requests sent to the judge (retries included) by the serving verifier set.", func(j *pipeline.JudgeSummary) int64 { return j.Requests }),
+		counter("gavel_judge_cache_hits_total", "Rubric checks answered from the judge's verdict cache.", func(j *pipeline.JudgeSummary) int64 { return j.CacheHits }),
+		counter("gavel_judge_retries_total", "Judge requests retried.", func(j *pipeline.JudgeSummary) int64 { return j.Retries }),
+		counter("gavel_judge_failures_total", "Judgements that failed (their checks have status error).", func(j *pipeline.JudgeSummary) int64 { return j.Failures }),
+	)
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -63,6 +64,10 @@ type Config struct {
 	// Registry receives the server's metrics (nil: a new registry, served
 	// at /metrics).
 	Registry *prometheus.Registry
+	// Judge, when set, judges the rubric checks of /v1/grade as gavel
+	// grade does (nil: they stay pending). Checks of /verifier requests
+	// stay "PENDING", as the gym API documents.
+	Judge *judge.Config
 }
 
 // Default limits.
@@ -121,6 +126,9 @@ func New(cfg Config) *Server {
 		gyms:     newGymCache(1024),
 		encoders: newEncoders(),
 	}
+	if cfg.Judge != nil {
+		s.judgeMetrics(cfg.Registry)
+	}
 	s.tokenSum = sha256.Sum256([]byte("Bearer " + cfg.Token))
 	s.routes()
 	return s
@@ -131,12 +139,22 @@ func New(cfg Config) *Server {
 // verifiers binding one task is a pipeline.ConfigError, and the old set
 // stays.
 func (s *Server) Reload(vs []*verifiers.Verifier) error {
-	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile, Timeout: s.cfg.Timeout, MaxStuck: s.cfg.MaxInflight})
+	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile, Timeout: s.cfg.Timeout, MaxStuck: s.cfg.MaxInflight, Judge: s.cfg.Judge})
 	if err != nil {
 		return err
 	}
 	s.set.Store(&verifierSet{grader: g, list: g.Verifiers()})
 	s.ready.Store(true)
+	return nil
+}
+
+// Close makes the judge's verdicts durable and releases its cache, once
+// Serve has returned. A set replaced by Reload keeps its cache open until
+// the process ends, since requests may still use it.
+func (s *Server) Close() error {
+	if set := s.set.Load(); set != nil {
+		return set.grader.Close()
+	}
 	return nil
 }
 

@@ -37,8 +37,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tokenEnv := fs.String("token-env", "", "require Authorization: Bearer <token>, the token read from environment variable `NAME`")
 	insecure := fs.Bool("insecure", false, "allow a non-loopback --addr without --token-env")
 	maxSessions := fs.Int("max-sessions", 10000, "sessions kept by PUT /sessions/{id} (least recently used evicted)")
+	jf := judgeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	judgeCfg, budget, err := jf.config()
+	if err != nil {
+		return err
+	}
+	if budget != 0 {
+		return usagef("gavel serve --judge-model M", "--judge-max-requests: a server has no request budget (each request is judged as it comes)")
 	}
 	if fs.NArg() > 0 {
 		return usagef("gavel serve --help", "serve takes no arguments, got %q", fs.Arg(0))
@@ -69,7 +77,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg := serve.Config{
 		MaxBody: *maxBody, MaxInflight: *maxInflight, RequestTimeout: *reqTimeout, Timeout: *timeout, Token: token,
-		MaxSessions: *maxSessions, Logger: slog.New(slog.NewJSONHandler(stderr, nil)),
+		MaxSessions: *maxSessions, Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Judge: judgeCfg,
 	}
 	if *tasks != "" {
 		t, err := pipeline.LoadTasks(*tasks, pipeline.Config{}.Fields)
@@ -82,6 +90,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := srv.Reload(vs); err != nil {
 		var ce *pipeline.ConfigError
 		if errors.As(err, &ce) {
+			if ce.Field == "Judge" {
+				return &usageError{msg: "judge: " + ce.Msg, hint: "gavel serve --judge-model MODEL --judge-url URL ..."}
+			}
 			return &usageError{msg: ce.Msg, hint: "gavel spec check FILE..."}
 		}
 		return err
@@ -128,6 +139,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	err = srv.Serve(ctx, ln, *shutdown)
+	if cErr := srv.Close(); cErr != nil && err == nil {
+		err = cErr
+	}
 	stopReload()
 	log.Info("stopped", "error", fmt.Sprint(err))
 	return err
