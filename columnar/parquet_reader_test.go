@@ -724,9 +724,11 @@ func TestParquetReaderBatchReuse(t *testing.T) {
 func TestParquetReaderGoroutines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.parquet")
 	writePGO(t, path, testRollouts(40), parquet.MaxRowsPerRowGroup(15))
+	// A goroutine of an earlier test may still be ending when base is
+	// taken: the count must come back to base or below, never stay above.
 	settle := func(want int) int {
 		n := runtime.NumGoroutine()
-		for i := 0; i < 200 && n != want; i++ {
+		for i := 0; i < 200 && n > want; i++ {
 			time.Sleep(5 * time.Millisecond)
 			n = runtime.NumGoroutine()
 		}
@@ -747,13 +749,13 @@ func TestParquetReaderGoroutines(t *testing.T) {
 			b.Release()
 		}
 		if stop == 40 {
-			if n := settle(base); n != base {
-				t.Errorf("after the last row: %d goroutines, want %d", n, base)
+			if n := settle(base); n > base {
+				t.Errorf("after the last row: %d goroutines, want at most %d", n, base)
 			}
 		}
 		r.Close()
-		if n := settle(base); n != base {
-			t.Errorf("after Close at row %d: %d goroutines, want %d", stop, n, base)
+		if n := settle(base); n > base {
+			t.Errorf("after Close at row %d: %d goroutines, want at most %d", stop, n, base)
 		}
 	}
 }
