@@ -3,8 +3,10 @@ package harness
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"strconv"
@@ -50,6 +52,7 @@ type evalArchive struct {
 	samples []*zip.File
 	i       int
 	data    []byte
+	m       memberReader
 }
 
 // NewEvalReader reads an Inspect .eval archive of size bytes; name is used
@@ -63,7 +66,7 @@ func NewEvalReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
 	}
 	zr.RegisterDecompressor(zip.Deflate, pooledInflater)
 	zr.RegisterDecompressor(zipZstd, zstd.ZipDecompressor(zstd.WithDecoderMaxWindow(128<<20)))
-	a := &evalArchive{name: name}
+	a := &evalArchive{name: name, m: memberReader{ra: ra}}
 	last := make(map[string]int, len(zr.File))
 	for i, f := range zr.File {
 		last[f.Name] = i
@@ -89,7 +92,7 @@ func NewEvalReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
 	if header == nil {
 		return nil, fmt.Errorf("read %s: no header.json or _journal/start.json", name)
 	}
-	if a.data, err = readMember(header, a.data); err != nil {
+	if a.data, err = a.m.read(header, a.data); err != nil {
 		return nil, fmt.Errorf("read %s: %s: %w", name, header.Name, err)
 	}
 	root, err := r.doc.Parse(a.data)
@@ -125,19 +128,38 @@ func (r *readAhead) ReadAt(p []byte, off int64) (int, error) {
 	if len(p) > cap(r.buf)/2 {
 		return r.ra.ReadAt(p, off)
 	}
-	if off < r.off || off+int64(len(p)) > r.off+int64(len(r.buf)) {
-		n, err := r.ra.ReadAt(r.buf[:cap(r.buf)], off)
-		if err != nil && err != io.EOF {
-			r.buf = r.buf[:0]
-			return 0, err
-		}
-		r.buf, r.off = r.buf[:n], off
+	if err := r.fill(off, len(p)); err != nil {
+		return 0, err
 	}
 	n := copy(p, r.buf[off-r.off:])
 	if n < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// fill reads the window at off unless it holds the n bytes there.
+func (r *readAhead) fill(off int64, n int) error {
+	if off >= r.off && off+int64(n) <= r.off+int64(len(r.buf)) {
+		return nil
+	}
+	m, err := r.ra.ReadAt(r.buf[:cap(r.buf)], off)
+	if err != nil && err != io.EOF {
+		r.buf = r.buf[:0]
+		return err
+	}
+	r.buf, r.off = r.buf[:m], off
+	return nil
+}
+
+// view returns the n bytes at off from the window, without copying them;
+// ok is false when n is over half the window or the file ends first. The
+// bytes are valid until the next read.
+func (r *readAhead) view(off int64, n int) (b []byte, ok bool) {
+	if n > cap(r.buf)/2 || r.fill(off, n) != nil || off+int64(n) > r.off+int64(len(r.buf)) {
+		return nil, false
+	}
+	return r.buf[off-r.off : off-r.off+int64(n)], true
 }
 
 var inflaters sync.Pool
@@ -159,6 +181,117 @@ func pooledInflater(r io.Reader) io.ReadCloser {
 		}
 	}
 	return &inflater{flate.NewReader(r)}
+}
+
+var zstdDecoders sync.Pool
+
+// memberReader reads members of an archive whole. The common case (a
+// stored, deflated or Zstandard member that decompresses to its size and
+// checksum) is read from the compressed bytes in place, with a
+// decompressor reused from member to member; any other case, and every
+// error, is left to archive/zip (readMember), so that a member reads and
+// fails as archive/zip has it.
+type memberReader struct {
+	ra   io.ReaderAt
+	comp []byte // compressed bytes not in a read-ahead window
+	desc [16]byte
+	br   bytes.Reader
+	fl   io.ReadCloser
+}
+
+// read reads member f whole into buf.
+func (m *memberReader) read(f *zip.File, buf []byte) ([]byte, error) {
+	if b, ok := m.fast(f, buf); ok {
+		return b, nil
+	}
+	return readMember(f, buf)
+}
+
+// fast is read for the common case; ok is false for any other.
+func (m *memberReader) fast(f *zip.File, buf []byte) (b []byte, ok bool) {
+	size, csize := f.UncompressedSize64, f.CompressedSize64
+	if size > maxMember || csize > maxMember || strings.HasSuffix(f.Name, "/") {
+		return buf, false
+	}
+	body, err := f.DataOffset() // after the member's local header
+	if err != nil {
+		return buf, false
+	}
+	comp, ok := m.bytesAt(body, int(csize))
+	if !ok {
+		return buf, false
+	}
+	n := int(size)
+	if cap(buf) < n+1 {
+		buf = make([]byte, 0, n+1)
+	}
+	buf = buf[:n]
+	switch f.Method {
+	case zip.Store:
+		if len(comp) != n {
+			return buf, false
+		}
+		copy(buf, comp)
+	case zip.Deflate:
+		m.br.Reset(comp)
+		if m.fl == nil {
+			m.fl = flate.NewReader(&m.br)
+		} else if m.fl.(flate.Resetter).Reset(&m.br, nil) != nil {
+			return buf, false
+		}
+		if _, err := io.ReadFull(m.fl, buf); err != nil {
+			return buf, false
+		}
+		if k, err := io.ReadFull(m.fl, buf[n:n+1]); k != 0 || err != io.EOF {
+			return buf, false
+		}
+	case zipZstd:
+		d, _ := zstdDecoders.Get().(*zstd.Decoder)
+		if d == nil {
+			if d, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(128<<20), zstd.WithDecoderMaxMemory(maxMember)); err != nil {
+				return buf, false
+			}
+		}
+		out, err := d.DecodeAll(comp, buf[:0])
+		zstdDecoders.Put(d)
+		if err != nil || len(out) != n || (n > 0 && &out[0] != &buf[0]) {
+			return buf, false
+		}
+	default:
+		return buf, false
+	}
+	sum := crc32.ChecksumIEEE(buf)
+	if f.Flags&0x8 != 0 { // a data descriptor follows the body
+		k, _ := m.ra.ReadAt(m.desc[:], body+int64(csize))
+		d := m.desc[:k]
+		if len(d) >= 4 && binary.LittleEndian.Uint32(d) == 0x08074b50 { // its signature
+			d = d[4:]
+		}
+		if len(d) < 12 || binary.LittleEndian.Uint32(d) != f.CRC32 || sum != f.CRC32 {
+			return buf, false
+		}
+	} else if f.CRC32 != 0 && sum != f.CRC32 {
+		return buf, false
+	}
+	return buf, true
+}
+
+// bytesAt returns the n bytes at off, in place in a read-ahead window or
+// else read into m.comp.
+func (m *memberReader) bytesAt(off int64, n int) ([]byte, bool) {
+	if r, ok := m.ra.(*readAhead); ok {
+		if b, ok := r.view(off, n); ok {
+			return b, true
+		}
+	}
+	if cap(m.comp) < n {
+		m.comp = make([]byte, n)
+	}
+	b := m.comp[:n]
+	if k, err := m.ra.ReadAt(b, off); k != n && err != nil {
+		return nil, false
+	}
+	return b, true
 }
 
 // maxMember bounds the uncompressed size of one archive member.
@@ -198,7 +331,7 @@ func (a *evalArchive) next(r *Reader) (Item, error) {
 		where = "sample " + where[:i] + " epoch " + where[i+len("_epoch_"):]
 	}
 	var err error
-	a.data, err = readMember(f, a.data)
+	a.data, err = a.m.read(f, a.data)
 	if err != nil {
 		return Item{Err: fmt.Errorf("%s: %w", f.Name, err), Where: where}, nil
 	}
