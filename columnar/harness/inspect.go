@@ -199,24 +199,46 @@ type memberReader struct {
 	fl   io.ReadCloser
 }
 
+// member is what the zip directory says of an archive member.
+type member struct {
+	name         string
+	method       uint16
+	flags        uint16
+	crc          uint32
+	csize, size  uint64
+	headerOffset int64 // of its local header
+}
+
 // read reads member f whole into buf.
 func (m *memberReader) read(f *zip.File, buf []byte) ([]byte, error) {
-	if b, ok := m.fast(f, buf); ok {
-		return b, nil
+	body, err := f.DataOffset() // after the member's local header
+	if err == nil {
+		e := member{name: f.Name, method: f.Method, flags: f.Flags, crc: f.CRC32, csize: f.CompressedSize64, size: f.UncompressedSize64}
+		if b, ok := m.fast(&e, body, buf); ok {
+			return b, nil
+		}
 	}
 	return readMember(f, buf)
 }
 
-// fast is read for the common case; ok is false for any other.
-func (m *memberReader) fast(f *zip.File, buf []byte) (b []byte, ok bool) {
-	size, csize := f.UncompressedSize64, f.CompressedSize64
-	if size > maxMember || csize > maxMember || strings.HasSuffix(f.Name, "/") {
+// bodyOffset returns the offset of e's compressed bytes, after its local
+// header.
+func (m *memberReader) bodyOffset(e *member) (int64, bool) {
+	var h [30]byte
+	if k, _ := m.ra.ReadAt(h[:], e.headerOffset); k < len(h) || binary.LittleEndian.Uint32(h[:]) != 0x04034b50 {
+		return 0, false
+	}
+	return e.headerOffset + 30 + int64(binary.LittleEndian.Uint16(h[26:])) + int64(binary.LittleEndian.Uint16(h[28:])), true
+}
+
+// fast is read for the common case, of member f whose compressed bytes
+// are at body; ok is false for any other.
+func (m *memberReader) fast(f *member, body int64, buf []byte) (b []byte, ok bool) {
+	size, csize := f.size, f.csize
+	if size > maxMember || csize > maxMember || strings.HasSuffix(f.name, "/") {
 		return buf, false
 	}
-	body, err := f.DataOffset() // after the member's local header
-	if err != nil {
-		return buf, false
-	}
+	var err error
 	comp, ok := m.bytesAt(body, int(csize))
 	if !ok {
 		return buf, false
@@ -226,7 +248,7 @@ func (m *memberReader) fast(f *zip.File, buf []byte) (b []byte, ok bool) {
 		buf = make([]byte, 0, n+1)
 	}
 	buf = buf[:n]
-	switch f.Method {
+	switch f.method {
 	case zip.Store:
 		if len(comp) != n {
 			return buf, false
@@ -261,16 +283,16 @@ func (m *memberReader) fast(f *zip.File, buf []byte) (b []byte, ok bool) {
 		return buf, false
 	}
 	sum := crc32.ChecksumIEEE(buf)
-	if f.Flags&0x8 != 0 { // a data descriptor follows the body
+	if f.flags&0x8 != 0 { // a data descriptor follows the body
 		k, _ := m.ra.ReadAt(m.desc[:], body+int64(csize))
 		d := m.desc[:k]
 		if len(d) >= 4 && binary.LittleEndian.Uint32(d) == 0x08074b50 { // its signature
 			d = d[4:]
 		}
-		if len(d) < 12 || binary.LittleEndian.Uint32(d) != f.CRC32 || sum != f.CRC32 {
+		if len(d) < 12 || binary.LittleEndian.Uint32(d) != f.crc || sum != f.crc {
 			return buf, false
 		}
-	} else if f.CRC32 != 0 && sum != f.CRC32 {
+	} else if f.crc != 0 && sum != f.crc {
 		return buf, false
 	}
 	return buf, true
@@ -326,10 +348,7 @@ func (a *evalArchive) next(r *Reader) (Item, error) {
 	}
 	f := a.samples[a.i]
 	a.i++
-	where := strings.TrimSuffix(strings.TrimPrefix(f.Name, "samples/"), ".json")
-	if i := strings.LastIndex(where, "_epoch_"); i >= 0 {
-		where = "sample " + where[:i] + " epoch " + where[i+len("_epoch_"):]
-	}
+	where := sampleWhere(f.Name)
 	var err error
 	a.data, err = a.m.read(f, a.data)
 	if err != nil {
@@ -340,6 +359,15 @@ func (a *evalArchive) next(r *Reader) (Item, error) {
 		return Item{Err: fmt.Errorf("%s: %w", f.Name, err), Where: where}, nil
 	}
 	return r.inspectSample(&a.hdr, root, where), nil
+}
+
+// sampleWhere names the sample of member name in messages.
+func sampleWhere(name string) string {
+	where := strings.TrimSuffix(strings.TrimPrefix(name, "samples/"), ".json")
+	if i := strings.LastIndex(where, "_epoch_"); i >= 0 {
+		where = "sample " + where[:i] + " epoch " + where[i+len("_epoch_"):]
+	}
+	return where
 }
 
 func skipBOMBytes(b []byte) []byte {
