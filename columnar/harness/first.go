@@ -1,10 +1,10 @@
 package harness
 
 import (
-	"bytes"
 	"encoding/binary"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
 )
@@ -51,14 +51,12 @@ const (
 	max32          = 0xffffffff
 )
 
-// firstEval is First of an .eval archive of size bytes whose zip
-// directory ends the file (no archive comment, nothing prepended), whose
-// entries need no Zip64 fields, and whose first sample (in the order
-// NewEvalReader reads them) maps without error. ok is false for any
-// other, and for any error: NewEvalReader then reads it, and says what
-// is wrong.
-func firstEval(name string, ra io.ReaderAt, size int64) (rollout []byte, ok bool) {
-	m := memberReader{ra: ra}
+// scanDir reads the zip directory of an archive of size bytes in place:
+// its entries, in order. ok is false, and archive/zip is to read it,
+// unless the directory ends the file (no archive comment, nothing
+// prepended) and its entries need no Zip64 fields, for any name that
+// archive/zip could find insecure, and for any error.
+func scanDir(ra io.ReaderAt, size int64) (entries []member, ok bool) {
 	var end [dirEndLen]byte
 	if size < dirEndLen {
 		return nil, false
@@ -91,65 +89,82 @@ func firstEval(name string, ra io.ReaderAt, size int64) (rollout []byte, ok bool
 	if dirOff > uint64(endOff) || dirSize != uint64(endOff)-dirOff || count > dirSize/dirEntryLen {
 		return nil, false
 	}
-	dir := make([]byte, dirSize)
-	if k, _ := ra.ReadAt(dir, int64(dirOff)); k < len(dir) {
+	raw := make([]byte, dirSize)
+	if k, _ := ra.ReadAt(raw, int64(dirOff)); k < len(raw) {
 		return nil, false
 	}
-
-	// One pass over the entries: the last header.json and
-	// _journal/start.json, and the first sample.
-	var header, start, sample member
-	sampleAt := -1 // offset in dir of the entry after the first sample's
-	var n uint64
-	for p := 0; p < len(dir); n++ {
+	dir := string(raw) // one string: the names are parts of it
+	raw = nil
+	entries = make([]member, 0, count)
+	for p := 0; p < len(dir); {
 		e := dir[p:]
-		if len(e) < dirEntryLen || le32(e) != sigDirEntry {
+		if len(e) < dirEntryLen || le32s(e) != sigDirEntry {
 			return nil, false
 		}
-		nameLen, extraLen, commentLen := int(le16(e[28:])), int(le16(e[30:])), int(le16(e[32:]))
+		nameLen, extraLen, commentLen := int(le16s(e[28:])), int(le16s(e[30:])), int(le16s(e[32:]))
 		next := p + dirEntryLen + nameLen + extraLen + commentLen
 		if next > len(dir) {
 			return nil, false
 		}
-		nm := e[dirEntryLen : dirEntryLen+nameLen]
 		x := member{
-			method: le16(e[10:]), flags: le16(e[8:]), crc: le32(e[16:]),
-			csize: uint64(le32(e[20:])), size: uint64(le32(e[24:])), headerOffset: int64(le32(e[42:])),
+			name:   e[dirEntryLen : dirEntryLen+nameLen],
+			method: le16s(e[10:]), flags: le16s(e[8:]), crc: le32s(e[16:]),
+			csize: uint64(le32s(e[20:])), size: uint64(le32s(e[24:])), headerOffset: int64(le32s(e[42:])),
+			idx: len(entries),
 		}
 		if x.csize == max32 || x.size == max32 || x.headerOffset == max32 ||
-			bytes.Contains(nm, []byte("..")) || bytes.IndexByte(nm, '\\') >= 0 || bytes.HasPrefix(nm, []byte("/")) {
+			strings.Contains(x.name, "..") || strings.ContainsRune(x.name, '\\') || strings.HasPrefix(x.name, "/") {
 			return nil, false
 		}
-		switch {
-		case string(nm) == "header.json":
-			x.name = "header.json"
-			header = x
-		case string(nm) == "_journal/start.json":
-			x.name = "_journal/start.json"
-			start = x
-		case sampleAt < 0 && bytes.HasPrefix(nm, []byte("samples/")) && bytes.HasSuffix(nm, []byte(".json")):
-			x.name = string(nm)
-			sample, sampleAt = x, next
-		}
+		entries = append(entries, x)
 		p = next
 	}
-	if n != count || sampleAt < 0 {
+	if uint64(len(entries)) != count {
+		return nil, false
+	}
+	return entries, true
+}
+
+// firstEval is First of an .eval archive of size bytes whose directory
+// scanDir reads, and whose first sample (in the order NewEvalReader reads
+// them) maps without error. ok is false for any other, and for any
+// error: NewEvalReader then reads it, and says what is wrong.
+func firstEval(name string, ra io.ReaderAt, size int64) (rollout []byte, ok bool) {
+	entries, ok := scanDir(ra, size)
+	if !ok {
+		return nil, false
+	}
+	var header, start, sample *member
+	for i := range entries {
+		e := &entries[i]
+		switch {
+		case e.name == "header.json":
+			header = e
+		case e.name == "_journal/start.json":
+			start = e
+		case sample == nil && strings.HasPrefix(e.name, "samples/") && strings.HasSuffix(e.name, ".json"):
+			sample = e
+		}
+	}
+	if sample == nil {
 		return nil, false
 	}
 	// A sample written again is read where it was last written.
-	if bytes.Contains(dir[sampleAt:], []byte(sample.name)) {
-		return nil, false
+	for _, e := range entries[sample.idx+1:] {
+		if e.name == sample.name {
+			return nil, false
+		}
 	}
-	if header.name == "" {
+	if header == nil {
 		header = start
 	}
-	if header.name == "" {
+	if header == nil {
 		return nil, false
 	}
-
+	m := memberReader{ra: ra}
 	r := &Reader{name: name, format: Inspect}
 	var hdr evalHeader
-	data, ok := m.readMember(&header, nil)
+	data, ok := m.readMember(header, nil)
 	if !ok {
 		return nil, false
 	}
@@ -158,7 +173,7 @@ func firstEval(name string, ra io.ReaderAt, size int64) (rollout []byte, ok bool
 		return nil, false
 	}
 	hdr.read(root.Get("eval"))
-	if data, ok = m.readMember(&sample, data); !ok {
+	if data, ok = m.readMember(sample, data); !ok {
 		return nil, false
 	}
 	if root, err = r.doc.Parse(skipBOMBytes(data)); err != nil {
@@ -182,3 +197,8 @@ func (m *memberReader) readMember(e *member, buf []byte) ([]byte, bool) {
 
 func le16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }
 func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
+
+func le16s(s string) uint16 { return uint16(s[0]) | uint16(s[1])<<8 }
+func le32s(s string) uint32 {
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}

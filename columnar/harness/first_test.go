@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -165,5 +166,50 @@ func TestFirst(t *testing.T) {
 				t.Errorf("read in place: %v, want %v", ok, tt.inPlace)
 			}
 		})
+	}
+}
+
+// TestEvalDirInPlace checks that NewEvalReader reads a plain archive's
+// directory and members in place, without archive/zip, and reads what it
+// reads of the same archive with a comment, which is left to archive/zip.
+func TestEvalDirInPlace(t *testing.T) {
+	run, err := os.ReadFile(filepath.Join("testdata", "inspect", "run.eval"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"header.json", "samples/1_epoch_1.json", "samples/2_epoch_1.json", "samples/1_epoch_1.json", "samples/3_epoch_1.json"}
+	archives := map[string][]byte{
+		"run.eval":     run,
+		"deflate.eval": archive(t, zip.Deflate, names, evalBody),
+		"zstd.eval":    archive(t, zipZstd, names, evalBody),
+		"stored.eval":  archive(t, zip.Store, names, evalBody),
+	}
+	readAll := func(data []byte) (items []string, viaZip bool) {
+		r, err := NewEvalReader("x.eval", bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			it, err := r.Next()
+			if err != nil {
+				items = append(items, err.Error())
+				break
+			}
+			items = append(items, fmt.Sprintf("%s %v %s", it.Rollout, it.Err, it.Where))
+		}
+		return items, r.src.(*evalArchive).zr != nil
+	}
+	for name, data := range archives {
+		got, viaZip := readAll(data)
+		if viaZip {
+			t.Errorf("%s: read through archive/zip", name)
+		}
+		want, viaZip := readAll(append(data[:len(data)-2:len(data)-2], 1, 0, 'x'))
+		if !viaZip {
+			t.Errorf("%s with a comment: not read through archive/zip", name)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-archive/zip +in place):\n%s", name, diff)
+		}
 	}
 }

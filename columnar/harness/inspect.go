@@ -49,10 +49,13 @@ func (h *evalHeader) read(spec jsonview.Value) {
 type evalArchive struct {
 	name    string
 	hdr     evalHeader
-	samples []*zip.File
+	samples []member
 	i       int
 	data    []byte
 	m       memberReader
+	ra      io.ReaderAt
+	size    int64
+	zr      *zip.Reader // archive/zip's directory, once needed
 }
 
 // NewEvalReader reads an Inspect .eval archive of size bytes; name is used
@@ -60,29 +63,35 @@ type evalArchive struct {
 // that did not finish) is read here; a file that is not a complete zip
 // archive, or has neither header, is an error.
 func NewEvalReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
-	zr, err := zip.NewReader(ra, size)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: no zip directory at the end (byte %d): truncated or not an .eval archive: %w", name, size, err)
+	a := &evalArchive{name: name, m: memberReader{ra: ra}, ra: ra, size: size}
+	entries, ok := scanDir(ra, size)
+	if !ok {
+		zr, err := a.zip()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: no zip directory at the end (byte %d): truncated or not an .eval archive: %w", name, size, err)
+		}
+		entries = make([]member, len(zr.File))
+		for i, f := range zr.File {
+			entries[i] = member{name: f.Name, idx: i}
+		}
 	}
-	zr.RegisterDecompressor(zip.Deflate, pooledInflater)
-	zr.RegisterDecompressor(zipZstd, zstd.ZipDecompressor(zstd.WithDecoderMaxWindow(128<<20)))
-	a := &evalArchive{name: name, m: memberReader{ra: ra}}
-	last := make(map[string]int, len(zr.File))
-	for i, f := range zr.File {
-		last[f.Name] = i
+	last := make(map[string]int, len(entries))
+	for i, e := range entries {
+		last[e.name] = i
 	}
-	var header, start *zip.File
-	for i, f := range zr.File {
-		if last[f.Name] != i {
+	var header, start *member
+	for i := range entries {
+		e := &entries[i]
+		if last[e.name] != i {
 			continue
 		}
 		switch {
-		case f.Name == "header.json":
-			header = f
-		case f.Name == "_journal/start.json":
-			start = f
-		case strings.HasPrefix(f.Name, "samples/") && strings.HasSuffix(f.Name, ".json"):
-			a.samples = append(a.samples, f)
+		case e.name == "header.json":
+			header = e
+		case e.name == "_journal/start.json":
+			start = e
+		case strings.HasPrefix(e.name, "samples/") && strings.HasSuffix(e.name, ".json"):
+			a.samples = append(a.samples, *e)
 		}
 	}
 	r := &Reader{name: name, format: Inspect, src: a}
@@ -92,18 +101,55 @@ func NewEvalReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
 	if header == nil {
 		return nil, fmt.Errorf("read %s: no header.json or _journal/start.json", name)
 	}
-	if a.data, err = a.m.read(header, a.data); err != nil {
-		return nil, fmt.Errorf("read %s: %s: %w", name, header.Name, err)
+	var err error
+	if a.data, err = a.read(header, a.data); err != nil {
+		return nil, fmt.Errorf("read %s: %s: %w", name, header.name, err)
 	}
 	root, err := r.doc.Parse(a.data)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %s: %w", name, header.Name, err)
+		return nil, fmt.Errorf("read %s: %s: %w", name, header.name, err)
 	}
 	if root.Get("eval").Kind() != jsonview.Object {
-		return nil, fmt.Errorf("read %s: %s has no eval object", name, header.Name)
+		return nil, fmt.Errorf("read %s: %s has no eval object", name, header.name)
 	}
 	a.hdr.read(root.Get("eval"))
 	return r, nil
+}
+
+// zip returns archive/zip's reading of the directory, read on first use.
+func (a *evalArchive) zip() (*zip.Reader, error) {
+	if a.zr != nil {
+		return a.zr, nil
+	}
+	zr, err := zip.NewReader(a.ra, a.size)
+	if err != nil {
+		return nil, err
+	}
+	zr.RegisterDecompressor(zip.Deflate, pooledInflater)
+	zr.RegisterDecompressor(zipZstd, zstd.ZipDecompressor(zstd.WithDecoderMaxWindow(128<<20)))
+	a.zr = zr
+	return zr, nil
+}
+
+// read reads member e whole into buf: in place when it can (when the
+// directory was read in place, and the member is read in place), and
+// otherwise as archive/zip reads it, with its errors.
+func (a *evalArchive) read(e *member, buf []byte) ([]byte, error) {
+	if a.zr == nil {
+		if body, ok := a.m.bodyOffset(e); ok {
+			if b, ok := a.m.fast(e, body, buf); ok {
+				return b, nil
+			}
+		}
+	}
+	zr, err := a.zip()
+	if err != nil {
+		return buf, err
+	}
+	if e.idx >= len(zr.File) || zr.File[e.idx].Name != e.name {
+		return buf, errors.New("zip directory read two ways")
+	}
+	return a.m.read(zr.File[e.idx], buf)
 }
 
 // readAheadBytes is the window of an .eval file read at once.
@@ -192,11 +238,12 @@ var zstdDecoders sync.Pool
 // error, is left to archive/zip (readMember), so that a member reads and
 // fails as archive/zip has it.
 type memberReader struct {
-	ra   io.ReaderAt
-	comp []byte // compressed bytes not in a read-ahead window
-	desc [16]byte
-	br   bytes.Reader
-	fl   io.ReadCloser
+	ra    io.ReaderAt
+	comp  []byte // compressed bytes not in a read-ahead window
+	desc  [16]byte
+	local [30]byte
+	br    bytes.Reader
+	fl    io.ReadCloser
 }
 
 // member is what the zip directory says of an archive member.
@@ -207,6 +254,7 @@ type member struct {
 	crc          uint32
 	csize, size  uint64
 	headerOffset int64 // of its local header
+	idx          int   // in the directory
 }
 
 // read reads member f whole into buf.
@@ -224,8 +272,8 @@ func (m *memberReader) read(f *zip.File, buf []byte) ([]byte, error) {
 // bodyOffset returns the offset of e's compressed bytes, after its local
 // header.
 func (m *memberReader) bodyOffset(e *member) (int64, bool) {
-	var h [30]byte
-	if k, _ := m.ra.ReadAt(h[:], e.headerOffset); k < len(h) || binary.LittleEndian.Uint32(h[:]) != 0x04034b50 {
+	h := m.local[:]
+	if k, _ := m.ra.ReadAt(h, e.headerOffset); k < len(h) || binary.LittleEndian.Uint32(h) != 0x04034b50 {
 		return 0, false
 	}
 	return e.headerOffset + 30 + int64(binary.LittleEndian.Uint16(h[26:])) + int64(binary.LittleEndian.Uint16(h[28:])), true
@@ -346,17 +394,17 @@ func (a *evalArchive) next(r *Reader) (Item, error) {
 	if a.i >= len(a.samples) {
 		return Item{}, io.EOF
 	}
-	f := a.samples[a.i]
+	f := &a.samples[a.i]
 	a.i++
-	where := sampleWhere(f.Name)
+	where := sampleWhere(f.name)
 	var err error
-	a.data, err = a.m.read(f, a.data)
+	a.data, err = a.read(f, a.data)
 	if err != nil {
-		return Item{Err: fmt.Errorf("%s: %w", f.Name, err), Where: where}, nil
+		return Item{Err: fmt.Errorf("%s: %w", f.name, err), Where: where}, nil
 	}
 	root, err := r.doc.Parse(skipBOMBytes(a.data))
 	if err != nil {
-		return Item{Err: fmt.Errorf("%s: %w", f.Name, err), Where: where}, nil
+		return Item{Err: fmt.Errorf("%s: %w", f.name, err), Where: where}, nil
 	}
 	return r.inspectSample(&a.hdr, root, where), nil
 }
