@@ -67,30 +67,20 @@ func isJSONName(name string) bool {
 // describeHarness reads the log's first trajectory that could be mapped:
 // its members are the input's columns.
 func (in *Input) describeHarness(f *os.File) error {
-	hr, err := harness.OpenFile(in.Path, f, harness.Format(in.Format))
+	rollout, err := harness.First(in.Path, f, harness.Format(in.Format))
 	if err != nil {
 		return err
 	}
-	defer hr.Close()
 	in.Units = []InputUnit{{Rows: -1}}
 	var doc jsonview.Doc
-	for {
-		it, err := hr.Next()
-		if err != nil {
-			return nil // the unit's reader reports it
-		}
-		if it.Err != nil {
-			continue
-		}
-		root, err := doc.Parse(it.Rollout)
-		if err != nil {
-			continue
-		}
-		for m := root.First(); m.Exists(); m = m.Next() {
-			in.Columns = append(in.Columns, string(m.Key()))
-		}
-		return nil
+	root, err := doc.Parse(rollout)
+	if rollout == nil || err != nil {
+		return nil // the unit's reader reports it
 	}
+	for m := root.First(); m.Exists(); m = m.Next() {
+		in.Columns = append(in.Columns, string(m.Key()))
+	}
+	return nil
 }
 
 // HarnessReader reads a harness's log (package harness) as batches of

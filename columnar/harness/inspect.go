@@ -3,8 +3,10 @@ package harness
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"strconv"
@@ -47,9 +49,13 @@ func (h *evalHeader) read(spec jsonview.Value) {
 type evalArchive struct {
 	name    string
 	hdr     evalHeader
-	samples []*zip.File
+	samples []member
 	i       int
 	data    []byte
+	m       memberReader
+	ra      io.ReaderAt
+	size    int64
+	zr      *zip.Reader // archive/zip's directory, once needed
 }
 
 // NewEvalReader reads an Inspect .eval archive of size bytes; name is used
@@ -57,29 +63,35 @@ type evalArchive struct {
 // that did not finish) is read here; a file that is not a complete zip
 // archive, or has neither header, is an error.
 func NewEvalReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
-	zr, err := zip.NewReader(ra, size)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: no zip directory at the end (byte %d): truncated or not an .eval archive: %w", name, size, err)
+	a := &evalArchive{name: name, m: memberReader{ra: ra}, ra: ra, size: size}
+	entries, ok := scanDir(ra, size)
+	if !ok {
+		zr, err := a.zip()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: no zip directory at the end (byte %d): truncated or not an .eval archive: %w", name, size, err)
+		}
+		entries = make([]member, len(zr.File))
+		for i, f := range zr.File {
+			entries[i] = member{name: f.Name, idx: i}
+		}
 	}
-	zr.RegisterDecompressor(zip.Deflate, pooledInflater)
-	zr.RegisterDecompressor(zipZstd, zstd.ZipDecompressor(zstd.WithDecoderMaxWindow(128<<20)))
-	a := &evalArchive{name: name}
-	last := make(map[string]int, len(zr.File))
-	for i, f := range zr.File {
-		last[f.Name] = i
+	last := make(map[string]int, len(entries))
+	for i, e := range entries {
+		last[e.name] = i
 	}
-	var header, start *zip.File
-	for i, f := range zr.File {
-		if last[f.Name] != i {
+	var header, start *member
+	for i := range entries {
+		e := &entries[i]
+		if last[e.name] != i {
 			continue
 		}
 		switch {
-		case f.Name == "header.json":
-			header = f
-		case f.Name == "_journal/start.json":
-			start = f
-		case strings.HasPrefix(f.Name, "samples/") && strings.HasSuffix(f.Name, ".json"):
-			a.samples = append(a.samples, f)
+		case e.name == "header.json":
+			header = e
+		case e.name == "_journal/start.json":
+			start = e
+		case strings.HasPrefix(e.name, "samples/") && strings.HasSuffix(e.name, ".json"):
+			a.samples = append(a.samples, *e)
 		}
 	}
 	r := &Reader{name: name, format: Inspect, src: a}
@@ -89,18 +101,55 @@ func NewEvalReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
 	if header == nil {
 		return nil, fmt.Errorf("read %s: no header.json or _journal/start.json", name)
 	}
-	if a.data, err = readMember(header, a.data); err != nil {
-		return nil, fmt.Errorf("read %s: %s: %w", name, header.Name, err)
+	var err error
+	if a.data, err = a.read(header, a.data); err != nil {
+		return nil, fmt.Errorf("read %s: %s: %w", name, header.name, err)
 	}
 	root, err := r.doc.Parse(a.data)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %s: %w", name, header.Name, err)
+		return nil, fmt.Errorf("read %s: %s: %w", name, header.name, err)
 	}
 	if root.Get("eval").Kind() != jsonview.Object {
-		return nil, fmt.Errorf("read %s: %s has no eval object", name, header.Name)
+		return nil, fmt.Errorf("read %s: %s has no eval object", name, header.name)
 	}
 	a.hdr.read(root.Get("eval"))
 	return r, nil
+}
+
+// zip returns archive/zip's reading of the directory, read on first use.
+func (a *evalArchive) zip() (*zip.Reader, error) {
+	if a.zr != nil {
+		return a.zr, nil
+	}
+	zr, err := zip.NewReader(a.ra, a.size)
+	if err != nil {
+		return nil, err
+	}
+	zr.RegisterDecompressor(zip.Deflate, pooledInflater)
+	zr.RegisterDecompressor(zipZstd, zstd.ZipDecompressor(zstd.WithDecoderMaxWindow(128<<20)))
+	a.zr = zr
+	return zr, nil
+}
+
+// read reads member e whole into buf: in place when it can (when the
+// directory was read in place, and the member is read in place), and
+// otherwise as archive/zip reads it, with its errors.
+func (a *evalArchive) read(e *member, buf []byte) ([]byte, error) {
+	if a.zr == nil {
+		if body, ok := a.m.bodyOffset(e); ok {
+			if b, ok := a.m.fast(e, body, buf); ok {
+				return b, nil
+			}
+		}
+	}
+	zr, err := a.zip()
+	if err != nil {
+		return buf, err
+	}
+	if e.idx >= len(zr.File) || zr.File[e.idx].Name != e.name {
+		return buf, errors.New("zip directory read two ways")
+	}
+	return a.m.read(zr.File[e.idx], buf)
 }
 
 // readAheadBytes is the window of an .eval file read at once.
@@ -125,19 +174,38 @@ func (r *readAhead) ReadAt(p []byte, off int64) (int, error) {
 	if len(p) > cap(r.buf)/2 {
 		return r.ra.ReadAt(p, off)
 	}
-	if off < r.off || off+int64(len(p)) > r.off+int64(len(r.buf)) {
-		n, err := r.ra.ReadAt(r.buf[:cap(r.buf)], off)
-		if err != nil && err != io.EOF {
-			r.buf = r.buf[:0]
-			return 0, err
-		}
-		r.buf, r.off = r.buf[:n], off
+	if err := r.fill(off, len(p)); err != nil {
+		return 0, err
 	}
 	n := copy(p, r.buf[off-r.off:])
 	if n < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// fill reads the window at off unless it holds the n bytes there.
+func (r *readAhead) fill(off int64, n int) error {
+	if off >= r.off && off+int64(n) <= r.off+int64(len(r.buf)) {
+		return nil
+	}
+	m, err := r.ra.ReadAt(r.buf[:cap(r.buf)], off)
+	if err != nil && err != io.EOF {
+		r.buf = r.buf[:0]
+		return err
+	}
+	r.buf, r.off = r.buf[:m], off
+	return nil
+}
+
+// view returns the n bytes at off from the window, without copying them;
+// ok is false when n is over half the window or the file ends first. The
+// bytes are valid until the next read.
+func (r *readAhead) view(off int64, n int) (b []byte, ok bool) {
+	if n > cap(r.buf)/2 || r.fill(off, n) != nil || off+int64(n) > r.off+int64(len(r.buf)) {
+		return nil, false
+	}
+	return r.buf[off-r.off : off-r.off+int64(n)], true
 }
 
 var inflaters sync.Pool
@@ -159,6 +227,141 @@ func pooledInflater(r io.Reader) io.ReadCloser {
 		}
 	}
 	return &inflater{flate.NewReader(r)}
+}
+
+var zstdDecoders sync.Pool
+
+// memberReader reads members of an archive whole. The common case (a
+// stored, deflated or Zstandard member that decompresses to its size and
+// checksum) is read from the compressed bytes in place, with a
+// decompressor reused from member to member; any other case, and every
+// error, is left to archive/zip (readMember), so that a member reads and
+// fails as archive/zip has it.
+type memberReader struct {
+	ra    io.ReaderAt
+	comp  []byte // compressed bytes not in a read-ahead window
+	desc  [16]byte
+	local [30]byte
+	br    bytes.Reader
+	fl    io.ReadCloser
+}
+
+// member is what the zip directory says of an archive member.
+type member struct {
+	name         string
+	method       uint16
+	flags        uint16
+	crc          uint32
+	csize, size  uint64
+	headerOffset int64 // of its local header
+	idx          int   // in the directory
+}
+
+// read reads member f whole into buf.
+func (m *memberReader) read(f *zip.File, buf []byte) ([]byte, error) {
+	body, err := f.DataOffset() // after the member's local header
+	if err == nil {
+		e := member{name: f.Name, method: f.Method, flags: f.Flags, crc: f.CRC32, csize: f.CompressedSize64, size: f.UncompressedSize64}
+		if b, ok := m.fast(&e, body, buf); ok {
+			return b, nil
+		}
+	}
+	return readMember(f, buf)
+}
+
+// bodyOffset returns the offset of e's compressed bytes, after its local
+// header.
+func (m *memberReader) bodyOffset(e *member) (int64, bool) {
+	h := m.local[:]
+	if k, _ := m.ra.ReadAt(h, e.headerOffset); k < len(h) || binary.LittleEndian.Uint32(h) != 0x04034b50 {
+		return 0, false
+	}
+	return e.headerOffset + 30 + int64(binary.LittleEndian.Uint16(h[26:])) + int64(binary.LittleEndian.Uint16(h[28:])), true
+}
+
+// fast is read for the common case, of member f whose compressed bytes
+// are at body; ok is false for any other.
+func (m *memberReader) fast(f *member, body int64, buf []byte) (b []byte, ok bool) {
+	size, csize := f.size, f.csize
+	if size > maxMember || csize > maxMember || strings.HasSuffix(f.name, "/") {
+		return buf, false
+	}
+	var err error
+	comp, ok := m.bytesAt(body, int(csize))
+	if !ok {
+		return buf, false
+	}
+	n := int(size)
+	if cap(buf) < n+1 {
+		buf = make([]byte, 0, n+1)
+	}
+	buf = buf[:n]
+	switch f.method {
+	case zip.Store:
+		if len(comp) != n {
+			return buf, false
+		}
+		copy(buf, comp)
+	case zip.Deflate:
+		m.br.Reset(comp)
+		if m.fl == nil {
+			m.fl = flate.NewReader(&m.br)
+		} else if m.fl.(flate.Resetter).Reset(&m.br, nil) != nil {
+			return buf, false
+		}
+		if _, err := io.ReadFull(m.fl, buf); err != nil {
+			return buf, false
+		}
+		if k, err := io.ReadFull(m.fl, buf[n:n+1]); k != 0 || err != io.EOF {
+			return buf, false
+		}
+	case zipZstd:
+		d, _ := zstdDecoders.Get().(*zstd.Decoder)
+		if d == nil {
+			if d, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(128<<20), zstd.WithDecoderMaxMemory(maxMember)); err != nil {
+				return buf, false
+			}
+		}
+		out, err := d.DecodeAll(comp, buf[:0])
+		zstdDecoders.Put(d)
+		if err != nil || len(out) != n || (n > 0 && &out[0] != &buf[0]) {
+			return buf, false
+		}
+	default:
+		return buf, false
+	}
+	sum := crc32.ChecksumIEEE(buf)
+	if f.flags&0x8 != 0 { // a data descriptor follows the body
+		k, _ := m.ra.ReadAt(m.desc[:], body+int64(csize))
+		d := m.desc[:k]
+		if len(d) >= 4 && binary.LittleEndian.Uint32(d) == 0x08074b50 { // its signature
+			d = d[4:]
+		}
+		if len(d) < 12 || binary.LittleEndian.Uint32(d) != f.crc || sum != f.crc {
+			return buf, false
+		}
+	} else if f.crc != 0 && sum != f.crc {
+		return buf, false
+	}
+	return buf, true
+}
+
+// bytesAt returns the n bytes at off, in place in a read-ahead window or
+// else read into m.comp.
+func (m *memberReader) bytesAt(off int64, n int) ([]byte, bool) {
+	if r, ok := m.ra.(*readAhead); ok {
+		if b, ok := r.view(off, n); ok {
+			return b, true
+		}
+	}
+	if cap(m.comp) < n {
+		m.comp = make([]byte, n)
+	}
+	b := m.comp[:n]
+	if k, err := m.ra.ReadAt(b, off); k != n && err != nil {
+		return nil, false
+	}
+	return b, true
 }
 
 // maxMember bounds the uncompressed size of one archive member.
@@ -191,22 +394,28 @@ func (a *evalArchive) next(r *Reader) (Item, error) {
 	if a.i >= len(a.samples) {
 		return Item{}, io.EOF
 	}
-	f := a.samples[a.i]
+	f := &a.samples[a.i]
 	a.i++
-	where := strings.TrimSuffix(strings.TrimPrefix(f.Name, "samples/"), ".json")
-	if i := strings.LastIndex(where, "_epoch_"); i >= 0 {
-		where = "sample " + where[:i] + " epoch " + where[i+len("_epoch_"):]
-	}
+	where := sampleWhere(f.name)
 	var err error
-	a.data, err = readMember(f, a.data)
+	a.data, err = a.read(f, a.data)
 	if err != nil {
-		return Item{Err: fmt.Errorf("%s: %w", f.Name, err), Where: where}, nil
+		return Item{Err: fmt.Errorf("%s: %w", f.name, err), Where: where}, nil
 	}
 	root, err := r.doc.Parse(skipBOMBytes(a.data))
 	if err != nil {
-		return Item{Err: fmt.Errorf("%s: %w", f.Name, err), Where: where}, nil
+		return Item{Err: fmt.Errorf("%s: %w", f.name, err), Where: where}, nil
 	}
 	return r.inspectSample(&a.hdr, root, where), nil
+}
+
+// sampleWhere names the sample of member name in messages.
+func sampleWhere(name string) string {
+	where := strings.TrimSuffix(strings.TrimPrefix(name, "samples/"), ".json")
+	if i := strings.LastIndex(where, "_epoch_"); i >= 0 {
+		where = "sample " + where[:i] + " epoch " + where[i+len("_epoch_"):]
+	}
+	return where
 }
 
 func skipBOMBytes(b []byte) []byte {

@@ -7,6 +7,10 @@
 //	harnessgen -format tau-bench -mb 300 -out big.json
 //	gavel grade --from tau-bench --spec examples/harness/tau-bench.yaml big.json
 //
+// An Inspect sample is about 1.8 KB, with no events; real ones, with their
+// transcripts, run to tens of kilobytes: -sample-kb 16 pads each with
+// model events to about 16 KB.
+//
 // It prints the file's uncompressed size in bytes (for an .eval archive,
 // that of its members).
 package main
@@ -70,20 +74,39 @@ const tau2Prefix = `{"timestamp":"t","info":{"num_trials":1,"agent_info":{"imple
 
 const inspectHeader = `{"version":2,"status":"success","eval":{"eval_id":"Ev1","run_id":"Run1","task":"shop_totals","model":"model-a","created":"t","dataset":{},"config":{}}`
 
+// sampleBytes is the size an Inspect sample is padded to with events
+// (-sample-kb); 0 leaves it at about 1.8 KB, with no events.
+var sampleBytes int
+
+// inspectSample is an EvalSample of about 1.8 KB, or of sampleBytes when
+// larger: then its events are model calls, each repeating the
+// conversation, as Inspect's transcripts do.
 func inspectSample(i int) string {
 	id := `1`
 	if i%2 == 1 {
 		id = `"q-2"`
 	}
-	return fmt.Sprintf(`{"id":%s,"epoch":%d,"input":"What is the cart total?","target":"42","messages":[`+
-		`{"role":"system","content":%q},{"role":"user","content":"What is the cart total for request %d?"},`+
+	msgs := fmt.Sprintf(`{"role":"system","content":%q},{"role":"user","content":"What is the cart total for request %d?"},`+
 		`{"role":"assistant","content":"","tool_calls":[{"id":"a%d","function":"get_cart","arguments":{"user":"u%d"},"type":"function"},{"id":"b%d","function":"list_coupons","arguments":{},"type":"function"}]},`+
 		`{"role":"tool","content":"{\"items\": [{\"name\": \"T-Shirt\", \"price\": 40}]}","tool_call_id":"a%d","function":"get_cart"},`+
 		`{"role":"tool","content":"[]","tool_call_id":"b%d","function":"list_coupons"},`+
-		`{"role":"assistant","content":[{"type":"text","text":"The total is 42."}]}],`+
+		`{"role":"assistant","content":[{"type":"text","text":"The total is 42."}]}`,
+		policy, i, i, i, i, i, i)
+	head := fmt.Sprintf(`{"id":%s,"epoch":%d,"input":"What is the cart total?","target":"42","messages":[%s],`+
 		`"output":{"model":"m","choices":[{"message":{"role":"assistant","content":"The total is 42."},"stop_reason":"stop"}],"completion":"The total is 42."},`+
-		`"scores":{"match":{"value":"C","answer":"42"}},"metadata":{"split":"test"},"store":{"coupons_checked":true},"events":[]}`,
-		id, i/2+1, policy, i, i, i, i, i, i)
+		`"scores":{"match":{"value":"C","answer":"42"}},"metadata":{"split":"test"},"store":{"coupons_checked":true},"events":[`,
+		id, i/2+1, msgs)
+	var b strings.Builder
+	b.WriteString(head)
+	for j := 0; b.Len()+2 < sampleBytes; j++ {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"event":"model","timestamp":"2025-01-01T00:00:%02d.%06dZ","working_start":%d.%03d,"model":"model-a","input":[%s],"output":{"completion":"Step %d of request %d.","usage":{"input_tokens":%d,"output_tokens":%d}}}`,
+			j%60, i%1000000, j, i%1000, msgs, j, i, 900+37*j, 10+j%7)
+	}
+	b.WriteString("]}")
+	return b.String()
 }
 
 func messages(i int) string {
@@ -99,8 +122,11 @@ func main() {
 	format := flag.String("format", "", "log `FORMAT`: inspect, tau-bench, tau2 or messages")
 	mb := flag.Int64("mb", 300, "uncompressed size in `MB` (10^6 bytes)")
 	out := flag.String("out", "", "output `FILE`")
+	flag.IntVar(&sampleBytes, "sample-kb", 0, "pad each Inspect sample to about `KB` kilobytes (10^3 bytes) with model events (0: samples of about 1.8 KB, no events)")
+	sampleKB := &sampleBytes
 	flag.BoolVar(&zstdMembers, "zstd", false, "compress the members of an .eval archive with Zstandard (method 93, as recent Inspect versions write) instead of deflate")
 	flag.Parse()
+	*sampleKB *= 1000
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "usage: harnessgen -format F -mb N -out FILE")
 		os.Exit(2)
