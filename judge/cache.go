@@ -93,9 +93,28 @@ func openCache(dir string) (*cache, error) {
 			f.Close()
 			return nil, fmt.Errorf("judge cache: %w", err)
 		}
+		// The new log's directory entry must survive a crash as its
+		// records do: sync the directory once, now.
+		if err := syncDir(dir); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("judge cache: %w", err)
+		}
 		c.w = f
 	}
 	return c, nil
+}
+
+// syncDir makes the entries of directory dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cErr := d.Close(); err == nil {
+		err = cErr
+	}
+	return err
 }
 
 // load reads the valid records of one log. A log it can lock has its torn
@@ -214,9 +233,11 @@ func (c *cache) sync() error {
 		return c.err
 	}
 	if err := c.w.Sync(); err != nil {
-		return fmt.Errorf("judge cache: sync %s: %w", c.w.Name(), err)
+		// Sticky: after a failed fsync the kernel may have dropped the
+		// dirty pages, and a retried fsync could report success.
+		c.err = fmt.Errorf("judge cache: sync %s: %w", c.w.Name(), err)
 	}
-	return nil
+	return c.err
 }
 
 // close syncs and closes the write log, which releases its lock.

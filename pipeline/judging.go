@@ -52,8 +52,10 @@ type judging struct {
 
 	// shared serialises the writer-owned fields above when many
 	// RowGrader calls judge at once (judgeNow); a run's one writer does
-	// not take it.
-	shared sync.Mutex
+	// not take it. probeMu lets one of those calls probe at a time,
+	// outside shared and with its caller's context.
+	shared  sync.Mutex
+	probeMu sync.Mutex
 }
 
 type derivedJudge struct {
@@ -75,8 +77,9 @@ type ask struct {
 	row, check int
 	j          *judge.Judge
 	req        *judge.Request
-	c          *call // set by the writer; nil: left pending by the budget
-	owner      bool  // the ask started c
+	key        judge.Key // req's key when the ask was started (the mode may change after)
+	c          *call     // set by the writer; nil: left pending by the budget
+	owner      bool      // the ask started c
 }
 
 // ProbeError is returned, wrapped, when the judge's probe failed: the
@@ -329,6 +332,7 @@ func (js *judging) start(ctx context.Context, asks []ask) error {
 	for i := range asks {
 		a := &asks[i]
 		k := a.req.Key()
+		a.key = k
 		if c := js.inflight[k]; c != nil {
 			a.c = c
 			continue
@@ -397,8 +401,8 @@ func (js *judging) finish(res *results, buf []verifiers.Check) ([]verifiers.Chec
 		if a.c == nil {
 			continue
 		}
-		if a.owner {
-			delete(js.inflight, a.req.Key())
+		if a.owner && js.inflight[a.key] == a.c {
+			delete(js.inflight, a.key)
 		}
 		cr := &res.checks[a.check]
 		var je *judge.Error
@@ -473,6 +477,9 @@ func (js *judging) summary() *JudgeSummary {
 // by one client leaving; each is bounded by the judge's own timeout. The
 // verdicts are made durable before the rows are returned.
 func (js *judging) judgeNow(ctx context.Context, res *results, buf []verifiers.Check) ([]verifiers.Check, error) {
+	if err := js.probeFor(ctx, res.asks); err != nil {
+		return buf, err
+	}
 	js.shared.Lock()
 	err := js.start(context.WithoutCancel(ctx), res.asks)
 	js.shared.Unlock()
@@ -488,8 +495,8 @@ func (js *judging) judgeNow(ctx context.Context, res *results, buf []verifiers.C
 				// timeout; a later request for one of them asks again.
 				js.shared.Lock()
 				for j := range res.asks {
-					if a := &res.asks[j]; a.owner {
-						delete(js.inflight, a.req.Key())
+					if a := &res.asks[j]; a.owner && js.inflight[a.key] == a.c {
+						delete(js.inflight, a.key)
 					}
 				}
 				js.shared.Unlock()
@@ -504,4 +511,46 @@ func (js *judging) judgeNow(ctx context.Context, res *results, buf []verifiers.C
 		return buf, err
 	}
 	return buf, js.sync()
+}
+
+// probeFor probes the judge's server, for judgeNow, before asks that the
+// cache cannot answer, unless a probe already succeeded. It runs outside
+// js.shared, so a slow or failing probe holds up only the calls that need
+// a probe, each for as long as its own context allows; a failed probe is
+// tried again by the next call.
+func (js *judging) probeFor(ctx context.Context, asks []ask) error {
+	js.shared.Lock()
+	probed := js.probed
+	js.shared.Unlock()
+	if probed {
+		return nil
+	}
+	var j *judge.Judge
+	for i := range asks {
+		if _, ok := asks[i].j.Cached(asks[i].req); !ok {
+			j = asks[i].j
+			break
+		}
+	}
+	if j == nil {
+		return nil
+	}
+	js.probeMu.Lock()
+	defer js.probeMu.Unlock()
+	js.shared.Lock()
+	probed = js.probed
+	js.shared.Unlock()
+	if probed {
+		return nil
+	}
+	if err := j.Probe(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &ProbeError{Err: err}
+	}
+	js.shared.Lock()
+	js.probed = true
+	js.shared.Unlock()
+	return nil
 }

@@ -294,6 +294,7 @@ func (g *RowGrader) Verifiers() []ManifestVerifier {
 // durable. The RowGrader must not be used after.
 func (g *RowGrader) Close() error {
 	if js := g.base.judging; js != nil {
+		js.asks.Wait() // asks left running by clients that went away
 		if err := js.sync(); err != nil {
 			js.base.Close()
 			return err
