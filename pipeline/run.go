@@ -633,10 +633,16 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 	fifoRows := 0
 	in := done
 	for {
+		// head is the first unfinished ask of the FIFO's head, taken
+		// once: asking again below could find it finished and leave the
+		// select below with nothing to wait on once the input is done.
+		var head <-chan struct{}
 		for len(fifo) > 0 {
 			j := fifo[0]
-			if j.res != nil && waiting(j.res.asks) != nil {
-				break
+			if j.res != nil {
+				if head = waiting(j.res.asks); head != nil {
+					break
+				}
 			}
 			fifo[0] = nil
 			fifo = fifo[1:]
@@ -653,10 +659,6 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 		recv := in
 		if fifoRows >= judgeWindowRows {
 			recv = nil
-		}
-		var head <-chan struct{}
-		if len(fifo) > 0 && fifo[0].res != nil {
-			head = waiting(fifo[0].res.asks)
 		}
 		select {
 		case j, ok := <-recv:
