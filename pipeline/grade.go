@@ -415,7 +415,7 @@ func (g *grader) applySet() {
 		buf = jsonview.AppendJSONString(buf, c.Value)
 	}
 	for m := g.rollout.Meta.First(); m.Exists(); m = m.Next() {
-		if g.isSet(string(m.Key())) {
+		if k := m.Key(); g.isSet(unsafe.String(unsafe.SliceData(k), len(k))) { // no copy: read at once
 			continue
 		}
 		buf = append(buf, ',')
