@@ -1,12 +1,13 @@
 # gavel: `make demo` builds gavel, generates a sample dataset and grades it;
-# `make test` runs the whole test suite (what CI runs).
+# `make test` runs the whole test suite, `make test-slurm` the Slurm example
+# on a real cluster (CI runs both).
 
 GO      ?= go
 BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build demo test vet fmt-check fuzz bench loadtest clean
+.PHONY: build demo test test-slurm vet fmt-check fuzz bench loadtest clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/gavel
@@ -24,6 +25,14 @@ test: fmt-check vet
 	$(GO) test -race -timeout 12m ./...
 	cd deploy && $(GO) vet ./... && $(GO) test ./...
 	$(MAKE) fuzz
+
+# `make test-slurm` runs deploy/slurm-array.sh, unchanged, as a 4-task array
+# on a single-node Slurm cluster it starts on 127.0.0.1 (installing
+# slurm-wlm and munge when missing; root only, skipped otherwise), requeues
+# a task mid-run, commits in a dependent job and compares the results with
+# a single process's (deploy/test-slurm.sh). CI runs it after `make test`.
+test-slurm: build
+	timeout -k 60 600 deploy/test-slurm.sh
 
 vet:
 	$(GO) vet ./...
