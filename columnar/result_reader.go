@@ -34,7 +34,7 @@ var resultFields = FieldNames{ID: FieldID, Task: FieldTask,
 
 // OpenResult opens the result part at path to read the columns cols.
 func OpenResult(path string, cols []string) (*ResultReader, error) {
-	r, err := Open(path, Options{Fields: resultFields})
+	r, err := Open(path, Options{Fields: resultFields, Columns: cols})
 	if err != nil {
 		return nil, err
 	}

@@ -278,8 +278,25 @@ func sameDir(a, b string) bool {
 var (
 	rescoreRewardCols = []string{"rollout_id", "task_id", "verifier_id", "status", "passed", "reward",
 		"checks_total", "checks_passed", "required_total", "required_passed", "error_kind", "error", "source_file", "source_row"}
-	rescoreCheckCols = []string{"rollout_id", "check_index", "check_id", "label", "required", "status", "detail", "score"}
+	// rescoreCheckCols: what every formula needs, then check_id (weighted
+	// and expr), then what only expressions read.
+	rescoreCheckCols = []string{"check_index", "required", "status", "check_id", "label", "detail", "score"}
 )
+
+// checkCols returns the columns of the checks parts that the formulas need
+// (a prefix of rescoreCheckCols).
+func checkCols(formulas map[string]verifiers.Formula) []string {
+	n := 3
+	for _, f := range formulas {
+		switch f.Kind() {
+		case verifiers.FormulaWeighted:
+			n = max(n, 4)
+		case verifiers.FormulaExpr:
+			n = 7
+		}
+	}
+	return rescoreCheckCols[:n]
+}
 
 // rescoreBatch is the number of reward rows written at once.
 const rescoreBatch = 1024
@@ -304,7 +321,7 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 		return nil, err
 	}
 	defer rr.Close()
-	cr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "checks", in.Part), rescoreCheckCols)
+	cr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "checks", in.Part), checkCols(formulas))
 	if err != nil {
 		return nil, err
 	}
@@ -341,11 +358,14 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 		if err != nil {
 			return nil, fmt.Errorf("read %s row %d: %w", filepath.Join(cfg.Dir, "rewards", in.Part), n, err)
 		}
-		crs, err = readChecks(cr, &rw, crs[:0], strs, formulas[rw.VerifierID.S].Kind() == verifiers.FormulaExpr)
+		var checkErr bool
+		crs, checkErr, err = readChecks(cr, &rw, crs[:0], strs)
 		if err != nil {
 			return nil, fmt.Errorf("read %s, the checks of rollout %q (row %d of its rewards): %w", filepath.Join(cfg.Dir, "checks", in.Part), rw.RolloutID, n, err)
 		}
-		if len(crs) > 0 {
+		// A check in error makes the rollout an error whatever the
+		// formula: its row stays as it is.
+		if len(crs) > 0 && !checkErr {
 			buf = rescore(&rw, crs, formulas[rw.VerifierID.S], buf)
 		}
 		sum.add(&rw)
@@ -399,39 +419,42 @@ func copyFile(src, dst string) error {
 }
 
 // readChecks appends the check rows of rw, ChecksTotal of them, read from
-// cr, to crs. The rows must be rw's, numbered from 0. withDetail keeps
-// every detail (an expression may read it); otherwise only the details of
-// checks in error are kept, which a verdict's message quotes.
-func readChecks(cr *columnar.ResultReader, rw *columnar.RewardRow, crs []columnar.CheckRow, strs interner, withDetail bool) ([]columnar.CheckRow, error) {
+// cr, to crs, and reports whether one of them is in error. The rows must be
+// numbered from 0: a rollout's check rows follow the previous rollout's,
+// which the writer guarantees (it appends them in input order, after its
+// reward's counts are known) and which the numbering and the total count
+// of rows (checked by the caller) verify.
+func readChecks(cr *columnar.ResultReader, rw *columnar.RewardRow, crs []columnar.CheckRow, strs interner) (_ []columnar.CheckRow, checkErr bool, _ error) {
 	for k := range int(rw.ChecksTotal) {
 		c, err := cr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("the checks part ends before check %d of %d", k, rw.ChecksTotal)
+			return nil, false, fmt.Errorf("the checks part ends before check %d of %d", k, rw.ChecksTotal)
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if string(c[0].Data) != rw.RolloutID {
-			return nil, fmt.Errorf("check row of rollout %q where check %d of %d was expected: check rows out of order", c[0].Data, k, rw.ChecksTotal)
-		}
-		idx, err := strconv.Atoi(unsafeString(c[1].Data))
+		idx, err := strconv.Atoi(unsafeString(c[0].Data))
 		if err != nil || idx != k {
-			return nil, fmt.Errorf("check_index %s where %d was expected", c[1].Data, k)
+			return nil, false, fmt.Errorf("check_index %s where %d was expected: check rows out of order", c[0].Data, k)
 		}
-		row := columnar.CheckRow{CheckID: strs.get(c[2].Data), Label: strs.get(c[3].Data),
-			Required: string(c[4].Data) == "true", Status: strs.get(c[5].Data)}
-		if withDetail || row.Status == verifiers.CheckError {
-			row.Detail = string(c[6].Data)
+		row := columnar.CheckRow{Required: string(c[1].Data) == "true", Status: strs.get(c[2].Data)}
+		checkErr = checkErr || row.Status == verifiers.CheckError
+		if len(c) > 3 {
+			row.CheckID = strs.get(c[3].Data)
 		}
-		if c[7].Kind != columnar.CellNull {
-			if row.Score, err = strconv.ParseFloat(unsafeString(c[7].Data), 64); err != nil {
-				return nil, fmt.Errorf("score %q: not a number", c[7].Data)
+		if len(c) > 4 {
+			row.Label = strs.get(c[4].Data)
+			row.Detail = string(c[5].Data)
+			if c[6].Kind != columnar.CellNull {
+				if row.Score, err = strconv.ParseFloat(unsafeString(c[6].Data), 64); err != nil {
+					return nil, false, fmt.Errorf("score %q: not a number", c[6].Data)
+				}
+				row.ScoreValid = true
 			}
-			row.ScoreValid = true
 		}
 		crs = append(crs, row)
 	}
-	return crs, nil
+	return crs, checkErr, nil
 }
 
 // rewardRow decodes the cells of a rewards row, read as rescoreRewardCols

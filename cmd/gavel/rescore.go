@@ -44,6 +44,7 @@ func runRescore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlagSet("rescore", rescoreSynopsis, rescoreExamples, stderr)
 	rewardFile := fs.String("reward", "", "the `FILE` (YAML or JSON) mapping verifier ids to reward formulas")
 	out := fs.String("out", "", "the output `DIR` of the rescored run")
+	prof := addProfileFlags(fs)
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
@@ -57,7 +58,13 @@ func runRescore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return usagef("gavel rescore --help", "--reward %s: %v", *rewardFile, err)
 	}
+	if err := prof.start(); err != nil {
+		return err
+	}
 	res, err := pipeline.Rescore(ctx, pipeline.RescoreConfig{Dir: fs.Arg(0), Out: *out, Rewards: rewards})
+	if pErr := prof.stop(); pErr != nil {
+		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
+	}
 	if err != nil {
 		var ce *pipeline.ConfigError
 		if errors.As(err, &ce) {
