@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -87,7 +88,7 @@ func newArrowReader(path string, f *os.File, opts Options, mem memory.Allocator)
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	r.file, r.stream, r.end = ipcIn.file, ipcIn.stream, ipcIn.rows
-	if err := r.planColumns(ipcIn.schema, opts.Fields.WithDefaults()); err != nil {
+	if err := r.planColumns(ipcIn.schema, opts.Fields.WithDefaults(), opts.Columns); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -161,7 +162,7 @@ func openArrowIPC(f *os.File, mem memory.Allocator) (a arrowIPC, err error) {
 }
 
 // planColumns picks the columns to read and where their cells go.
-func (r *ArrowReader) planColumns(schema *arrow.Schema, fields FieldNames) error {
+func (r *ArrowReader) planColumns(schema *arrow.Schema, fields FieldNames, only []string) error {
 	names := fieldSlotNames(fields)
 	for i, field := range schema.Fields() {
 		var slots []int
@@ -172,7 +173,7 @@ func (r *ArrowReader) planColumns(schema *arrow.Schema, fields FieldNames) error
 		}
 		ok := arrowSupported(field.Type)
 		if len(slots) == 0 {
-			if !ok {
+			if !ok || (only != nil && !slices.Contains(only, field.Name)) {
 				continue
 			}
 			slots = append(slots, numFieldSlots+len(r.metaNames))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
@@ -172,7 +173,7 @@ func newParquetReader(path string, f *os.File, opts Options) (*ParquetReader, er
 	if total != file.NumRows() {
 		return nil, fmt.Errorf("open %s: corrupt footer: %d rows in row groups, %d in the file", path, total, file.NumRows())
 	}
-	if err := r.planColumns(opts.Fields.WithDefaults()); err != nil {
+	if err := r.planColumns(opts.Fields.WithDefaults(), opts.Columns); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return r, nil
@@ -258,7 +259,7 @@ func (r *ParquetReader) restrict(first, n int) error {
 }
 
 // planColumns picks the columns to read and where their cells go.
-func (r *ParquetReader) planColumns(fields FieldNames) error {
+func (r *ParquetReader) planColumns(fields FieldNames, only []string) error {
 	names := fieldSlotNames(fields)
 	for _, col := range r.file.Root().Columns() {
 		name := col.Name()
@@ -270,7 +271,7 @@ func (r *ParquetReader) planColumns(fields FieldNames) error {
 		}
 		kind, scale, ok := pqKindOf(col)
 		if len(slots) == 0 {
-			if !ok {
+			if !ok || (only != nil && !slices.Contains(only, name)) {
 				continue // nested, repeated or unsupported: not metadata
 			}
 			slots = append(slots, numFieldSlots+len(r.metaNames))

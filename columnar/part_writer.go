@@ -35,6 +35,9 @@ type PartOptions struct {
 	// Arrow record batch; the last one of a file may be shorter
 	// (0: 16384). It does not apply to JSON Lines.
 	RowGroupRows int
+	// RewardsOnly writes the rewards file alone, for a rescore that copies
+	// the checks file as it is (put in place before Close).
+	RewardsOnly bool
 
 	// alloc backs the Arrow builders and the Parquet writer; nil means
 	// memory.DefaultAllocator. Tests set a checked allocator. It must
@@ -111,19 +114,23 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 	if p.rewards, err = createPartFile(filepath.Join(dir, rewardsDir), name); err != nil {
 		return nil, err
 	}
-	if p.checks, err = createPartFile(filepath.Join(dir, checksDir), name); err != nil {
-		p.rewards.remove()
-		return nil, err
+	if !opts.RewardsOnly {
+		if p.checks, err = createPartFile(filepath.Join(dir, checksDir), name); err != nil {
+			p.rewards.remove()
+			return nil, err
+		}
 	}
 
 	rewards := rewardsTable(opts.Keep)
 	switch opts.Format {
 	case FormatJSONL:
 		p.rw = newJSONLTable(p.rewards.bw, rewards)
-		p.cw = newJSONLTable(p.checks.bw, checkColumns)
+		if p.checks != nil {
+			p.cw = newJSONLTable(p.checks.bw, checkColumns)
+		}
 	default:
 		p.rw, err = newArrowTable(p.rewards.bw, rewards, opts)
-		if err == nil {
+		if err == nil && p.checks != nil {
 			p.cw, err = newArrowTable(p.checks.bw, checkColumns, opts)
 		}
 	}
@@ -178,6 +185,9 @@ func (p *Part) WriteChecks(rows []CheckRow) error {
 	if err := p.usable(); err != nil {
 		return err
 	}
+	if p.checks == nil {
+		return fmt.Errorf("write checks of %s: the part writes rewards only", p.rewards.final)
+	}
 	if err := p.cw.write(rows); err != nil {
 		p.err = pathErr("write", p.checks.final, err)
 		return p.err
@@ -213,6 +223,16 @@ func (p *Part) Close() error {
 	err := p.finish()
 	p.closed = true
 	p.rw.release()
+	if p.checks == nil {
+		if err == nil {
+			err = p.rewards.rename()
+		}
+		if err != nil {
+			p.rewards.remove()
+			return err
+		}
+		return atomicfile.SyncDir(p.rewards.dir)
+	}
 	p.cw.release()
 	if err != nil {
 		p.rewards.remove()
@@ -243,6 +263,9 @@ func (p *Part) finish() error {
 	if err := p.rw.finish(); err != nil {
 		return pathErr("write", p.rewards.final, err)
 	}
+	if p.checks == nil {
+		return p.rewards.close()
+	}
 	if err := p.cw.finish(); err != nil {
 		return pathErr("write", p.checks.final, err)
 	}
@@ -267,7 +290,9 @@ func (p *Part) Abort() {
 		p.cw.release()
 	}
 	p.rewards.remove()
-	p.checks.remove()
+	if p.checks != nil {
+		p.checks.remove()
+	}
 }
 
 // PartName returns the file name of the part for input unit index in

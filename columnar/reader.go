@@ -31,6 +31,10 @@ type Options struct {
 	Fields FieldNames
 	// MaxLineBytes bounds one JSON Lines line (0: 64 MiB).
 	MaxLineBytes int
+	// Columns, when not nil, names the metadata columns Parquet and Arrow
+	// readers read; the others are skipped, never decoded. JSON Lines
+	// lines are read whole.
+	Columns []string
 }
 
 // errReaderClosed is what Next returns after Close.

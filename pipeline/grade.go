@@ -164,7 +164,7 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 	}
 	if g.plan.judging != nil && v != nil && v.Judged && len(checks) > 0 {
 		if g.judgeRow(v, checks, out, len(out.rewards), from) {
-			g.rescoreBuf = rescore(&rw, out.checks[from:], g.rescoreBuf)
+			g.rescoreBuf = rescore(&rw, out.checks[from:], v.Reward, g.rescoreBuf)
 		}
 	}
 	out.rewards = append(out.rewards, rw)

@@ -77,9 +77,10 @@ type ask struct {
 	row, check int
 	j          *judge.Judge
 	req        *judge.Request
-	key        judge.Key // req's key when the ask was started (the mode may change after)
-	c          *call     // set by the writer; nil: left pending by the budget
-	owner      bool      // the ask started c
+	key        judge.Key         // req's key when the ask was started (the mode may change after)
+	c          *call             // set by the writer; nil: left pending by the budget
+	owner      bool              // the ask started c
+	reward     verifiers.Formula // the row's verifier's reward formula
 }
 
 // ProbeError is returned, wrapped, when the judge's probe failed: the
@@ -232,7 +233,7 @@ func (g *grader) judgeRow(v *verifiers.Verifier, checks []verifiers.Check, out *
 			changed = true
 			continue
 		}
-		out.asks = append(out.asks, ask{row: row, check: from + i, j: j, req: req})
+		out.asks = append(out.asks, ask{row: row, check: from + i, j: j, req: req, reward: v.Reward})
 	}
 	return changed
 }
@@ -288,9 +289,10 @@ func applyVerdict(cr *columnar.CheckRow, j *judge.Judge, v judge.Verdict) {
 		strconv.FormatFloat(v.Score, 'g', -1, 64), cmp, strconv.FormatFloat(j.Threshold(), 'g', -1, 64))
 }
 
-// rescore computes a row's verdict again from its check rows, after
-// judging changed some; buf is reused.
-func rescore(rw *columnar.RewardRow, crs []columnar.CheckRow, buf []verifiers.Check) []verifiers.Check {
+// rescore computes a row's verdict again from its check rows, with the
+// reward formula f: after judging changed some, and in a rescore run; buf
+// is reused.
+func rescore(rw *columnar.RewardRow, crs []columnar.CheckRow, f verifiers.Formula, buf []verifiers.Check) []verifiers.Check {
 	buf = buf[:0]
 	for i := range crs {
 		cr := &crs[i]
@@ -305,9 +307,10 @@ func rescore(rw *columnar.RewardRow, crs []columnar.CheckRow, buf []verifiers.Ch
 		default:
 			st = verifiers.Error
 		}
-		buf = append(buf, verifiers.Check{ID: cr.CheckID, Required: cr.Required, Status: st, Detail: cr.Detail})
+		buf = append(buf, verifiers.Check{ID: cr.CheckID, Label: cr.Label, Required: cr.Required, Status: st, Detail: cr.Detail,
+			Score: cr.Score, Scored: cr.ScoreValid})
 	}
-	setVerdict(rw, verifiers.Score(buf, nil))
+	setVerdict(rw, verifiers.ScoreWith(f, buf, nil))
 	return buf
 }
 
@@ -418,17 +421,17 @@ func (js *judging) finish(res *results, buf []verifiers.Check) ([]verifiers.Chec
 	// Rows are in order in the results; each row's checks follow the
 	// previous row's.
 	at := 0
-	rowsChanged := map[int]bool{}
+	rowsChanged := map[int]verifiers.Formula{}
 	for i := range res.asks {
 		if res.asks[i].c != nil {
-			rowsChanged[res.asks[i].row] = true
+			rowsChanged[res.asks[i].row] = res.asks[i].reward
 		}
 	}
 	for r := range res.rewards {
 		rw := &res.rewards[r]
 		n := int(rw.ChecksTotal)
-		if rowsChanged[r] {
-			buf = rescore(rw, res.checks[at:at+n], buf)
+		if f, ok := rowsChanged[r]; ok {
+			buf = rescore(rw, res.checks[at:at+n], f, buf)
 		}
 		at += n
 	}

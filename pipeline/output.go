@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // Files of the output directory besides the parts.
@@ -61,6 +62,9 @@ type RunConfig struct {
 	Shards int `json:"shards,omitempty"`
 	// Judge is the run's judge of rubric checks (absent when none judges).
 	Judge *RunJudge `json:"judge,omitempty"`
+	// Rewards are the reward formulas by verifier id of the verifiers
+	// whose formula is not fraction (absent when none has one).
+	Rewards map[string]verifiers.Formula `json:"rewards,omitempty"`
 }
 
 // RunJudge is the run's judge as manifest.json records it: never the API
@@ -149,6 +153,14 @@ func (c *RunConfig) differences(o *RunConfig) []string {
 		return fmt.Sprintf("model %s at %s, threshold %g, template %s", orNone(j.Model), j.URL, j.Threshold, j.Template)
 	}
 	diff("judge", judgeText(c.Judge), judgeText(o.Judge))
+	rewardsText := func(r map[string]verifiers.Formula) string {
+		var parts []string
+		for _, id := range sortedKeys(r) {
+			parts = append(parts, id+" "+r[id].String())
+		}
+		return strings.Join(parts, ", ")
+	}
+	diff("reward formulas", rewardsText(c.Rewards), rewardsText(o.Rewards))
 	return out
 }
 
@@ -191,6 +203,12 @@ func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
 	}
 	m.Config.Judge = p.judging.runJudge(cfg.Judge)
 	for _, v := range cfg.Verifiers {
+		if !v.Reward.IsFraction() {
+			if m.Config.Rewards == nil {
+				m.Config.Rewards = map[string]verifiers.Formula{}
+			}
+			m.Config.Rewards[v.ID] = v.Reward
+		}
 		m.Verifiers = append(m.Verifiers, ManifestVerifier{
 			ID: v.ID, Name: v.Name, Tasks: v.Tasks, Source: v.Source,
 			Fingerprint: p.judging.fingerprint(v),

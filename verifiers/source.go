@@ -42,6 +42,11 @@ var builtin = sync.OnceValue(func() []*Verifier {
 				cp.Definition = string(text)
 			}
 		}
+		if !cp.Reward.IsFraction() {
+			// The formula, declared beside the verifier, is part of its
+			// behaviour wherever it is written.
+			cp.Definition += "\nreward " + cp.Reward.String()
+		}
 		out[i] = &cp
 	}
 	return out

@@ -53,7 +53,8 @@ const (
 // Verdict is the result for one rollout.
 type Verdict struct {
 	Outcome Outcome
-	// Reward is checks passed / checks total; valid only when HasReward.
+	// Reward is the verifier's formula's reward (default: checks passed /
+	// checks total); valid only when HasReward.
 	Reward    float64
 	HasReward bool
 	// Counts over the checks.
@@ -74,10 +75,18 @@ func (v Verdict) Passed() (passed, ok bool) {
 	return false, false
 }
 
-// Score computes the verdict of a verifier's checks by SPEC 4.3. gradeErr is
-// the error the verifier returned or its recovered panic; with it the
-// verdict is an error and the counts are zero.
+// Score computes the verdict of a verifier's checks by SPEC 4.3, with the
+// default reward formula (fraction). gradeErr is the error the verifier
+// returned or its recovered panic; with it the verdict is an error and the
+// counts are zero.
 func Score(checks []Check, gradeErr error) Verdict {
+	return ScoreWith(Formula{}, checks, gradeErr)
+}
+
+// ScoreWith is Score with the reward computed by f. The status and the
+// counts do not depend on f; a formula that fails makes the verdict an
+// error (kind verifier), counts kept, and never a reward.
+func ScoreWith(f Formula, checks []Check, gradeErr error) Verdict {
 	if gradeErr != nil {
 		return Verdict{Outcome: Errored, ErrorKind: KindVerifier, Error: gradeErr.Error()}
 	}
@@ -128,8 +137,12 @@ func Score(checks []Check, gradeErr error) Verdict {
 	if anyPending {
 		return v // reward is defined only when no check is pending
 	}
-	v.Reward = float64(v.ChecksPassed) / float64(v.ChecksTotal)
-	v.HasReward = true
+	r, err := f.reward(checks, v.ChecksPassed)
+	if err != nil {
+		v.Outcome, v.ErrorKind, v.Error = Errored, KindVerifier, err.Error()
+		return v
+	}
+	v.Reward, v.HasReward = r, true
 	return v
 }
 

@@ -77,6 +77,10 @@ type Check struct {
 	Detail string
 	// Actual and Expected are JSON texts; empty means null.
 	Actual, Expected string
+	// Score is a judge's score of a judged rubric check, valid when Scored;
+	// reward formulas can read it. The judge sets it, never a verifier.
+	Score  float64
+	Scored bool
 	// Rubric, set on a pending check to be judged by a language model,
 	// says what the judge is asked; nil for other checks. Its strings must
 	// not point into the rollout: they outlive the call to Grade.
@@ -208,6 +212,9 @@ type Verifier struct {
 	// (a Model here turns judging on for this verifier); a rubric's own
 	// settings replace these.
 	Judge JudgeSettings
+	// Reward is how the reward is computed from the checks; the zero value
+	// is fraction, SPEC 4.3. It never changes the status.
+	Reward Formula
 }
 
 // JudgeSettings are a verifier's judge settings; zero values keep the
@@ -230,9 +237,9 @@ func Run(v *Verifier, r *Rollout, c *Checks) Verdict {
 	c.Reset()
 	if err := call(v, r, c); err != nil {
 		c.Reset()
-		return Score(nil, err)
+		return ScoreWith(v.Reward, nil, err)
 	}
-	return Score(c.List(), nil)
+	return ScoreWith(v.Reward, c.List(), nil)
 }
 
 // call calls v.Grade, turning a panic into an error that carries the

@@ -153,7 +153,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
 	}
 	if res != nil {
-		printSummary(stdout, res.Summary, *out)
+		printSummary(stdout, "graded", res.Summary, *out)
 	}
 	if err != nil {
 		return gradeError(err, *maxErrors)
@@ -266,9 +266,10 @@ func splitList(s string) []string {
 	return out
 }
 
-// printSummary prints the run's counts, overall and per verifier.
-func printSummary(w io.Writer, s *pipeline.Summary, out string) {
-	fmt.Fprintf(w, "graded %d rollouts (%d checks) in %.1fs, %.0f rollouts/s\n", s.Rollouts, s.Checks, s.ElapsedSeconds, s.RowsPerSecond)
+// printSummary prints the run's counts, overall and per verifier; verb
+// says what the run did ("graded").
+func printSummary(w io.Writer, verb string, s *pipeline.Summary, out string) {
+	fmt.Fprintf(w, "%s %d rollouts (%d checks) in %.1fs, %.0f rollouts/s\n", verb, s.Rollouts, s.Checks, s.ElapsedSeconds, s.RowsPerSecond)
 	fmt.Fprintf(w, "passed %d  failed %d  pending %d  error %d", s.Passed, s.Failed, s.Pending, s.Error)
 	if s.PassRate != nil {
 		fmt.Fprintf(w, "  pass rate %.4f", *s.PassRate)

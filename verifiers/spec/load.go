@@ -242,7 +242,7 @@ func yamlErrLine(msg string) string {
 // verifier compiles one verifier node; nil when it has problems.
 func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	before := len(l.problems)
-	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "description", "judge")
+	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "description", "judge", "reward")
 	if !ok {
 		return nil
 	}
@@ -285,6 +285,7 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		checks = l.checkList(cn, what)
 	}
 	js, templateSum := l.judge(m["judge"], what)
+	reward := l.reward(m["reward"], what, checks)
 	if len(l.problems) > before {
 		return nil
 	}
@@ -310,7 +311,38 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		Definition: string(def),
 		Judged:     judged,
 		Judge:      js,
+		Reward:     reward,
 	}
+}
+
+// reward reads a verifier's reward formula (absent: fraction); the checks
+// a weighted formula names must be the verifier's. The formula is part of
+// the verifier's node, and so of its canonical text and fingerprint.
+func (l *loader) reward(n *yaml.Node, verifier string, checks []*check) verifiers.Formula {
+	if n == nil {
+		return verifiers.Formula{}
+	}
+	const hint = `reward: fraction, reward: all, reward: {weighted: {check-id: 2, ...}} or reward: {expr: "..."}`
+	text, bad, err := jsonText(n, false)
+	if err != nil {
+		l.problem(bad, hint, "reward of %s: %v", verifier, err)
+		return verifiers.Formula{}
+	}
+	f, err := verifiers.ParseFormula(text)
+	if err != nil {
+		l.problem(n, hint, "reward of %s: %v", verifier, err)
+		return verifiers.Formula{}
+	}
+	ids := make([]string, len(checks))
+	for i, c := range checks {
+		ids[i] = c.id
+	}
+	for _, id := range f.WeightedChecks() {
+		if !slices.Contains(ids, id) {
+			l.problem(n, "its checks: "+strings.Join(ids, ", "), "reward of %s weighs unknown check %q", verifier, id)
+		}
+	}
+	return f
 }
 
 // judge reads a verifier's judge settings: {model, threshold, template},

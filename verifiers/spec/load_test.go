@@ -53,6 +53,11 @@ func TestLoadProblems(t *testing.T) {
 		{"let reads the final state", "verifiers:\n  - id: V\n    task: T\n    name: n\n    let: {n: 'size(final.events)'}\n    checks: [{id: c, type: expr, expr: 'n > 0'}]\n", "5:14: CEL expression does not compile"},
 		{"let name reserved", "verifiers:\n  - id: V\n    task: T\n    name: n\n    let: {final: '1'}\n    checks: [{id: c, type: expr, expr: 'true'}]\n", "5:11: let name \"final\" is reserved"},
 		{"let name not an identifier", "verifiers:\n  - id: V\n    task: T\n    name: n\n    let: {a-b: '1'}\n    checks: [{id: c, type: expr, expr: 'true'}]\n", "5:11: let name \"a-b\" is not an identifier"},
+		{"unknown reward formula", rewardSpec("most"), "5:13: reward of verifier \"V\": unknown reward formula \"most\""},
+		{"reward weighs an unknown check", rewardSpec("{weighted: {c: 2, d: 1}}"), "5:13: reward of verifier \"V\" weighs unknown check \"d\""},
+		{"reward weight not a number", rewardSpec("{weighted: {c: high}}"), "5:13: reward of verifier \"V\": weighted: weights must be"},
+		{"reward expression does not compile", rewardSpec("{expr: 'checks.('}"), "5:13: reward of verifier \"V\": reward expression"},
+		{"reward expression not a number", rewardSpec("{expr: 'true'}"), "gives bool, not a number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("test.yaml", []byte(tc.spec))
@@ -213,6 +218,44 @@ func TestConcurrentGrading(t *testing.T) {
 			if ch.Status != verifiers.Pass {
 				t.Errorf("check %s = %v (%s)", ch.ID, ch.Status, ch.Detail)
 			}
+		}
+	}
+}
+
+// rewardSpec returns a spec of one verifier V with checks c and o
+// (optional) and the given reward.
+func rewardSpec(reward string) string {
+	return "verifiers:\n  - id: V\n    task: T\n    name: n\n    reward: " + reward + "\n" +
+		"    checks:\n      - {id: c, type: expr, expr: 'true'}\n      - {id: o, type: expr, expr: 'false', optional: true}\n"
+}
+
+func TestLoadReward(t *testing.T) {
+	for _, tc := range []struct {
+		reward string // "" for none
+		want   float64
+	}{
+		{"", 0.5},
+		{"fraction", 0.5},
+		{"all", 0},
+		{"{weighted: {c: 3, o: 1}}", 0.75},
+		{"{weighted: {o: -1}}", 0},
+		{`{expr: "checks[0].passed ? 0.25 : 0.0"}`, 0.25},
+	} {
+		spec := rewardSpec(tc.reward)
+		if tc.reward == "" {
+			spec = strings.Replace(spec, "    reward: \n", "", 1)
+		}
+		vs, err := Parse("test.yaml", []byte(spec))
+		if err != nil {
+			t.Fatalf("Parse(reward %q): %v", tc.reward, err)
+		}
+		var c verifiers.Checks
+		got := verifiers.Run(vs[0], &verifiers.Rollout{}, &c)
+		if !got.HasReward || got.Reward != tc.want {
+			t.Errorf("reward %q: Run = %v (valid %v), want %v", tc.reward, got.Reward, got.HasReward, tc.want)
+		}
+		if tc.reward != "" && !strings.Contains(vs[0].Definition, `"reward"`) {
+			t.Errorf("reward %q: Definition %s lacks the formula: the fingerprint would not change with it", tc.reward, vs[0].Definition)
 		}
 	}
 }

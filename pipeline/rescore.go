@@ -1,0 +1,529 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/atomicfile"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// RescoreConfig configures Rescore.
+type RescoreConfig struct {
+	// Dir is a graded run's output directory.
+	Dir string
+	// Out is the directory the rescored run is written to; not Dir.
+	Out string
+	// Rewards maps verifier ids of Dir to the reward formulas that replace
+	// theirs; the other verifiers keep the formulas Dir was graded with.
+	Rewards map[string]verifiers.Formula
+	// Workers is the number of parts rescored at once (0: GOMAXPROCS).
+	Workers int
+}
+
+// Rescore computes the rewards of a graded run again from its check rows,
+// with other reward formulas, without running any verifier: the checks
+// parts (and the rollout id hashes) are copied byte for byte, the rewards
+// parts are written again with the verdict columns recomputed by SPEC 4.3
+// and each verifier's formula, and the manifest, part statistics and
+// summary are those a grade run with these formulas would write. Rows
+// without check rows (input errors, rollouts no verifier binds, verifiers
+// that failed) are copied as they are. The manifest records the formulas in
+// its config; a verifier whose formula changed gets a new fingerprint,
+// derived from its old one and the formula.
+//
+// The configuration (unknown verifier ids, weights naming checks the
+// verifier's rows do not have) is checked before anything is written; the
+// error is then a ConfigError. Each part is read streaming, its rewards and
+// checks side by side: a rollout's check rows follow the previous
+// rollout's in the checks part (the writer appends them in input order,
+// ChecksTotal rows per rollout), which Rescore verifies row by row.
+func Rescore(ctx context.Context, cfg RescoreConfig) (*Result, error) {
+	start := time.Now()
+	m, err := readManifest(filepath.Join(cfg.Dir, manifestFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &ConfigError{Field: "Dir", Msg: cfg.Dir + " holds no manifest.json: not the output directory of a finished run"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.Config.Format == "" {
+		return nil, &ConfigError{Field: "Dir", Msg: cfg.Dir + ": " + errNoConfig.Error()}
+	}
+	if sameDir(cfg.Dir, cfg.Out) {
+		return nil, &ConfigError{Field: "Out", Msg: "--out must differ from the directory rescored: its checks parts are read while the new ones are written"}
+	}
+	formulas, err := rescoreFormulas(cfg, m)
+	if err != nil {
+		return nil, err
+	}
+	var old Summary
+	if data, err := os.ReadFile(filepath.Join(cfg.Dir, summaryFile)); err != nil {
+		return nil, fmt.Errorf("read summary: %w", err)
+	} else if err := json.Unmarshal(data, &old); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(cfg.Dir, summaryFile), err)
+	}
+
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("create output directory: %w", err)
+	}
+	if err := removeIfExists(filepath.Join(cfg.Out, successFile)); err != nil {
+		return nil, err
+	}
+	if err := clearOut(cfg.Out); err != nil {
+		return nil, err
+	}
+
+	// The new manifest: Dir's, with the formulas and the fingerprints of
+	// the verifiers whose formula changed.
+	nm := *m
+	nm.Verifiers = slices.Clone(m.Verifiers)
+	for i := range nm.Verifiers {
+		v := &nm.Verifiers[i]
+		if f, ok := cfg.Rewards[v.ID]; ok && !f.Equal(m.Config.Rewards[v.ID]) {
+			sum := sha256.Sum256([]byte(v.Fingerprint + "\x00reward " + f.String()))
+			v.Fingerprint = "sha256:" + hex.EncodeToString(sum[:])
+		}
+	}
+	nm.Config.Rewards = nil
+	for id, f := range formulas {
+		if !f.IsFraction() {
+			if nm.Config.Rewards == nil {
+				nm.Config.Rewards = map[string]verifiers.Formula{}
+			}
+			nm.Config.Rewards[id] = f
+		}
+	}
+
+	// The parts, a few at once.
+	var units []int
+	complete := true
+	for i, in := range m.Inputs {
+		if in.Complete {
+			units = append(units, i)
+		} else {
+			complete = false
+		}
+	}
+	stats := make([]*partStats, len(m.Inputs))
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	errs := make([]error, len(m.Inputs))
+	var wg sync.WaitGroup
+	for range min(workers, max(len(units), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				stats[i], errs[i] = rescorePart(ctx, cfg, m, i, formulas)
+				if errs[i] != nil {
+					cancel()
+				}
+			}
+		}()
+	}
+feed:
+	for _, i := range units {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	var parts []*partStats
+	for _, ps := range stats {
+		if ps != nil {
+			parts = append(parts, ps)
+		}
+	}
+	s := mergeStats(parts, old.FilesSkipped)
+	s.Judge = old.Judge
+	s.FailedInputs = append(s.FailedInputs, old.FailedInputs...)
+	if complete && len(old.FailedInputs) == 0 {
+		if s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(cfg.Out, m.Config.Format, parts); err != nil {
+			return nil, err
+		}
+	}
+	elapsed := time.Since(start)
+	s.ElapsedSeconds = elapsed.Seconds()
+	if elapsed > 0 {
+		s.RowsPerSecond = float64(s.Rollouts) / elapsed.Seconds()
+	}
+	if err := writeJSON(filepath.Join(cfg.Out, manifestFile), &nm, true); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(cfg.Out, summaryFile), s, true); err != nil {
+		return nil, err
+	}
+	ok := complete && len(old.FailedInputs) == 0
+	if ok {
+		if err := writeSuccess(cfg.Out); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Summary: s, ErrorRows: s.Error, Complete: ok}, nil
+}
+
+// rescoreFormulas checks cfg.Rewards against the run m describes and
+// returns the formula of each of its verifiers.
+func rescoreFormulas(cfg RescoreConfig, m *Manifest) (map[string]verifiers.Formula, error) {
+	formulas := map[string]verifiers.Formula{}
+	var ids []string
+	for _, v := range m.Verifiers {
+		formulas[v.ID] = m.Config.Rewards[v.ID]
+		ids = append(ids, v.ID)
+	}
+	weighted := map[string]map[string]bool{} // verifier -> the check ids of its rows
+	for _, id := range sortedKeys(cfg.Rewards) {
+		if _, ok := formulas[id]; !ok {
+			return nil, &ConfigError{Field: "Rewards", Msg: fmt.Sprintf("unknown verifier %q: %s was graded with %s", id, cfg.Dir, strings.Join(ids, ", "))}
+		}
+		f := cfg.Rewards[id]
+		formulas[id] = f
+		if len(f.WeightedChecks()) > 0 {
+			weighted[id] = map[string]bool{}
+		}
+	}
+	if len(weighted) == 0 {
+		return formulas, nil
+	}
+	// The check ids of the weighted verifiers, from their check rows.
+	for _, in := range m.Inputs {
+		if !in.Complete {
+			continue
+		}
+		if err := eachCheckID(filepath.Join(cfg.Dir, "checks", in.Part), weighted); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range sortedKeys(weighted) {
+		seen := weighted[id]
+		for _, c := range cfg.Rewards[id].WeightedChecks() {
+			if !seen[c] {
+				known := sortedKeys(seen)
+				if len(known) == 0 {
+					known = []string{"none"}
+				}
+				return nil, &ConfigError{Field: "Rewards", Msg: fmt.Sprintf("the reward of %s weighs unknown check %q (its checks in %s: %s)", id, c, cfg.Dir, strings.Join(known, ", "))}
+			}
+		}
+	}
+	return formulas, nil
+}
+
+// eachCheckID adds the check ids of the rows of the checks part at path to
+// ids, for the verifiers ids has.
+func eachCheckID(path string, ids map[string]map[string]bool) error {
+	rr, err := columnar.OpenResult(path, []string{"verifier_id", "check_id"})
+	if err != nil {
+		return err
+	}
+	defer rr.Close()
+	for {
+		c, err := rr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if set := ids[string(c[0].Data)]; set != nil && !set[string(c[1].Data)] {
+			set[string(c[1].Data)] = true
+		}
+	}
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
+// Columns a rescore reads.
+var (
+	rescoreRewardCols = []string{"rollout_id", "task_id", "verifier_id", "status", "passed", "reward",
+		"checks_total", "checks_passed", "required_total", "required_passed", "error_kind", "error", "source_file", "source_row"}
+	// rescoreCheckCols: what every formula needs, then check_id (weighted
+	// and expr), then what only expressions read.
+	rescoreCheckCols = []string{"check_index", "required", "status", "check_id", "label", "detail", "score"}
+)
+
+// checkCols returns the columns of the checks parts that the formulas need
+// (a prefix of rescoreCheckCols).
+func checkCols(formulas map[string]verifiers.Formula) []string {
+	n := 3
+	for _, f := range formulas {
+		switch f.Kind() {
+		case verifiers.FormulaWeighted:
+			n = max(n, 4)
+		case verifiers.FormulaExpr:
+			n = 7
+		}
+	}
+	return rescoreCheckCols[:n]
+}
+
+// rescoreBatch is the number of reward rows written at once.
+const rescoreBatch = 1024
+
+// rescorePart rescores the part of unit i of the run m describes and
+// returns its statistics.
+func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, formulas map[string]verifiers.Formula) (*partStats, error) {
+	in := &m.Inputs[i]
+	format := m.Config.Format
+	// The checks part first: a rewards part in place implies its checks
+	// part (columnar.Part).
+	if err := copyFile(filepath.Join(cfg.Dir, "checks", in.Part), filepath.Join(cfg.Out, "checks", in.Part)); err != nil {
+		return nil, err
+	}
+	if err := copyFile(idsPath(cfg.Dir, i), idsPath(cfg.Out, i)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+
+	keep := m.Config.Keep
+	rr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "rewards", in.Part), append(slices.Clip(rescoreRewardCols), keep...))
+	if err != nil {
+		return nil, err
+	}
+	defer rr.Close()
+	cr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "checks", in.Part), checkCols(formulas))
+	if err != nil {
+		return nil, err
+	}
+	defer cr.Close()
+	part, err := columnar.CreatePart(cfg.Out, i, columnar.PartOptions{Format: format, Keep: keep, RewardsOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer part.Abort()
+
+	sum := newSummary(nil)
+	strs := interner{}
+	rows := make([]columnar.RewardRow, 0, rescoreBatch)
+	var crs []columnar.CheckRow
+	var buf []verifiers.Check
+	var n int64
+	flush := func() error {
+		if err := part.WriteRewards(rows); err != nil {
+			return err
+		}
+		clear(rows)
+		rows = rows[:0]
+		return ctx.Err()
+	}
+	for {
+		cells, err := rr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		rw, err := rewardRow(cells, len(keep), strs)
+		if err != nil {
+			return nil, fmt.Errorf("read %s row %d: %w", filepath.Join(cfg.Dir, "rewards", in.Part), n, err)
+		}
+		var checkErr bool
+		crs, checkErr, err = readChecks(cr, &rw, crs[:0], strs)
+		if err != nil {
+			return nil, fmt.Errorf("read %s, the checks of rollout %q (row %d of its rewards): %w", filepath.Join(cfg.Dir, "checks", in.Part), rw.RolloutID, n, err)
+		}
+		// A check in error makes the rollout an error whatever the
+		// formula: its row stays as it is.
+		if len(crs) > 0 && !checkErr {
+			buf = rescore(&rw, crs, formulas[rw.VerifierID.S], buf)
+		}
+		sum.add(&rw)
+		sum.Checks += int64(len(crs))
+		rows = append(rows, rw)
+		n++
+		if len(rows) == rescoreBatch {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if _, err := cr.Next(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			err = errors.New("check rows left after the last rollout's")
+		}
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(cfg.Dir, "checks", in.Part), err)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	if in.Rows != nil && *in.Rows != n {
+		return nil, fmt.Errorf("read %s: %d rows, the manifest says %d", filepath.Join(cfg.Dir, "rewards", in.Part), n, *in.Rows)
+	}
+	ps := newPartStats(&Unit{Index: i, Path: in.Path}, n, sum)
+	if err := writeStats(cfg.Out, ps); err != nil {
+		return nil, err
+	}
+	if err := part.Close(); err != nil {
+		os.Remove(statsPath(cfg.Out, i))
+		return nil, err
+	}
+	return ps, nil
+}
+
+// copyFile copies src to dst byte for byte, written under another name
+// and renamed into place.
+func copyFile(src, dst string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(dst), err)
+	}
+	return atomicfile.Write(dst, atomicfile.Options{Perm: 0o644}, func(w io.Writer) error {
+		_, err := io.Copy(w, f)
+		return err
+	})
+}
+
+// readChecks appends the check rows of rw, ChecksTotal of them, read from
+// cr, to crs, and reports whether one of them is in error. The rows must be
+// numbered from 0: a rollout's check rows follow the previous rollout's,
+// which the writer guarantees (it appends them in input order, after its
+// reward's counts are known) and which the numbering and the total count
+// of rows (checked by the caller) verify.
+func readChecks(cr *columnar.ResultReader, rw *columnar.RewardRow, crs []columnar.CheckRow, strs interner) (_ []columnar.CheckRow, checkErr bool, _ error) {
+	for k := range int(rw.ChecksTotal) {
+		c, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, false, fmt.Errorf("the checks part ends before check %d of %d", k, rw.ChecksTotal)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		idx, err := strconv.Atoi(unsafeString(c[0].Data))
+		if err != nil || idx != k {
+			return nil, false, fmt.Errorf("check_index %s where %d was expected: check rows out of order", c[0].Data, k)
+		}
+		row := columnar.CheckRow{Required: string(c[1].Data) == "true", Status: strs.get(c[2].Data)}
+		checkErr = checkErr || row.Status == verifiers.CheckError
+		if len(c) > 3 {
+			row.CheckID = strs.get(c[3].Data)
+		}
+		if len(c) > 4 {
+			row.Label = strs.get(c[4].Data)
+			row.Detail = string(c[5].Data)
+			if c[6].Kind != columnar.CellNull {
+				if row.Score, err = strconv.ParseFloat(unsafeString(c[6].Data), 64); err != nil {
+					return nil, false, fmt.Errorf("score %q: not a number", c[6].Data)
+				}
+				row.ScoreValid = true
+			}
+		}
+		crs = append(crs, row)
+	}
+	return crs, checkErr, nil
+}
+
+// rewardRow decodes the cells of a rewards row, read as rescoreRewardCols
+// then keep columns.
+func rewardRow(c []columnar.Cell, keep int, strs interner) (columnar.RewardRow, error) {
+	var rw columnar.RewardRow
+	var err error
+	num := func(cell columnar.Cell, name string) int64 {
+		v, e := strconv.ParseInt(unsafeString(cell.Data), 10, 64)
+		if e != nil && err == nil {
+			err = fmt.Errorf("%s %q: not an integer", name, cell.Data)
+		}
+		return v
+	}
+	nstr := func(cell columnar.Cell, shared bool) columnar.NullString {
+		if cell.Kind == columnar.CellNull {
+			return columnar.NullString{}
+		}
+		if shared {
+			return columnar.Str(strs.get(cell.Data))
+		}
+		return columnar.Str(string(cell.Data))
+	}
+	rw.RolloutID = string(c[0].Data)
+	rw.TaskID = strs.get(c[1].Data)
+	rw.VerifierID = nstr(c[2], true)
+	rw.Status = strs.get(c[3].Data)
+	if c[4].Kind != columnar.CellNull {
+		rw.Passed, rw.PassedValid = string(c[4].Data) == "true", true
+	}
+	if c[5].Kind != columnar.CellNull {
+		rw.Reward, err = strconv.ParseFloat(unsafeString(c[5].Data), 64)
+		if err != nil {
+			return rw, fmt.Errorf("reward %q: not a number", c[5].Data)
+		}
+		rw.RewardValid = true
+	}
+	rw.ChecksTotal = int32(num(c[6], "checks_total"))
+	rw.ChecksPassed = int32(num(c[7], "checks_passed"))
+	rw.RequiredTotal = int32(num(c[8], "required_total"))
+	rw.RequiredPassed = int32(num(c[9], "required_passed"))
+	rw.ErrorKind = nstr(c[10], true)
+	rw.Error = nstr(c[11], false)
+	rw.SourceFile = strs.get(c[12].Data)
+	rw.SourceRow = num(c[13], "source_row")
+	if keep > 0 {
+		rw.Keep = make([]columnar.NullString, keep)
+		for j := range keep {
+			rw.Keep[j] = nstr(c[len(rescoreRewardCols)+j], false)
+		}
+	}
+	if err == nil && rw.ChecksTotal < 0 {
+		err = fmt.Errorf("checks_total %d", rw.ChecksTotal)
+	}
+	return rw, err
+}
+
+// interner shares the storage of repeated strings (ids, statuses, file
+// names) across the rows of a part.
+type interner map[string]string
+
+func (in interner) get(b []byte) string {
+	if s, ok := in[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	in[s] = s
+	return s
+}
+
+// unsafeString views b as a string for a parse that does not keep it.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
