@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
@@ -172,7 +173,7 @@ func newParquetReader(path string, f *os.File, opts Options) (*ParquetReader, er
 	if total != file.NumRows() {
 		return nil, fmt.Errorf("open %s: corrupt footer: %d rows in row groups, %d in the file", path, total, file.NumRows())
 	}
-	if err := r.planColumns(opts.Fields.WithDefaults()); err != nil {
+	if err := r.planColumns(opts.Fields.WithDefaults(), opts.Meta); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return r, nil
@@ -258,7 +259,7 @@ func (r *ParquetReader) restrict(first, n int) error {
 }
 
 // planColumns picks the columns to read and where their cells go.
-func (r *ParquetReader) planColumns(fields FieldNames) error {
+func (r *ParquetReader) planColumns(fields FieldNames, meta []string) error {
 	names := fieldSlotNames(fields)
 	for _, col := range r.file.Root().Columns() {
 		name := col.Name()
@@ -270,8 +271,8 @@ func (r *ParquetReader) planColumns(fields FieldNames) error {
 		}
 		kind, scale, ok := pqKindOf(col)
 		if len(slots) == 0 {
-			if !ok {
-				continue // nested, repeated or unsupported: not metadata
+			if !ok || (meta != nil && !slices.Contains(meta, name)) {
+				continue // nested, repeated or unsupported: not metadata; or not asked for
 			}
 			slots = append(slots, numFieldSlots+len(r.metaNames))
 			r.metaNames = append(r.metaNames, name)

@@ -31,6 +31,10 @@ type Options struct {
 	Fields FieldNames
 	// MaxLineBytes bounds one JSON Lines line (0: 64 MiB).
 	MaxLineBytes int
+	// Meta, when not nil, names the only metadata columns a Parquet
+	// reader reads: the others are skipped, their pages never read.
+	// Other formats read every column.
+	Meta []string
 }
 
 // errReaderClosed is what Next returns after Close.

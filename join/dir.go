@@ -253,7 +253,7 @@ func (t *tableReader) nextBatch() error {
 				return io.EOF
 			}
 			t.part++
-			r, err := columnar.Open(t.parts[t.part], columnar.Options{})
+			r, err := columnar.Open(t.parts[t.part], columnar.Options{Meta: t.cols})
 			if err != nil {
 				return err
 			}

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 )
 
@@ -130,7 +131,7 @@ func Join(ctx context.Context, left, right *Dir, cfg Config, fn func(*Pair) erro
 		return nil, err
 	}
 	defer j.sides[1].close()
-	rows := left.Manifest.rows() + right.Manifest.rows()
+	rows := estimateRows(left) + estimateRows(right)
 	if aligned(left, right) {
 		j.setTotal(rows)
 		done, err := j.aligned(ctx)
@@ -142,6 +143,25 @@ func Join(ctx context.Context, left, right *Dir, cfg Config, fn func(*Pair) erro
 		j.setTotal(2 * rows)
 	}
 	return j.stats, j.partitioned(ctx, rows-2*j.stats.Aligned)
+}
+
+// estimateRows returns the rows of the result directory d as its manifest
+// counts them, or when it does not, an estimate from the size of its parts
+// that errs on the high side.
+func estimateRows(d *Dir) int64 {
+	if n := d.Manifest.rows(); n >= 0 {
+		return n
+	}
+	var size int64
+	for _, table := range []string{Rewards, Checks} {
+		parts, _ := Parts(d.Path, table)
+		for _, p := range parts {
+			if fi, err := os.Stat(p); err == nil {
+				size += fi.Size()
+			}
+		}
+	}
+	return size / 16
 }
 
 // aligned reports whether left and right can be read in step: the same
