@@ -49,7 +49,7 @@ func writeResults(t *testing.T, rows []rr, fps map[string]string, inputs map[str
 			verifier = r.verifier
 		}
 		line, _ := json.Marshal(map[string]any{"rollout_id": r.id, "task_id": r.task, "verifier_id": verifier, "status": r.status,
-			"passed": passed, "reward": r.reward, "source_file": r.source, "source_row": 0, "model": r.model})
+			"passed": passed, "reward": r.reward, "checks_total": len(r.checks), "source_file": r.source, "source_row": 0, "model": r.model})
 		rw.Write(append(line, '\n'))
 		for i, c := range r.checks {
 			id, st, _ := strings.Cut(c, "=")
