@@ -7,7 +7,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build demo test test-slurm vet fmt-check fuzz bench loadtest clean
+.PHONY: build demo test test-slurm vet fmt-check fuzz bench bench-compare loadtest clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/gavel
@@ -70,6 +70,17 @@ bench: build
 	cd bench/duckdb && CGO_ENABLED=1 $(GO) build -trimpath -o ../../bin/bench-duckdb .
 	cd bench/duckdb && $(GO) build -trimpath -o ../../bin/bench-pqarrowfloor ./pqarrowfloor
 	bin/bench-run -rollouts $(BENCH_ROLLOUTS) -data $(BENCH_DATA) -bin bin -json $(BENCH_DATA)/results.json
+
+# `make bench-compare` times gavel diff and gavel leaderboard on two runs of
+# the same generated rollouts, graded from the same file (aligned) and from
+# the file split in four and listed in reverse (not aligned): wall time, CPU
+# time and peak RSS per case (bench/README.md). Datasets and runs are kept
+# under $(BENCH_DATA)/compare and reused.
+# BENCH_COMPARE_SIZES="1000000 10000000" adds the 10M case (about 7 GB of disk).
+BENCH_COMPARE_SIZES ?= 1000000
+bench-compare: build
+	$(GO) build -trimpath -o bin/bench-splitparquet ./bench/cmd/splitparquet
+	bench/compare.sh $(BIN) bin/bench-splitparquet $(BENCH_DATA)/compare $(BENCH_COMPARE_SIZES)
 
 # `make loadtest` starts `gavel serve` on 127.0.0.1, drives it with bounded
 # load (each phase ends after LOADTEST_DURATION or its request cap), stops it

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -74,7 +75,7 @@ type Disagreement struct {
 // the recorded outcomes in its rewards column column. cfg.FailOn limits
 // the disagreements, as a count or a rate of the compared rollouts.
 func CompareColumn(dir, column string, cfg DiffConfig) (*Against, error) {
-	if _, err := readManifest(dir); err != nil {
+	if _, err := join.Open(dir); err != nil {
 		return nil, err
 	}
 	a := &Against{Dir: dir, Column: column, FailOn: cfg.FailOn.String()}
@@ -90,8 +91,8 @@ func CompareColumn(dir, column string, cfg DiffConfig) (*Against, error) {
 	cols := []string{"rollout_id", "task_id", "verifier_id", "status", column}
 	err := scanTable(dir, "rewards", cols, func(v []value) error {
 		a.Rollouts++
-		status := string(v[3].data)
-		if !v[4].null() {
+		status := string(v[3].Data)
+		if !v[4].Null() {
 			found = true
 		}
 		gavelPassed := status == verifiers.StatusPassed
@@ -99,14 +100,14 @@ func CompareColumn(dir, column string, cfg DiffConfig) (*Against, error) {
 			a.NotJudged++
 			return nil
 		}
-		recPassed, _, ok := Recorded(v[4].data)
-		if v[4].null() || !ok {
+		recPassed, _, ok := Recorded(v[4].Data)
+		if v[4].Null() || !ok {
 			a.NoRecord++
 			return nil
 		}
 		vid := ""
-		if !v[2].null() {
-			vid = in.get(v[2].data)
+		if !v[2].Null() {
+			vid = in.get(v[2].Data)
 		}
 		av := byVerifier[vid]
 		if av == nil {
@@ -128,7 +129,7 @@ func CompareColumn(dir, column string, cfg DiffConfig) (*Against, error) {
 			av.RecordOnly++
 		}
 		if examples > 0 {
-			list = append(list, Disagreement{RolloutID: string(v[0].data), Task: in.get(v[1].data), Verifier: vid, Gavel: status, Recorded: string(v[4].data)})
+			list = append(list, Disagreement{RolloutID: string(v[0].Data), Task: in.get(v[1].Data), Verifier: vid, Gavel: status, Recorded: string(v[4].Data)})
 			if len(list) >= 4*examples {
 				// Keep memory bounded when most rollouts disagree.
 				sortDisagreements(list)
@@ -177,16 +178,16 @@ func (a *Against) decidingChecks(list []Disagreement) error {
 		index[list[i].RolloutID] = i
 	}
 	return scanTable(a.Dir, "checks", []string{"rollout_id", "check_id", "status", "required"}, func(v []value) error {
-		i, ok := index[string(v[0].data)]
-		if !ok || string(v[3].data) != "true" {
+		i, ok := index[string(v[0].Data)]
+		if !ok || string(v[3].Data) != "true" {
 			return nil
 		}
 		d := &list[i]
-		status := string(v[2].data)
+		status := string(v[2].Data)
 		if d.Gavel == verifiers.StatusFailed && status == verifiers.CheckPass {
 			return nil
 		}
-		d.Checks = append(d.Checks, string(v[1].data)+": "+status)
+		d.Checks = append(d.Checks, string(v[1].Data)+": "+status)
 		return nil
 	})
 }

@@ -1,102 +1,16 @@
 package report
 
 import (
-	"errors"
+	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/verifiers"
 )
-
-// side is one result directory loaded for a diff: its reward rows keyed by
-// rollout id, with their checks.
-type side struct {
-	dir      string
-	manifest *manifest
-	index    map[string]int32
-	rows     []sideRow
-	// checks holds every row's checks, each row's contiguous (a gavel
-	// result writes them so); a row's are checks[first : first+n].
-	checks []checkState
-	dups   int64
-}
-
-// sideRow is one rollout. Its strings but the id are interned.
-type sideRow struct {
-	id, task, verifier, status, source string
-	reward                             float64
-	first, n                           int32
-	hasReward                          bool
-}
-
-// rowChecks returns the checks of r.
-func (s *side) rowChecks(r *sideRow) []checkState {
-	return s.checks[r.first : r.first+r.n]
-}
-
-type checkState struct {
-	id, status string
-}
-
-// loadSide reads the rewards, checks and manifest of a result directory.
-// A rollout id seen twice keeps its first row; the others are counted.
-func loadSide(dir string) (*side, error) {
-	m, err := readManifest(dir)
-	if err != nil {
-		return nil, err
-	}
-	s := &side{dir: dir, manifest: m, index: map[string]int32{}}
-	in := interner{}
-	cols := []string{"rollout_id", "task_id", "verifier_id", "status", "reward", "source_file"}
-	err = scanTable(dir, "rewards", cols, func(v []value) error {
-		if v[0].null() {
-			return errors.New("rollout_id is null")
-		}
-		if _, dup := s.index[string(v[0].data)]; dup {
-			s.dups++
-			return nil
-		}
-		id := string(v[0].data)
-		r := sideRow{id: id, task: in.get(v[1].data), status: in.get(v[3].data), source: in.get(v[5].data)}
-		if !v[2].null() {
-			r.verifier = in.get(v[2].data)
-		}
-		r.reward, r.hasReward, err = parseReward(v[4])
-		if err != nil {
-			return err
-		}
-		s.index[id] = int32(len(s.rows))
-		s.rows = append(s.rows, r)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = scanTable(dir, "checks", []string{"rollout_id", "check_id", "status"}, func(v []value) error {
-		i, ok := s.index[string(v[0].data)]
-		if !ok {
-			return nil
-		}
-		r := &s.rows[i]
-		if r.n > 0 && int(r.first+r.n) != len(s.checks) {
-			// Not contiguous: move the row's checks so far to the end.
-			s.checks = append(s.checks, s.rowChecks(r)...)
-			r.first = int32(len(s.checks)) - r.n
-		}
-		if r.n == 0 {
-			r.first = int32(len(s.checks))
-		}
-		s.checks = append(s.checks, checkState{id: in.get(v[1].data), status: in.get(v[2].data)})
-		r.n++
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
 
 // Threshold is the --fail-on limit: a count of regressions, or a rate of
 // regressions among the rollouts present on both sides. The run fails when
@@ -159,6 +73,14 @@ type DiffConfig struct {
 	// Examples is the number of changed rollouts listed (0: 10; negative:
 	// none).
 	Examples int
+	// TempDir is where a comparison of results that do not line up
+	// spills its partitions ("": the system temporary directory).
+	TempDir string
+	// MemoryBudget bounds the rows held in memory at once, in bytes (0:
+	// join's default).
+	MemoryBudget int64
+	// Progress, when set, is told of the rows compared.
+	Progress join.Progress
 }
 
 // Diff is the comparison of two result directories, rollout by rollout.
@@ -195,6 +117,11 @@ type Diff struct {
 	Checks    []CheckDiff    `json:"checks"`
 	// Examples lists changed rollouts, regressions first, then by id.
 	Examples []Change `json:"examples"`
+
+	// Partitions and DiskBytes say how the comparison ran: the partitions
+	// spilled (0: the results lined up) and the bytes written to disk.
+	Partitions int   `json:"-"`
+	DiskBytes  int64 `json:"-"`
 }
 
 // VerifierDiff is the comparison of one verifier's rollouts. A rollout is
@@ -231,6 +158,7 @@ type VerifierDiff struct {
 
 	rewardDeltaSum float64
 	rewardDeltaN   int64
+	index          int
 }
 
 // CheckDiff is the comparison of one check over the paired rollouts.
@@ -266,17 +194,41 @@ const (
 	CauseUnexplained = "unexplained"
 )
 
-// Compare loads two result directories and compares them.
+// Compare compares two result directories, rollout by rollout, in bounded
+// memory (see package join).
 func Compare(baseDir, curDir string, cfg DiffConfig) (*Diff, error) {
-	base, err := loadSide(baseDir)
+	return CompareContext(context.Background(), baseDir, curDir, cfg)
+}
+
+// CompareContext is Compare with a context that stops it.
+func CompareContext(ctx context.Context, baseDir, curDir string, cfg DiffConfig) (*Diff, error) {
+	base, err := join.Open(baseDir)
 	if err != nil {
 		return nil, fmt.Errorf("base: %w", err)
 	}
-	cur, err := loadSide(curDir)
+	cur, err := join.Open(curDir)
 	if err != nil {
 		return nil, fmt.Errorf("current: %w", err)
 	}
-	return compare(base, cur, cfg), nil
+	df := newDiffer(base, cur, cfg)
+	defer df.deltas.close()
+	jcfg := join.Config{
+		Rewards:      []string{"task_id", "verifier_id", "status", "reward", "source_file"},
+		Checks:       []string{"check_id", "status"},
+		TempDir:      cfg.TempDir,
+		MemoryBudget: cfg.MemoryBudget,
+		LeftName:     "base",
+		RightName:    "current",
+		Progress:     cfg.Progress,
+	}
+	st, err := join.Join(ctx, base, cur, jcfg, df.pair)
+	if err != nil {
+		return nil, err
+	}
+	if err := df.finish(st); err != nil {
+		return nil, err
+	}
+	return df.d, nil
 }
 
 type inputKey struct {
@@ -287,7 +239,7 @@ type inputKey struct {
 // manifestInputs returns each input file's size and rows. A large Parquet
 // file is split into several units, each with its rows: they are summed
 // (-1 when a unit's are unknown).
-func manifestInputs(m *manifest) map[string]inputKey {
+func manifestInputs(m *join.Manifest) map[string]inputKey {
 	out := map[string]inputKey{}
 	for _, in := range m.Inputs {
 		k, seen := out[in.Path]
@@ -305,7 +257,7 @@ func manifestInputs(m *manifest) map[string]inputKey {
 	return out
 }
 
-func fingerprints(m *manifest) map[string]string {
+func fingerprints(m *join.Manifest) map[string]string {
 	out := map[string]string{}
 	for _, v := range m.Verifiers {
 		out[v.ID] = v.Fingerprint
@@ -313,161 +265,242 @@ func fingerprints(m *manifest) map[string]string {
 	return out
 }
 
-func compare(base, cur *side, cfg DiffConfig) *Diff {
-	d := &Diff{
-		Base: base.dir, Current: cur.dir,
-		BaseVersion: base.manifest.Version, CurVersion: cur.manifest.Version,
-		BaseRollouts: int64(len(base.rows)), CurRollouts: int64(len(cur.rows)),
-		DuplicateIDs: base.dups + cur.dups,
-		FailOn:       cfg.FailOn.String(),
+// Columns of a joined rewards row and check row (join.Config of
+// CompareContext).
+const (
+	rTask = iota
+	rVerifier
+	rStatus
+	rReward
+	rSource
+)
+
+const (
+	cID = iota
+	cStatus
+)
+
+// differ accumulates a Diff pair by pair.
+type differ struct {
+	d             *Diff
+	baseIn, curIn map[string]inputKey
+	baseFP, curFP map[string]string
+	byVerifier    map[string]*VerifierDiff
+	verifiers     []*VerifierDiff // by index, for the deltas
+	checks        map[string]map[string]*CheckDiff
+	changes       []Change
+	examples      int
+	changed       []string
+	failOn        Threshold
+	// deltas keeps the reward deltas of the pairs joined in partitions,
+	// so that they are summed in base order as on the aligned path.
+	deltas deltaRuns
+}
+
+func newDiffer(base, cur *join.Dir, cfg DiffConfig) *differ {
+	df := &differ{
+		d: &Diff{
+			Base: base.Path, Current: cur.Path,
+			BaseVersion: base.Manifest.Version, CurVersion: cur.Manifest.Version,
+			FailOn: cfg.FailOn.String(),
+		},
+		baseIn: manifestInputs(base.Manifest), curIn: manifestInputs(cur.Manifest),
+		baseFP: fingerprints(base.Manifest), curFP: fingerprints(cur.Manifest),
+		byVerifier: map[string]*VerifierDiff{},
+		checks:     map[string]map[string]*CheckDiff{},
+		examples:   cfg.Examples,
+		failOn:     cfg.FailOn,
 	}
-	baseIn, curIn := manifestInputs(base.manifest), manifestInputs(cur.manifest)
-	baseFP, curFP := fingerprints(base.manifest), fingerprints(cur.manifest)
-	byVerifier := map[string]*VerifierDiff{}
-	vd := func(id string) *VerifierDiff {
-		v := byVerifier[id]
-		if v == nil {
-			v = &VerifierDiff{Verifier: id, StatusChanges: map[string]int64{}}
-			v.FingerprintChanged = baseFP[id] != curFP[id]
-			byVerifier[id] = v
-		}
-		return v
+	df.deltas.dir = cfg.TempDir
+	if df.examples == 0 {
+		df.examples = 10
 	}
-	type checkKey struct{ verifier, check string }
-	checks := map[checkKey]*CheckDiff{}
-	cd := func(verifier, check string) *CheckDiff {
-		k := checkKey{verifier, check}
-		c := checks[k]
-		if c == nil {
-			c = &CheckDiff{Verifier: verifier, Check: check, StatusChanges: map[string]int64{}}
-			checks[k] = c
-		}
-		return c
+	df.examples = max(0, df.examples)
+	return df
+}
+
+func (df *differ) vd(id []byte) *VerifierDiff {
+	v := df.byVerifier[string(id)]
+	if v == nil {
+		s := string(id)
+		v = &VerifierDiff{Verifier: s, StatusChanges: map[string]int64{}, index: len(df.verifiers)}
+		v.FingerprintChanged = df.baseFP[s] != df.curFP[s]
+		df.byVerifier[s] = v
+		df.verifiers = append(df.verifiers, v)
 	}
-	var changes []Change
-	examples := cfg.Examples
-	if examples == 0 {
-		examples = 10
+	return v
+}
+
+func (df *differ) cd(verifier string, check []byte) *CheckDiff {
+	byCheck := df.checks[verifier]
+	if byCheck == nil {
+		byCheck = map[string]*CheckDiff{}
+		df.checks[verifier] = byCheck
 	}
-	examples = max(0, examples)
-	for i := range base.rows {
-		b := &base.rows[i]
-		j, ok := cur.index[b.id]
-		if !ok {
-			d.BaseOnly++
-			vd(b.verifier).BaseOnly++
-			continue
+	c := byCheck[string(check)]
+	if c == nil {
+		c = &CheckDiff{Verifier: verifier, Check: string(check), StatusChanges: map[string]int64{}}
+		byCheck[c.Check] = c
+	}
+	return c
+}
+
+// pair adds one joined rollout.
+func (df *differ) pair(p *join.Pair) error {
+	d := df.d
+	if p.Right == nil {
+		d.BaseOnly++
+		df.vd(p.Left.Values[rVerifier].Data).BaseOnly++
+		return nil
+	}
+	if p.Left == nil {
+		d.CurOnly++
+		df.vd(p.Right.Values[rVerifier].Data).CurOnly++
+		return nil
+	}
+	b, c := p.Left.Values, p.Right.Values
+	vidb := c[rVerifier].Data
+	if len(vidb) == 0 {
+		vidb = b[rVerifier].Data
+	}
+	v := df.vd(vidb)
+	vid := v.Verifier
+	d.Paired++
+	v.Paired++
+	br, bHas, err := parseReward(b[rReward])
+	if err != nil {
+		return fmt.Errorf("base: %w", err)
+	}
+	cr, cHas, err := parseReward(c[rReward])
+	if err != nil {
+		return fmt.Errorf("current: %w", err)
+	}
+	if bHas != cHas || (bHas && br != cr) {
+		v.RewardChanged++
+	}
+	if bHas && cHas {
+		if p.Partition < 0 {
+			v.rewardDeltaSum += cr - br
+		} else if err := df.deltas.add(p.Partition, p.Left.Ordinal, v.index, cr-br); err != nil {
+			return err
 		}
-		c := &cur.rows[j]
-		vid := c.verifier
-		if vid == "" {
-			vid = b.verifier
-		}
-		v := vd(vid)
-		d.Paired++
-		v.Paired++
-		if b.hasReward != c.hasReward || (b.hasReward && b.reward != c.reward) {
-			v.RewardChanged++
-		}
-		if b.hasReward && c.hasReward {
-			v.rewardDeltaSum += c.reward - b.reward
-			v.rewardDeltaN++
-		}
-		// Checks are compared only when one verifier judged both sides: a
-		// rollout bound to another verifier has other checks.
-		var changedChecks []string
-		sameVerifier := b.verifier == c.verifier
-		bChecks, cChecks := base.rowChecks(b), cur.rowChecks(c)
+		v.rewardDeltaN++
+	}
+	bStat, cStat := b[rStatus].Data, c[rStatus].Data
+	statusChanged := !bytes.Equal(bStat, cStat)
+	list := statusChanged && df.examples > 0
+	// Checks are compared only when one verifier judged both sides: a
+	// rollout bound to another verifier has other checks.
+	df.changed = df.changed[:0]
+	if bytes.Equal(b[rVerifier].Data, c[rVerifier].Data) {
+		bChecks, cChecks := p.Left.Checks, p.Right.Checks
 		for _, bc := range bChecks {
-			if !sameVerifier {
-				break
-			}
-			k := slices.IndexFunc(cChecks, func(x checkState) bool { return x.id == bc.id })
+			k := slices.IndexFunc(cChecks, func(x []join.Value) bool { return bytes.Equal(x[cID].Data, bc[cID].Data) })
 			if k < 0 {
-				cd(vid, bc.id).Removed++
-				changedChecks = append(changedChecks, bc.id+": "+bc.status+" -> (none)")
+				df.cd(vid, bc[cID].Data).Removed++
+				if list {
+					df.changed = append(df.changed, string(bc[cID].Data)+": "+string(bc[cStatus].Data)+" -> (none)")
+				}
 				continue
 			}
 			cc := cChecks[k]
-			if cc.status == bc.status {
+			if bytes.Equal(cc[cStatus].Data, bc[cStatus].Data) {
 				continue
 			}
-			x := cd(vid, bc.id)
+			x := df.cd(vid, bc[cID].Data)
+			bs, cs := string(bc[cStatus].Data), string(cc[cStatus].Data)
 			switch {
-			case bc.status == verifiers.CheckPass && cc.status == verifiers.CheckFail:
+			case bs == verifiers.CheckPass && cs == verifiers.CheckFail:
 				x.PassToFail++
-			case bc.status == verifiers.CheckFail && cc.status == verifiers.CheckPass:
+			case bs == verifiers.CheckFail && cs == verifiers.CheckPass:
 				x.FailToPass++
 			default:
-				x.StatusChanges[bc.status+"->"+cc.status]++
+				x.StatusChanges[bs+"->"+cs]++
 			}
-			changedChecks = append(changedChecks, bc.id+": "+bc.status+" -> "+cc.status)
+			if list {
+				df.changed = append(df.changed, string(bc[cID].Data)+": "+bs+" -> "+cs)
+			}
 		}
 		for _, cc := range cChecks {
-			if !sameVerifier {
-				break
-			}
-			if !slices.ContainsFunc(bChecks, func(x checkState) bool { return x.id == cc.id }) {
-				cd(vid, cc.id).Added++
-				changedChecks = append(changedChecks, cc.id+": (none) -> "+cc.status)
-			}
-		}
-		if b.status == c.status {
-			continue
-		}
-		regression := b.status == verifiers.StatusPassed && (c.status == verifiers.StatusFailed || c.status == verifiers.StatusError)
-		switch {
-		case b.status == verifiers.StatusPassed && c.status == verifiers.StatusFailed:
-			v.PassToFail++
-		case b.status == verifiers.StatusFailed && c.status == verifiers.StatusPassed:
-			v.FailToPass++
-		default:
-			v.StatusChanges[b.status+"->"+c.status]++
-		}
-		if regression {
-			v.Regressions++
-			d.Regressions++
-		}
-		bIn, bok := baseIn[b.source]
-		cIn, cok := curIn[c.source]
-		inputChanged := !bok || !cok || bIn != cIn || b.task != c.task
-		// Another task binds another verifier: that is the input's doing.
-		verifierChanged := baseFP[b.verifier] != curFP[c.verifier] || (b.task == c.task && b.verifier != c.verifier)
-		cause := CauseUnexplained
-		switch {
-		case inputChanged && verifierChanged:
-			cause = CauseBoth
-			v.ChangedBoth++
-		case verifierChanged:
-			cause = CauseVerifier
-			v.ChangedVerifierOnly++
-		case inputChanged:
-			cause = CauseInput
-			v.ChangedInputOnly++
-		default:
-			v.ChangedUnexplained++
-		}
-		if examples > 0 {
-			changes = append(changes, Change{RolloutID: b.id, Task: c.task, Verifier: vid, From: b.status, To: c.status, Regression: regression, Cause: cause, Checks: changedChecks})
-			if len(changes) >= 4*examples {
-				// Keep memory bounded when most rollouts changed.
-				sortChanges(changes)
-				changes = changes[:examples]
+			if !slices.ContainsFunc(bChecks, func(x []join.Value) bool { return bytes.Equal(x[cID].Data, cc[cID].Data) }) {
+				df.cd(vid, cc[cID].Data).Added++
+				if list {
+					df.changed = append(df.changed, string(cc[cID].Data)+": (none) -> "+string(cc[cStatus].Data))
+				}
 			}
 		}
 	}
-	for i := range cur.rows {
-		c := &cur.rows[i]
-		if _, ok := base.index[c.id]; !ok {
-			d.CurOnly++
-			vd(c.verifier).CurOnly++
+	if !statusChanged {
+		return nil
+	}
+	bs, cs := string(bStat), string(cStat)
+	regression := bs == verifiers.StatusPassed && (cs == verifiers.StatusFailed || cs == verifiers.StatusError)
+	switch {
+	case bs == verifiers.StatusPassed && cs == verifiers.StatusFailed:
+		v.PassToFail++
+	case bs == verifiers.StatusFailed && cs == verifiers.StatusPassed:
+		v.FailToPass++
+	default:
+		v.StatusChanges[bs+"->"+cs]++
+	}
+	if regression {
+		v.Regressions++
+		d.Regressions++
+	}
+	bIn, bok := df.baseIn[string(b[rSource].Data)]
+	cIn, cok := df.curIn[string(c[rSource].Data)]
+	sameTask := bytes.Equal(b[rTask].Data, c[rTask].Data)
+	inputChanged := !bok || !cok || bIn != cIn || !sameTask
+	// Another task binds another verifier: that is the input's doing.
+	verifierChanged := df.baseFP[string(b[rVerifier].Data)] != df.curFP[string(c[rVerifier].Data)] ||
+		(sameTask && !bytes.Equal(b[rVerifier].Data, c[rVerifier].Data))
+	cause := CauseUnexplained
+	switch {
+	case inputChanged && verifierChanged:
+		cause = CauseBoth
+		v.ChangedBoth++
+	case verifierChanged:
+		cause = CauseVerifier
+		v.ChangedVerifierOnly++
+	case inputChanged:
+		cause = CauseInput
+		v.ChangedInputOnly++
+	default:
+		v.ChangedUnexplained++
+	}
+	if list {
+		var checks []string
+		if len(df.changed) > 0 {
+			checks = slices.Clone(df.changed)
 		}
+		df.changes = append(df.changes, Change{RolloutID: string(p.Left.ID), Task: string(c[rTask].Data), Verifier: vid,
+			From: bs, To: cs, Regression: regression, Cause: cause, Checks: checks})
+		if len(df.changes) >= 4*df.examples {
+			// Keep memory bounded when most rollouts changed.
+			sortChanges(df.changes)
+			df.changes = df.changes[:df.examples]
+		}
+	}
+	return nil
+}
+
+// finish completes the diff once every pair is in.
+func (df *differ) finish(st *join.Stats) error {
+	d := df.d
+	d.BaseRollouts, d.CurRollouts = st.LeftRows, st.RightRows
+	d.DuplicateIDs = st.LeftDuplicates + st.RightDuplicates
+	d.Partitions, d.DiskBytes = st.Partitions, st.DiskBytes+df.deltas.bytes
+	err := df.deltas.sum(func(verifier int, delta float64) {
+		df.verifiers[verifier].rewardDeltaSum += delta
+	})
+	if err != nil {
+		return err
 	}
 	if d.Paired > 0 {
 		d.RegressionRate = float64(d.Regressions) / float64(d.Paired)
 	}
-	d.Failed = cfg.FailOn.exceeded(d.Regressions, d.Paired)
-	for _, v := range byVerifier {
+	d.Failed = df.failOn.exceeded(d.Regressions, d.Paired)
+	for _, v := range df.verifiers {
 		v.McNemarP = McNemarExact(v.PassToFail, v.FailToPass)
 		if v.rewardDeltaN > 0 {
 			m := v.rewardDeltaSum / float64(v.rewardDeltaN)
@@ -476,8 +509,10 @@ func compare(base, cur *side, cfg DiffConfig) *Diff {
 		d.Verifiers = append(d.Verifiers, *v)
 	}
 	slices.SortFunc(d.Verifiers, func(a, b VerifierDiff) int { return strings.Compare(a.Verifier, b.Verifier) })
-	for _, c := range checks {
-		d.Checks = append(d.Checks, *c)
+	for _, byCheck := range df.checks {
+		for _, c := range byCheck {
+			d.Checks = append(d.Checks, *c)
+		}
 	}
 	slices.SortFunc(d.Checks, func(a, b CheckDiff) int {
 		if c := strings.Compare(a.Verifier, b.Verifier); c != 0 {
@@ -485,8 +520,8 @@ func compare(base, cur *side, cfg DiffConfig) *Diff {
 		}
 		return strings.Compare(a.Check, b.Check)
 	})
-	sortChanges(changes)
-	d.Examples = changes[:min(examples, len(changes))]
+	sortChanges(df.changes)
+	d.Examples = df.changes[:min(df.examples, len(df.changes))]
 	if d.Examples == nil {
 		d.Examples = []Change{}
 	}
@@ -496,7 +531,7 @@ func compare(base, cur *side, cfg DiffConfig) *Diff {
 	if d.Checks == nil {
 		d.Checks = []CheckDiff{}
 	}
-	return d
+	return nil
 }
 
 // sortChanges orders changes regressions first, then by rollout id.

@@ -2,13 +2,16 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -46,7 +49,7 @@ func writeResults(t *testing.T, rows []rr, fps map[string]string, inputs map[str
 			verifier = r.verifier
 		}
 		line, _ := json.Marshal(map[string]any{"rollout_id": r.id, "task_id": r.task, "verifier_id": verifier, "status": r.status,
-			"passed": passed, "reward": r.reward, "source_file": r.source, "source_row": 0, "model": r.model})
+			"passed": passed, "reward": r.reward, "checks_total": len(r.checks), "source_file": r.source, "source_row": 0, "model": r.model})
 		rw.Write(append(line, '\n'))
 		for i, c := range r.checks {
 			id, st, _ := strings.Cut(c, "=")
@@ -214,18 +217,24 @@ func TestLoadSideInterleavedChecks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "checks", "part-00000.jsonl"), []byte(checks), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := loadSide(dir)
+	d, err := join.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"c1=pass c2=fail", "d1=pass d2=pass"} {
-		var got []string
-		for _, c := range s.rowChecks(&s.rows[i]) {
-			got = append(got, c.id+"="+c.status)
+	var got []string
+	_, err = join.Join(context.Background(), d, d, join.Config{Checks: []string{"check_id", "status"}}, func(p *join.Pair) error {
+		var row []string
+		for _, c := range p.Left.Checks {
+			row = append(row, string(c[0].Data)+"="+string(c[1].Data))
 		}
-		if strings.Join(got, " ") != want {
-			t.Errorf("checks of %s = %v, want %s", s.rows[i].id, got, want)
-		}
+		got = append(got, strings.Join(row, " "))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"c1=pass c2=fail", "d1=pass d2=pass"}; !slices.Equal(got, want) {
+		t.Errorf("checks = %q, want %q", got, want)
 	}
 }
 
@@ -244,7 +253,7 @@ func TestThresholdString(t *testing.T) {
 
 // TestManifestInputs sums the rows of the units of one file.
 func TestManifestInputs(t *testing.T) {
-	var m manifest
+	var m join.Manifest
 	text := `{"inputs": [{"path": "a", "size": 9, "rows": 10}, {"path": "a", "size": 9, "rows": 5}, {"path": "b", "size": 3, "rows": 2}, {"path": "b", "size": 3}]}`
 	if err := json.Unmarshal([]byte(text), &m); err != nil {
 		t.Fatal(err)

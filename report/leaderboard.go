@@ -138,35 +138,35 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 		err := scanTable(dir, "rewards", cols, func(v []value) error {
 			keyBuf = keyBuf[:0]
 			for i := range by {
-				if !v[3+i].null() {
+				if !v[3+i].Null() {
 					found[i] = true
 				}
-				keyBuf = append(keyBuf, v[3+i].data...)
+				keyBuf = append(keyBuf, v[3+i].Data...)
 				keyBuf = append(keyBuf, 0)
 			}
 			g := groups[string(keyBuf)]
 			if g == nil {
 				g = &groupAgg{tasks: map[string]*taskAgg{}}
 				for i := range by {
-					g.key = append(g.key, string(v[3+i].data))
+					g.key = append(g.key, string(v[3+i].Data))
 				}
 				groups[string(keyBuf)] = g
 			}
 			if cfg.RewardColumn != "" {
 				v[1], v[2] = recordedRow(v[1])
-				recordedFound = recordedFound || string(v[1].data) != verifiers.StatusError
+				recordedFound = recordedFound || string(v[1].Data) != verifiers.StatusError
 			}
-			task := in.get(v[0].data)
+			task := in.get(v[0].Data)
 			ta := g.tasks[task]
 			if ta == nil {
 				ta = &taskAgg{}
 				g.tasks[task] = ta
 				g.order = append(g.order, task)
 			}
-			if !g.e.Add(string(v[1].data)) {
-				return fmt.Errorf("unknown status %q", v[1].data)
+			if !g.e.Add(string(v[1].Data)) {
+				return fmt.Errorf("unknown status %q", v[1].Data)
 			}
-			switch string(v[1].data) {
+			switch string(v[1].Data) {
 			case verifiers.StatusPassed:
 				ta.passed++
 				ta.graded++
@@ -313,17 +313,17 @@ func Recorded(text []byte) (passed bool, reward float64, ok bool) {
 // recordedRow returns the status and reward of a row read from a recorded
 // reward's cell.
 func recordedRow(v value) (status, reward value) {
-	if v.null() {
-		return value{kind: columnar.CellString, data: []byte(verifiers.StatusError)}, value{}
+	if v.Null() {
+		return value{Kind: columnar.CellString, Data: []byte(verifiers.StatusError)}, value{}
 	}
-	passed, r, ok := Recorded(v.data)
+	passed, r, ok := Recorded(v.Data)
 	switch {
 	case !ok:
-		return value{kind: columnar.CellString, data: []byte(verifiers.StatusError)}, value{}
+		return value{Kind: columnar.CellString, Data: []byte(verifiers.StatusError)}, value{}
 	case passed:
-		status = value{kind: columnar.CellString, data: []byte(verifiers.StatusPassed)}
+		status = value{Kind: columnar.CellString, Data: []byte(verifiers.StatusPassed)}
 	default:
-		status = value{kind: columnar.CellString, data: []byte(verifiers.StatusFailed)}
+		status = value{Kind: columnar.CellString, Data: []byte(verifiers.StatusFailed)}
 	}
-	return status, value{kind: columnar.CellNumber, data: strconv.AppendFloat(nil, r, 'g', -1, 64)}
+	return status, value{Kind: columnar.CellNumber, Data: strconv.AppendFloat(nil, r, 'g', -1, 64)}
 }

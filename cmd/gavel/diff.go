@@ -46,6 +46,10 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	failOn := fs.String("fail-on", "0", "exit 1 when the regressions exceed this `LIMIT`: a count (0: any regression) or a rate of paired rollouts (1% or 0.01)")
 	examples := fs.Int("examples", 10, "list `N` changed rollouts, regressions first (0: none)")
 	against := fs.String("against-column", "", "compare one result directory's verdicts with the recorded reward in this kept `COLUMN` (recorded_reward)")
+	tmp := fs.String("tmp", "", "spill partitions under `DIR` when the results do not line up (default: the system temporary directory)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	progress := fs.Bool("progress", false, "force a progress bar on standard error (shown once the comparison has taken a second)")
+	prof := addProfileFlags(fs)
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
@@ -57,6 +61,9 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *asJSON && *asMarkdown {
 		return usagef("gavel diff --help", "--json and --markdown contradict each other")
+	}
+	if *quiet && *progress {
+		return usagef("gavel diff --help", "--quiet and --progress contradict each other")
 	}
 	th, err := report.ParseThreshold(*failOn)
 	if err != nil {
@@ -72,7 +79,23 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *against != "" {
 		return againstAndReport(fs.Arg(0), *against, th, *examples, format, stdout)
 	}
-	return diffAndReport(fs.Arg(0), fs.Arg(1), th, *examples, format, stdout)
+	opts := compareOptions{tmp: *tmp, stderr: stderr, progress: *progress || (!*quiet && isTerminal(os.Stderr))}
+	if err := prof.start(); err != nil {
+		return err
+	}
+	err = diffAndReport(ctx, fs.Arg(0), fs.Arg(1), th, *examples, format, stdout, opts)
+	if pErr := prof.stop(); pErr != nil {
+		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
+	}
+	return err
+}
+
+// compareOptions are how a comparison runs, not what it finds: where it
+// spills, whether it shows a progress bar, where it says so.
+type compareOptions struct {
+	tmp      string
+	progress bool
+	stderr   io.Writer
 }
 
 // againstAndReport compares a result directory's verdicts with a recorded
@@ -106,13 +129,33 @@ func againstAndReport(dir, column string, th report.Threshold, examples int, for
 // diffAndReport compares two result directories, prints the diff in
 // format and returns an exitError with status 1 when the regressions
 // exceed th.
-func diffAndReport(base, cur string, th report.Threshold, examples int, format string, w io.Writer) error {
+func diffAndReport(ctx context.Context, base, cur string, th report.Threshold, examples int, format string, w io.Writer, opts compareOptions) error {
 	if examples == 0 {
 		examples = -1 // report.DiffConfig: 0 means the default
 	}
-	d, err := report.Compare(base, cur, report.DiffConfig{FailOn: th, Examples: examples})
+	cfg := report.DiffConfig{FailOn: th, Examples: examples, TempDir: opts.tmp}
+	var bar *lateBar
+	if opts.progress {
+		bar = newLateBar(opts.stderr, "comparing", "rows")
+		cfg.Progress = bar
+	}
+	d, err := report.CompareContext(ctx, base, cur, cfg)
+	if bar != nil {
+		bar.Finish()
+	}
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
+	}
+	if d.Partitions > 0 {
+		tmp := opts.tmp
+		if tmp == "" {
+			tmp = os.TempDir()
+		}
+		parts := "partitions"
+		if d.Partitions == 1 {
+			parts = "partition"
+		}
+		fmt.Fprintf(opts.stderr, "gavel: the results do not line up row by row: compared in %d %s, %s spilled under %s\n", d.Partitions, parts, byteSize(d.DiskBytes), tmp)
 	}
 	switch format {
 	case "json":

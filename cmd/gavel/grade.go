@@ -67,6 +67,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxLine := fs.Int("max-line-bytes", 0, "a JSON Lines line longer than `N` bytes is an input error for that row (default 64 MiB)")
 	baseline := fs.String("baseline", "", "at the end, compare with an earlier result `DIR` as gavel diff does")
 	failOn := fs.String("fail-on", "0", "with --baseline: exit 1 when the regressions exceed this `LIMIT` (a count, or a rate: 1% or 0.01)")
+	tmp := fs.String("tmp", "", "with --baseline: spill partitions under `DIR` when the results do not line up (default: the system temporary directory)")
 	prof := addProfileFlags(fs)
 	jf := judgeFlags(fs)
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
@@ -160,7 +161,8 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *baseline != "" {
 		fmt.Fprintf(stdout, "\ncompared with baseline %s\n", *baseline)
-		if err := diffAndReport(*baseline, *out, failTh, 10, "text", stdout); err != nil {
+		opts := compareOptions{tmp: *tmp, stderr: stderr, progress: cfg.Progress != nil}
+		if err := diffAndReport(ctx, *baseline, *out, failTh, 10, "text", stdout, opts); err != nil {
 			return baselineExit(err, res.ErrorRows)
 		}
 	}

@@ -47,6 +47,56 @@ func (p *progressBar) Finish() {
 	}
 }
 
+// lateBar is a progress bar that shows only once its work has taken a
+// second, so that quick steps print nothing.
+type lateBar struct {
+	w           io.Writer
+	desc, items string
+	start       time.Time
+	total, done int64
+	bar         *progressbar.ProgressBar
+}
+
+func newLateBar(w io.Writer, desc, items string) *lateBar {
+	return &lateBar{w: w, desc: desc, items: items, start: time.Now(), total: -1}
+}
+
+func (p *lateBar) SetTotal(total int64) {
+	p.total = total
+	if p.bar != nil {
+		p.bar.ChangeMax64(total)
+	}
+}
+
+func (p *lateBar) Add(n int) {
+	p.done += int64(n)
+	if p.bar == nil {
+		if time.Since(p.start) < time.Second {
+			return
+		}
+		p.bar = progressbar.NewOptions64(p.total,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription(p.desc),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString(p.items),
+			progressbar.OptionSetPredictTime(p.total > 0),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionFullWidth(),
+		)
+		p.bar.Add64(p.done)
+		return
+	}
+	p.bar.Add(n)
+}
+
+func (p *lateBar) Finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

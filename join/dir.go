@@ -1,0 +1,306 @@
+package join
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
+)
+
+// Tables of a result directory.
+const (
+	Rewards = "rewards"
+	Checks  = "checks"
+)
+
+// Dir is a result directory opened for reading: its manifest, what its
+// summary says of duplicate rollout ids, and its part files. Every reader
+// of result directories opens them here.
+type Dir struct {
+	Path     string
+	Manifest *Manifest
+	// duplicates is the summary's duplicate_ids, -1 when the summary does
+	// not say (no summary, or one written before the count existed).
+	duplicates int64
+}
+
+// Manifest is what a join reads of manifest.json (SPEC 6): the gavel
+// version, each verifier's fingerprint and each input unit.
+type Manifest struct {
+	Version   string             `json:"gavel_version"`
+	Verifiers []ManifestVerifier `json:"verifiers"`
+	Inputs    []ManifestInput    `json:"inputs"`
+}
+
+// ManifestVerifier is a verifier named in a manifest.
+type ManifestVerifier struct {
+	ID          string `json:"id"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// ManifestInput is one input unit named in a manifest, with its part.
+type ManifestInput struct {
+	Path          string `json:"path"`
+	Size          int64  `json:"size"`
+	FirstRowGroup int    `json:"first_row_group"`
+	RowGroups     int    `json:"row_groups"`
+	Rows          *int64 `json:"rows"`
+	Part          string `json:"part"`
+	Complete      bool   `json:"complete"`
+}
+
+// Open reads the manifest (and, when there is one, the summary) of the
+// result directory dir.
+func Open(dir string) (*Dir, error) {
+	path := filepath.Join(dir, "manifest.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	d := &Dir{Path: dir, Manifest: &m, duplicates: -1}
+	data, err = os.ReadFile(filepath.Join(dir, "summary.json"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("read summary: %w", err)
+	default:
+		var s struct {
+			Duplicates *int64 `json:"duplicate_ids"`
+		}
+		if json.Unmarshal(data, &s) == nil && s.Duplicates != nil {
+			d.duplicates = *s.Duplicates
+		}
+	}
+	return d, nil
+}
+
+// rows returns the rows the manifest counts in every unit, or -1 when
+// a unit's are unknown.
+func (m *Manifest) rows() int64 {
+	var n int64
+	for _, in := range m.Inputs {
+		if in.Rows == nil {
+			return -1
+		}
+		n += *in.Rows
+	}
+	return n
+}
+
+// Parts lists the complete part files of one table of the result
+// directory (Rewards or Checks) in name order. A missing table is an error:
+// it is not a result directory.
+func Parts(dir, table string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, table))
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || len(name) < 5 || name[:5] != "part-" {
+			continue
+		}
+		if _, ok := columnar.InputFormat(name); !ok {
+			continue // a part being written has another extension
+		}
+		out = append(out, filepath.Join(dir, table, name))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Value is one cell of a result row: its kind and its text (a string's
+// bytes, a number's decimal text).
+type Value struct {
+	Kind columnar.CellKind
+	Data []byte
+}
+
+// Null reports whether v is null or absent.
+func (v Value) Null() bool { return v.Kind == columnar.CellNull }
+
+// Scan reads every part file of one table of the result directory dir, in
+// part order, and calls fn for each row with the values of the columns
+// cols, aligned (a column a part lacks reads as null). The values are
+// valid only during the call.
+func Scan(dir, table string, cols []string, fn func(vals []Value) error) error {
+	parts, err := Parts(dir, table)
+	if err != nil {
+		return err
+	}
+	r := newTableReader(parts, cols)
+	defer r.close()
+	for {
+		vals, err := r.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(vals); err != nil {
+			return r.rowError(err)
+		}
+	}
+}
+
+// tableReader reads the rows of a list of part files one at a time, the
+// columns cols of each, by name.
+type tableReader struct {
+	parts  []string
+	cols   []string
+	vals   []Value
+	idx    []int
+	doc    jsonview.Doc
+	fields columnar.FieldNames
+
+	part int // index in parts of the open reader
+	r    columnar.Reader
+	b    *columnar.Batch
+	i    int // next row of b
+	// back makes the next call of next return the current row again.
+	back bool
+}
+
+func newTableReader(parts, cols []string) *tableReader {
+	return &tableReader{parts: parts, cols: cols, vals: make([]Value, len(cols)),
+		fields: columnar.FieldNames{}.WithDefaults(), part: -1}
+}
+
+// path is the part being read.
+func (t *tableReader) path() string {
+	if t.part < 0 || t.part >= len(t.parts) {
+		return ""
+	}
+	return t.parts[t.part]
+}
+
+// rowError wraps err with the current row's place.
+func (t *tableReader) rowError(err error) error {
+	if t.b == nil || t.i == 0 {
+		return fmt.Errorf("read %s: %w", t.path(), err)
+	}
+	return fmt.Errorf("read %s row %d: %w", t.path(), t.b.Rows[t.i-1].Index, err)
+}
+
+// unread makes the next call of next return the current row again.
+func (t *tableReader) unread() { t.back = true }
+
+// next returns the values of the next row, valid until the call after;
+// io.EOF after the last row of the last part.
+func (t *tableReader) next() ([]Value, error) {
+	if t.back {
+		t.back = false
+		return t.vals, nil
+	}
+	for t.b == nil || t.i >= len(t.b.Rows) {
+		if err := t.nextBatch(); err != nil {
+			return nil, err
+		}
+	}
+	row := &t.b.Rows[t.i]
+	t.i++
+	if t.b.JSONLines {
+		root, err := columnar.DecodeLine(row, &t.fields, &t.doc)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", t.path(), err)
+		}
+		for j, c := range t.cols {
+			t.vals[j] = jsonValue(root.Get(c))
+		}
+		return t.vals, nil
+	}
+	for j, c := range t.cols {
+		switch {
+		case c == columnar.FieldID:
+			t.vals[j] = Value{row.ID.Kind, row.ID.Data}
+		case c == columnar.FieldTask:
+			t.vals[j] = Value{row.Task.Kind, row.Task.Data}
+		case t.idx[j] >= 0:
+			cell := row.Meta[t.idx[j]]
+			t.vals[j] = Value{cell.Kind, cell.Data}
+		default:
+			t.vals[j] = Value{}
+		}
+	}
+	return t.vals, nil
+}
+
+// nextBatch releases the current batch and reads the next, opening the
+// next part when the current one is done.
+func (t *tableReader) nextBatch() error {
+	if t.b != nil {
+		t.b.Release()
+		t.b, t.i = nil, 0
+	}
+	for {
+		if t.r == nil {
+			if t.part+1 >= len(t.parts) {
+				t.part = len(t.parts)
+				return io.EOF
+			}
+			t.part++
+			r, err := columnar.Open(t.parts[t.part], columnar.Options{Columns: t.cols})
+			if err != nil {
+				return err
+			}
+			t.r = r
+		}
+		b, err := t.r.Next(1024)
+		if errors.Is(err, io.EOF) {
+			t.r.Close()
+			t.r = nil
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", t.path(), err)
+		}
+		if !b.JSONLines {
+			t.idx = t.idx[:0]
+			for _, c := range t.cols {
+				t.idx = append(t.idx, slices.Index(b.MetaNames, c))
+			}
+		}
+		t.b = b
+		return nil
+	}
+}
+
+func (t *tableReader) close() {
+	if t.b != nil {
+		t.b.Release()
+		t.b = nil
+	}
+	if t.r != nil {
+		t.r.Close()
+		t.r = nil
+	}
+}
+
+func jsonValue(v jsonview.Value) Value {
+	switch v.Kind() {
+	case jsonview.String:
+		s, _ := v.Str()
+		return Value{columnar.CellString, s}
+	case jsonview.Number:
+		return Value{columnar.CellNumber, v.Raw()}
+	case jsonview.True, jsonview.False:
+		return Value{columnar.CellBool, v.Raw()}
+	case jsonview.Object, jsonview.Array:
+		return Value{columnar.CellJSON, v.Raw()}
+	}
+	return Value{}
+}
