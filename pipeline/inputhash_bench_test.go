@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/gen"
@@ -17,8 +19,8 @@ import (
 // a grading worker computes it, on rollouts already decoded: shared=true
 // finds each initial state in the run's cache (its hash is kept), as in a
 // run; shared=false scans every initial state again. It reports ns and
-// bytes of input per rollout; compare ns/rollout with BenchmarkGrade's
-// rollouts/s for the share of grading it costs.
+// bytes of input per rollout, beside two peers: XXH64 of the same bytes as
+// they are, and the index of the final state that grading builds anyway.
 func BenchmarkInputHash(b *testing.B) {
 	var data bytes.Buffer
 	if _, err := gen.Generate(context.Background(), gen.Config{Rollouts: 2000, Seed: 3, Format: columnar.DatasetJSONL}, gen.Outputs{Data: &data}); err != nil {
@@ -72,6 +74,33 @@ func BenchmarkInputHash(b *testing.B) {
 		inputBytes += len(sc.Bytes())
 		rows = append(rows, in)
 	}
+	// Peers in the same run: XXH64 of the same fields' bytes as they are
+	// (the floor: no scan for whitespace), and indexing the final state
+	// with jsonview, which grading does for every rollout.
+	b.Run("peer=xxhash-raw", func(b *testing.B) {
+		b.SetBytes(int64(inputBytes / len(rows)))
+		b.ReportAllocs()
+		var sink uint64
+		for i := 0; b.Loop(); i++ {
+			in := &rows[i%len(rows)]
+			for _, v := range []jsonview.Value{in.initial, in.r.Final, in.r.Log, in.r.Meta} {
+				sink ^= xxhash.Sum64(v.Raw())
+			}
+		}
+		_ = sink
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/rollout")
+	})
+	b.Run("peer=parse-final", func(b *testing.B) {
+		b.SetBytes(int64(inputBytes / len(rows)))
+		b.ReportAllocs()
+		var doc jsonview.Doc
+		for i := 0; b.Loop(); i++ {
+			if _, err := doc.Parse(rows[i%len(rows)].r.Final.Raw()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/rollout")
+	})
 	for _, cached := range []bool{true, false} {
 		name := "shared=false"
 		if cached {
