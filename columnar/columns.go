@@ -167,6 +167,51 @@ func int64Col[R any](name string, get func(*R) int64) column[R] {
 	}
 }
 
+// nullHashCol returns a nullable string column of 64-bit hashes, each
+// written as 16 lowercase hex digits (fixed width, so that the text sorts
+// and compares as the number does); get returns the hash and whether it
+// is valid. Its values are unique: Parquet stores them without a
+// dictionary.
+func nullHashCol[R any](name string, get func(*R) (uint64, bool)) column[R] {
+	return column[R]{
+		name: name, typ: arrow.BinaryTypes.String, nullable: true, enc: pqPlain,
+		bind: func(b columnBuilder) func(*R) {
+			sb := b.(*array.StringBuilder)
+			return func(r *R) {
+				if h, ok := get(r); ok {
+					var buf [16]byte
+					sb.BinaryBuilder.Append(appendHash(buf[:0], h))
+				} else {
+					sb.AppendNull()
+				}
+			}
+		},
+		json: func(b []byte, r *R) []byte {
+			if h, ok := get(r); ok {
+				b = append(b, '"')
+				return append(appendHash(b, h), '"')
+			}
+			return append(b, "null"...)
+		},
+	}
+}
+
+// appendHash appends h as 16 lowercase hex digits.
+func appendHash(b []byte, h uint64) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, digits[h>>uint(shift)&0xf])
+	}
+	return b
+}
+
+// FormatHash returns h as the input_hash column writes it: 16 lowercase
+// hex digits.
+func FormatHash(h uint64) string {
+	var buf [16]byte
+	return string(appendHash(buf[:0], h))
+}
+
 // nullFloat64Col returns a nullable double column; get returns the value
 // and whether it is valid. JSON Lines writes a value in the shortest form
 // that reads back as the same float64 (strconv 'g', -1), and a non-finite

@@ -176,3 +176,20 @@ func fieldStrings(s *arrow.Schema) []string {
 	}
 	return out
 }
+
+func TestFormatHash(t *testing.T) {
+	tests := []struct {
+		h    uint64
+		want string
+	}{
+		{0, "0000000000000000"},
+		{0x0123456789abcdef, "0123456789abcdef"},
+		{0xfedcba9876543210, "fedcba9876543210"},
+		{math.MaxUint64, "ffffffffffffffff"},
+	}
+	for _, tt := range tests {
+		if got := FormatHash(tt.h); got != tt.want {
+			t.Errorf("FormatHash(%#x) = %q, want %q", tt.h, got, tt.want)
+		}
+	}
+}

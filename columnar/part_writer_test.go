@@ -51,6 +51,7 @@ func wantRewardCols(keep []string) []outCol {
 		{"error", "string", true},
 		{"source_file", "string", false},
 		{"source_row", "int64", false},
+		{"input_hash", "string", true},
 	}
 	for _, k := range keep {
 		cols = append(cols, outCol{k, "string", true})
@@ -83,14 +84,14 @@ func testRewards() []RewardRow {
 			RolloutID: "r0", TaskID: "crm-1", VerifierID: Str("crm"), Status: "passed",
 			Passed: true, PassedValid: true, Reward: 1, RewardValid: true,
 			ChecksTotal: 3, ChecksPassed: 3, RequiredTotal: 2, RequiredPassed: 2,
-			SourceFile: "in/a.parquet", SourceRow: 0,
+			SourceFile: "in/a.parquet", SourceRow: 0, InputHash: 0x0123456789abcdef, InputHashValid: true,
 			Keep: []NullString{Str("gpt"), Str("run-1")},
 		},
 		{
 			RolloutID: "r1", TaskID: "crm-1", VerifierID: Str("crm"), Status: "failed",
 			Passed: false, PassedValid: true, Reward: 0.5, RewardValid: true,
 			ChecksTotal: 4, ChecksPassed: 2, RequiredTotal: 2, RequiredPassed: 1,
-			SourceFile: "in/a.parquet", SourceRow: 1,
+			SourceFile: "in/a.parquet", SourceRow: 1, InputHash: 0, InputHashValid: true,
 			Keep: []NullString{{}, Str("run-1")},
 		},
 		{
@@ -102,12 +103,12 @@ func testRewards() []RewardRow {
 		{
 			RolloutID: "in/a.parquet#3", TaskID: "nope", Status: "error",
 			ErrorKind: Str("no_verifier"), Error: Str(`no verifier binds task "nope"`),
-			SourceFile: "in/a.parquet", SourceRow: 3,
+			SourceFile: "in/a.parquet", SourceRow: 3, InputHash: 7, // not valid: written as null
 		},
 		{
 			RolloutID: "r4", TaskID: "crm-2", VerifierID: Str("crm"), Status: "error",
 			ErrorKind: Str("verifier"), Error: Str("panic: index out of range\n\tat line 3"),
-			SourceFile: "in/b.jsonl", SourceRow: 1 << 40,
+			SourceFile: "in/b.jsonl", SourceRow: 1 << 40, InputHash: math.MaxUint64, InputHashValid: true,
 			Keep: []NullString{Str("ünïcode ✓ \"q\" \\ <&>"), Str("")},
 		},
 		{
@@ -161,7 +162,10 @@ func rewardValues(rows []RewardRow, keep int) [][]any {
 	}
 	var out [][]any
 	for _, r := range rows {
-		var passed, reward any
+		var passed, reward, hash any
+		if r.InputHashValid {
+			hash = FormatHash(r.InputHash)
+		}
 		if r.PassedValid {
 			passed = r.Passed
 		}
@@ -170,7 +174,7 @@ func rewardValues(rows []RewardRow, keep int) [][]any {
 		}
 		v := []any{r.RolloutID, r.TaskID, ns(r.VerifierID), r.Status, passed, reward,
 			r.ChecksTotal, r.ChecksPassed, r.RequiredTotal, r.RequiredPassed,
-			ns(r.ErrorKind), ns(r.Error), r.SourceFile, r.SourceRow}
+			ns(r.ErrorKind), ns(r.Error), r.SourceFile, r.SourceRow, hash}
 		for i := range keep {
 			var k NullString
 			if i < len(r.Keep) {
@@ -473,7 +477,7 @@ type parquetColumn struct {
 }
 
 // noDict names the columns written without a dictionary.
-var noDict = map[string]bool{"rollout_id": true, "error": true, "detail": true, "actual": true, "expected": true, "suggestion": true}
+var noDict = map[string]bool{"rollout_id": true, "input_hash": true, "error": true, "detail": true, "actual": true, "expected": true, "suggestion": true}
 
 func checkParquetGo(t *testing.T, path string, cols []outCol, want [][]any, groups []int64) {
 	t.Helper()

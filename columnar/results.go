@@ -31,6 +31,11 @@ type RewardRow struct {
 	Error          NullString
 	SourceFile     string
 	SourceRow      int64
+	// InputHash identifies the rollout's input (see the pipeline's input
+	// hash); InputHashValid is false (input_hash null) when the row's
+	// input could not be read.
+	InputHash      uint64
+	InputHashValid bool
 	// Keep holds the kept metadata values, aligned with the part's keep
 	// column names (all written as nullable strings).
 	Keep []NullString
@@ -53,7 +58,12 @@ var rewardColumns = []column[RewardRow]{
 	nullStringCol("error", pqPlain, func(r *RewardRow) NullString { return r.Error }),
 	stringCol("source_file", pqCategorical, func(r *RewardRow) string { return r.SourceFile }),
 	int64Col("source_row", func(r *RewardRow) int64 { return r.SourceRow }),
+	nullHashCol(ColumnInputHash, func(r *RewardRow) (uint64, bool) { return r.InputHash, r.InputHashValid }),
 }
+
+// ColumnInputHash names the rewards column of the rollout's input hash; no
+// kept metadata column may take its name.
+const ColumnInputHash = "input_hash"
 
 // rewardsTable returns the columns of a rewards part: rewardColumns, then
 // a nullable string column for each kept metadata name. A row with fewer

@@ -81,6 +81,7 @@ type grader struct {
 	setBuf                          []byte
 	checks                          verifiers.Checks
 	rollout                         verifiers.Rollout
+	hasher                          inputHasher
 	rescoreBuf                      []verifiers.Check
 	keepIdx                         []int // per batch: index of each keep column in MetaNames, or -1
 
@@ -273,12 +274,13 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 	// The initial state repeats across the rollouts of a task: the cache
 	// indexes each distinct text once.
 	var initErr error
+	cached := false // r.Initial is held by the cache
 	switch {
 	case row.Initial.Kind == columnar.CellString && g.plan.initials != nil:
 		if row.Initial.Stable {
-			r.Initial, _, initErr = g.plan.initials.ParseStable(&g.initial, row.Initial.Data)
+			r.Initial, cached, initErr = g.plan.initials.ParseStable(&g.initial, row.Initial.Data)
 		} else {
-			r.Initial, _, initErr = g.plan.initials.Parse(&g.initial, row.Initial.Data)
+			r.Initial, cached, initErr = g.plan.initials.Parse(&g.initial, row.Initial.Data)
 		}
 		if initErr != nil {
 			initErr = fmt.Errorf("%s: %w", fields.Initial, initErr)
@@ -288,9 +290,12 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 		// the shared index of a repeated text lets the verifiers' memos
 		// per world (verifiers.WorldMemo) hit.
 		r.Initial = row.Initial.V
+		// Its index lies in the line, or else in the cache.
+		cached = g.plan.initials != nil && !within(r.Initial.Raw(), row.Line)
 	default:
 		r.Initial, initErr = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines)
 	}
+	own := r.Initial // the row's own initial state, before the task's stands in
 	t := g.plan.task(rw.TaskID, row.TaskRow)
 	if t != nil && initErr == nil && r.Initial.IsNull() {
 		r.Initial = t.Initial
@@ -328,6 +333,7 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 		r.Initial = jsonview.Value{}
 	}
 	r.ID, r.TaskID = rw.RolloutID, rw.TaskID
+	rw.InputHash, rw.InputHashValid = g.hasher.sum(r, own, cached, t), true
 	return v, ""
 }
 

@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -173,19 +171,18 @@ func first(s ...string) string {
 	return ""
 }
 
-// fingerprint returns the manifest fingerprint of v: the hash of its
-// definition and, when it is judged, of its judge's model, threshold and
-// template.
+// fingerprint returns the manifest fingerprint of v (verifiers.Fingerprint)
+// with, when it is judged, its judge's model, threshold and template. js
+// may be nil: no verifier is judged.
 func (js *judging) fingerprint(v *verifiers.Verifier) string {
-	def := v.Definition
+	judge := ""
 	if js != nil && v.Judged {
 		if j, err := js.judgeFor(v, &verifiers.Rubric{}); err == nil && j != nil {
-			def += "\x00judge model=" + j.Model() + " threshold=" + strconv.FormatFloat(j.Threshold(), 'g', -1, 64) +
+			judge = "model=" + j.Model() + " threshold=" + strconv.FormatFloat(j.Threshold(), 'g', -1, 64) +
 				" template=" + j.Template().Fingerprint()
 		}
 	}
-	sum := sha256.Sum256([]byte(def))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return verifiers.Fingerprint(v, judge)
 }
 
 // runJudge returns the judge settings that are part of the run's identity.

@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"runtime"
 	"sync"
@@ -284,8 +282,7 @@ func (g *RowGrader) Stuck() int {
 func (g *RowGrader) Verifiers() []ManifestVerifier {
 	out := make([]ManifestVerifier, len(g.vs))
 	for i, v := range g.vs {
-		sum := sha256.Sum256([]byte(v.Definition))
-		out[i] = ManifestVerifier{ID: v.ID, Name: v.Name, Tasks: v.Tasks, Source: v.Source, Fingerprint: "sha256:" + hex.EncodeToString(sum[:])}
+		out[i] = ManifestVerifier{ID: v.ID, Name: v.Name, Tasks: v.Tasks, Source: v.Source, Fingerprint: g.base.judging.fingerprint(v)}
 	}
 	return out
 }

@@ -256,6 +256,9 @@ func prepare(cfg Config) (*runner, error) {
 		if p.fields.Is(k) {
 			return nil, &ConfigError{Field: "Keep", Msg: fmt.Sprintf("%s is a rollout field, not metadata", k)}
 		}
+		if k == columnar.ColumnInputHash {
+			return nil, &ConfigError{Field: "Keep", Msg: fmt.Sprintf("%s is a rewards column (the hash of each rollout's input), not metadata, and cannot be kept", k)}
+		}
 	}
 	var bound []*verifiers.Verifier
 	for _, v := range cfg.Verifiers {

@@ -17,6 +17,8 @@ type Task struct {
 	Fields jsonview.Value
 	// Initial is the task's initial state (missing when the row has none).
 	Initial jsonview.Value
+	// hash is the row's part of its rollouts' input hash (taskHash).
+	hash uint64
 }
 
 // Tasks maps task ids to their rows.
@@ -93,7 +95,7 @@ func newTask(text []byte, fields *columnar.FieldNames) (*Task, string, error) {
 	if id == "" {
 		return nil, "", fmt.Errorf("%s is missing or empty", fields.Task)
 	}
-	t := &Task{Fields: root}
+	t := &Task{Fields: root, hash: taskHash(root, fields.Initial)}
 	init := root.Get(fields.Initial)
 	switch init.Kind() {
 	case jsonview.String:

@@ -63,10 +63,11 @@ const (
 const labelUnchanged = "The world was left unchanged"
 
 var ver001 = &Verifier{
-	ID:    "VER-001",
-	Name:  "ACME expansion deal created",
-	Tasks: []string{"TASK-001"},
-	Grade: gradeVER001,
+	ID:      "VER-001",
+	Name:    "ACME expansion deal created",
+	Tasks:   []string{"TASK-001"},
+	Version: 1,
+	Grade:   gradeVER001,
 }
 
 // gradeVER001 grades TASK-001. A new deal is an opportunity whose key is in
@@ -123,10 +124,11 @@ func gradeVER001(r *Rollout, c *Checks) error {
 }
 
 var ver002 = &Verifier{
-	ID:    "VER-002",
-	Name:  "Departed rep's open deals moved to the new owner",
-	Tasks: []string{"TASK-002"},
-	Grade: gradeVER002,
+	ID:      "VER-002",
+	Name:    "Departed rep's open deals moved to the new owner",
+	Tasks:   []string{"TASK-002"},
+	Version: 1,
+	Grade:   gradeVER002,
 }
 
 // gradeVER002 grades TASK-002. S is the initial opportunities owned by the
@@ -175,10 +177,11 @@ func gradeVER002(r *Rollout, c *Checks) error {
 }
 
 var ver003 = &Verifier{
-	ID:    "VER-003",
-	Name:  "Deal OPP-0001 marked closed-won",
-	Tasks: []string{"TASK-003"},
-	Grade: gradeVER003,
+	ID:      "VER-003",
+	Name:    "Deal OPP-0001 marked closed-won",
+	Tasks:   []string{"TASK-003"},
+	Version: 1,
+	Grade:   gradeVER003,
 }
 
 // gradeVER003 grades TASK-003. The won stage is the first initial stage, in
@@ -276,10 +279,11 @@ func gradeVER003(r *Rollout, c *Checks) error {
 }
 
 var ver004 = &Verifier{
-	ID:    "VER-004",
-	Name:  "Weighted pipeline total reported",
-	Tasks: []string{"TASK-004"},
-	Grade: gradeVER004,
+	ID:      "VER-004",
+	Name:    "Weighted pipeline total reported",
+	Tasks:   []string{"TASK-004"},
+	Version: 1,
+	Grade:   gradeVER004,
 }
 
 // gradeVER004 grades TASK-004. The expected total is derived from the
@@ -393,10 +397,11 @@ func weightedTotal(state jsonview.Value) (total float64, fault string) {
 }
 
 var ver006 = &Verifier{
-	ID:    "VER-006",
-	Name:  "Top active rep by open pipeline named",
-	Tasks: []string{"TASK-006"},
-	Grade: gradeVER006,
+	ID:      "VER-006",
+	Name:    "Top active rep by open pipeline named",
+	Tasks:   []string{"TASK-006"},
+	Version: 1,
+	Grade:   gradeVER006,
 }
 
 // gradeVER006 grades TASK-006. A user's pipeline is the sum of the amounts

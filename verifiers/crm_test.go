@@ -787,8 +787,8 @@ func TestBuiltin(t *testing.T) {
 		if want := "func grade" + strings.ReplaceAll(v.ID, "-", ""); !strings.HasPrefix(lines[line-1], want) {
 			t.Errorf("%s: Source %s points at %q, want the line of %s", v.ID, v.Source, lines[line-1], want)
 		}
-		if v.Definition != string(src) {
-			t.Errorf("%s: Definition is not the text of crm.go", v.ID)
+		if v.Definition != "" || v.Version < 1 {
+			t.Errorf("%s: Definition %q, Version %d; want none and at least 1", v.ID, v.Definition, v.Version)
 		}
 		if !utf8.ValidString(v.Name) || v.Name == "" || len(v.Tasks) != 1 {
 			t.Errorf("%s: Name %q, Tasks %v", v.ID, v.Name, v.Tasks)

@@ -1,9 +1,6 @@
 package verifiers
 
 import (
-	"embed"
-	"io/fs"
-	"path"
 	"reflect"
 	"runtime"
 	"slices"
@@ -12,18 +9,11 @@ import (
 	"sync"
 )
 
-// sources holds the package's Go files, so that a Go verifier's Definition
-// is the text of the file that defines it and its fingerprint changes with
-// its code.
-//
-//go:embed *.go
-var sources embed.FS
-
 // Builtin returns the verifiers compiled into gavel, in registry order, each
 // with Source ("verifiers/crm.go:87", where its Grade function is defined)
-// and Definition (that file's text) filled in where the verifier leaves them
-// empty. It computes them once; every call returns a new slice of the same
-// verifiers, which callers must not modify.
+// filled in where the verifier leaves it empty. It computes them once;
+// every call returns a new slice of the same verifiers, which callers must
+// not modify.
 func Builtin() []*Verifier {
 	return slices.Clone(builtin())
 }
@@ -36,16 +26,6 @@ var builtin = sync.OnceValue(func() []*Verifier {
 		file, line := gradeSource(v.Grade)
 		if cp.Source == "" && file != "" {
 			cp.Source = file + ":" + strconv.Itoa(line)
-		}
-		if cp.Definition == "" && file != "" {
-			if text, err := fs.ReadFile(sources, path.Base(file)); err == nil {
-				cp.Definition = string(text)
-			}
-		}
-		if !cp.Reward.IsFraction() {
-			// The formula, declared beside the verifier, is part of its
-			// behaviour wherever it is written.
-			cp.Definition += "\nreward " + cp.Reward.String()
 		}
 		out[i] = &cp
 	}

@@ -198,11 +198,16 @@ type Verifier struct {
 	// Grade adds the rollout's checks to c. A returned error (or a panic)
 	// makes the rollout's status error, kind verifier.
 	Grade func(r *Rollout, c *Checks) error
+	// Version is the version of a Go verifier's code: raise it whenever
+	// a change to Grade (or to what Grade calls) may change a check. The
+	// verifiers compiled into gavel start at 1, and a test fails when
+	// their code changes and their Version does not.
+	Version int
 	// Source says where the verifier is defined ("verifiers/crm.go:42").
 	Source string
-	// Definition is a text that changes whenever the verifier's behaviour
-	// may change; its hash is the fingerprint in manifest.json. Go
-	// verifiers use their source file's content.
+	// Definition is the canonical text of a declarative verifier, which
+	// changes whenever its behaviour may change. Go verifiers leave it
+	// empty: their Version stands for their code.
 	Definition string
 	// Judged says that the verifier may add rubric checks for a judge
 	// (Checks.Rubric). A run starts a judge only when a bound verifier is

@@ -131,17 +131,22 @@ func runVerifierAdd(args []string, stdout, stderr io.Writer) error {
 
 // %[1]s grades %[3]s: %[4]q.
 var %[1]s = &Verifier{
-	ID:    %[2]q,
-	Name:  %[4]q,
-	Tasks: []string{%[3]q},
-	Grade: func(r *Rollout, c *Checks) error {
-		// Derive what should have happened from r.Initial, then check
-		// r.Final and r.Output; see crm.go for examples.
-		c.Require("TODO: define success condition", false, %[5]q)
-		return nil
-	},
+	ID:      %[2]q,
+	Name:    %[4]q,
+	Tasks:   []string{%[3]q},
+	Version: 1,
+	Grade:   %[6]s,
 }
-`, ident, id, *task, *name, fmt.Sprintf("Verifier %q is not implemented yet.", id))
+
+// %[6]s grades %[3]s. Raise %[1]s's Version whenever a change here may
+// change a check.
+func %[6]s(r *Rollout, c *Checks) error {
+	// Derive what should have happened from r.Initial, then check
+	// r.Final and r.Output; see crm.go for examples.
+	c.Require("TODO: define success condition", false, %[5]q)
+	return nil
+}
+`, ident, id, *task, *name, fmt.Sprintf("Verifier %q is not implemented yet.", id), "grade"+strings.ToUpper(ident))
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
@@ -155,7 +160,7 @@ var %[1]s = &Verifier{
 		}
 		return p
 	}
-	fmt.Fprintf(stdout, "Created %s\nRegistered %s in %s\nNext: replace the failing TODO check in %s, then rebuild gavel (make build).\n", rel(file), ident, rel(regPath), rel(file))
+	fmt.Fprintf(stdout, "Created %s\nRegistered %s in %s\nNext: replace the failing TODO check in %s, record its code (go test ./verifiers -run TestVersions -update), then rebuild gavel (make build).\n", rel(file), ident, rel(regPath), rel(file))
 	return nil
 }
 
