@@ -48,6 +48,7 @@ func commands() []command {
 		{"spec", "check declarative verifier files", runSpec},
 		{"diff", "compare two result directories (regressions)", runDiff},
 		{"leaderboard", "pass rates and rewards by model, with intervals", runLeaderboard},
+		{"report", "a page to read one run (HTML or Markdown), against a baseline", runReport},
 		{"commit", "join the shards of a sharded run", runCommit},
 		{"serve", "serve the gym verifier API and online grading over HTTP", runServe},
 	}
