@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -11,13 +10,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// WriteJSON writes the report as indented JSON.
-func (rep *RunReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
 
 // segment is one status's part of a bar: its count and its width in
 // percent of the bar's track (the longest bar of a table fills it).
