@@ -8,6 +8,7 @@ package gen
 //	1 check-events-on-day             required  some event starts on 2024-11-20 (UTC)
 //	2 check-form-opened-then-submitted optional open-form click, later submit-button click
 //	3 check-button-clicked            optional  a submit-button click
+//	4 check-nothing-else-changed      required  no event but added ones changed
 //
 // Each behaviour below produces a known status for each check, so the
 // expected verdicts are known by construction.
@@ -49,20 +50,22 @@ type CalendarConfig struct {
 // statuses it produces.
 type calendarBehaviour struct {
 	name   string
-	checks [4]checkStatus
+	checks [5]checkStatus
 }
 
 var calendarBehaviours = []calendarBehaviour{
-	{"correct", [4]checkStatus{cPass, cPass, cPass, cPass}},
-	{"correct_offset_time", [4]checkStatus{cPass, cPass, cPass, cPass}}, // startTime with a UTC offset, still on the day in UTC
-	{"no_clicks", [4]checkStatus{cPass, cPass, cFail, cFail}},           // created without the form
-	{"submit_before_open", [4]checkStatus{cPass, cPass, cFail, cPass}},
-	{"wrong_title", [4]checkStatus{cFail, cPass, cPass, cPass}},
-	{"wrong_day_utc", [4]checkStatus{cPass, cFail, cPass, cPass}}, // 2024-11-20 local, 2024-11-21 in UTC
-	{"noop", [4]checkStatus{cFail, cFail, cFail, cFail}},
+	{"correct", [5]checkStatus{cPass, cPass, cPass, cPass, cPass}},
+	{"correct_offset_time", [5]checkStatus{cPass, cPass, cPass, cPass, cPass}}, // startTime with a UTC offset, still on the day in UTC
+	{"no_clicks", [5]checkStatus{cPass, cPass, cFail, cFail, cPass}},           // created without the form
+	{"submit_before_open", [5]checkStatus{cPass, cPass, cFail, cPass, cPass}},
+	{"wrong_title", [5]checkStatus{cFail, cPass, cPass, cPass, cPass}},
+	{"wrong_day_utc", [5]checkStatus{cPass, cFail, cPass, cPass, cPass}}, // 2024-11-20 local, 2024-11-21 in UTC
+	{"noop", [5]checkStatus{cFail, cFail, cFail, cFail, cPass}},
+	{"deleted_other", [5]checkStatus{cPass, cPass, cPass, cPass, cFail}}, // did the task, and deleted an event
+	{"edited_other", [5]checkStatus{cPass, cPass, cPass, cPass, cFail}},  // did the task, and moved an event
 }
 
-var calendarRequired = []bool{true, true, false, false}
+var calendarRequired = []bool{true, true, false, false, true}
 
 // CalendarCounts are the expected verdicts of a group of calendar
 // rollouts. Every calendar row is graded, so none has status error.
@@ -115,7 +118,8 @@ func (c *CalendarCounts) add(v verdict) {
 
 func (c *CalendarCounts) finish() {
 	if c.Rollouts > 0 {
-		// Every rollout has 4 checks, so the mean reward is exact.
+		// Every rollout has the same number of checks, so the mean
+		// reward is exact.
 		m := float64(c.ChecksPassed) / float64(c.ChecksTotal)
 		c.MeanReward = &m
 	}
@@ -214,7 +218,8 @@ var (
 
 // calendarRollout builds one rollout of the behaviour: the initial events
 // never fall on 2024-11-20 in UTC and are never titled "Team Meeting", so
-// that only what the agent adds decides the required checks.
+// that only what the agent adds decides the required checks, and only
+// what it deletes or edits decides check-nothing-else-changed.
 func calendarRollout(r *rand.Rand, behaviour string) (initial, final, output, log string) {
 	var events []calendarEvent
 	for k := range 2 + r.IntN(4) {
@@ -260,6 +265,17 @@ func calendarRollout(r *rand.Rand, behaviour string) (initial, final, output, lo
 	case "noop":
 		clicks = nil
 		output = "I could not find the form."
+	case "deleted_other":
+		k := r.IntN(len(events))
+		events = append(events[:k:k], events[k+1:]...)
+	case "edited_other":
+		// An hour later on the same day, never on 2024-11-20.
+		k := r.IntN(len(events))
+		e := &events[k]
+		day, h := e.StartTime[:len("2024-11-11")], 0
+		fmt.Sscanf(e.StartTime[len("2024-11-11T"):], "%d", &h)
+		e.StartTime = fmt.Sprintf("%sT%02d:00:00Z", day, h+1)
+		e.EndTime = fmt.Sprintf("%sT%02d:30:00Z", day, h+1)
 	}
 	if behaviour != "noop" {
 		events = append(events, added)

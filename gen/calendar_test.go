@@ -29,7 +29,7 @@ func TestGenerateCalendar(t *testing.T) {
 	if got := bytes.Count(a, []byte("\n")); got != 500 {
 		t.Errorf("%d rows, want 500", got)
 	}
-	if exp.Totals.Rollouts != 500 || exp.Totals.Passed+exp.Totals.Failed != 500 || exp.Totals.ChecksTotal != 2000 {
+	if exp.Totals.Rollouts != 500 || exp.Totals.Passed+exp.Totals.Failed != 500 || exp.Totals.ChecksTotal != 2500 {
 		t.Errorf("totals = %+v", exp.Totals)
 	}
 	if len(exp.Behaviours) != len(CalendarBehaviours()) {

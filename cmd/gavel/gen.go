@@ -17,7 +17,10 @@ const genSynopsis = `gavel gen [flags]
 Generates a synthetic dataset of CRM rollouts (SPEC 7.1: TASK-001, -002, -003,
 -004 and -006 in equal shares, agents that are correct, partly correct, wrong
 or do nothing) and the verdicts grading it must report, known by construction.
-Prints the expected counts per verifier and writes them as JSON to --expected.
+With --env calendar: TASK-C01 rollouts for the built-in calendar spec (SPEC
+7.2), among them agents that create the meeting but also delete or move another
+event. Prints the expected counts per verifier and writes them as JSON to
+--expected.
 The same flags always produce byte-identical files.`
 
 const genExamples = `  gavel gen --out rollouts.parquet --rollouts 100000

@@ -15,8 +15,10 @@ import (
 )
 
 // runGenCalendar is `gavel gen --env calendar`: a dataset of TASK-C01
-// rollouts for the built-in calendar spec (SPEC 7.2), with the expected
-// verdicts by construction. It takes the configuration runGen parsed and
+// rollouts for the built-in calendar spec (SPEC 7.2), among them agents
+// that create the meeting and also delete or move another event (which
+// check-nothing-else-changed fails), with the expected verdicts by
+// construction. It takes the configuration runGen parsed and
 // validated; the flags that only the CRM environment has are refused.
 func runGenCalendar(ctx context.Context, fs *flag.FlagSet, c gen.Config, quiet bool, stdout, stderr io.Writer) error {
 	const hint = "gavel gen --env calendar --out calendar.parquet --rollouts 1000"

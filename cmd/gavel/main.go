@@ -49,6 +49,7 @@ func commands() []command {
 		{"diff", "compare two result directories (regressions)", runDiff},
 		{"leaderboard", "pass rates and rewards by model, with intervals", runLeaderboard},
 		{"rescore", "recompute rewards with other formulas, from the check rows", runRescore},
+		{"report", "a page to read one run (HTML or Markdown), against a baseline", runReport},
 		{"commit", "join the shards of a sharded run", runCommit},
 		{"serve", "serve the gym verifier API and online grading over HTTP", runServe},
 	}

@@ -64,6 +64,11 @@ func celLibrary() []cel.EnvOption {
 		cel.Function("count",
 			cel.Overload("count_dyn", []*cel.Type{cel.DynType}, cel.IntType,
 				cel.UnaryBinding(celCount))),
+		cel.Function("changes",
+			cel.Overload("changes_dyn_dyn", []*cel.Type{cel.DynType, cel.DynType}, cel.MapType(cel.StringType, cel.DynType),
+				cel.BinaryBinding(func(initial, final ref.Val) ref.Val { return celChanges(initial, final) })),
+			cel.Overload("changes_dyn_dyn_map", []*cel.Type{cel.DynType, cel.DynType, cel.MapType(cel.StringType, cel.StringType)}, cel.MapType(cel.StringType, cel.DynType),
+				cel.FunctionBinding(celChanges))),
 		cel.Function("numbers_in",
 			cel.Overload("numbers_in_string", []*cel.Type{cel.StringType}, cel.ListType(cel.DoubleType),
 				cel.UnaryBinding(celNumbersIn))),
@@ -103,7 +108,7 @@ func (l *loader) compile(n *yaml.Node, src string, wantBool bool) *program {
 func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool bool) *program {
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
-		l.problem(n, "CEL variables: final, initial, output, log, task, meta; functions: object_contains, count, numbers_in, states_number",
+		l.problem(n, "CEL variables: final, initial, output, log, task, meta; functions: object_contains, count, numbers_in, states_number, changes",
 			"CEL expression does not compile: %v", iss.Err())
 		return nil
 	}

@@ -115,6 +115,7 @@ type activation struct {
 	final, initial, task, meta *celObj
 	log                        *celList
 	output                     types.String
+	change                     *celObj // an allow filter's change; nil elsewhere
 }
 
 // resolveLet resolves a let name of the verifier being graded.
@@ -149,6 +150,10 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.task, true
 	case "meta":
 		return a.meta, true
+	case "change":
+		if a.change != nil {
+			return a.change, true
+		}
 	}
 	return a.resolveLet(name)
 }

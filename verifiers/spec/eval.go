@@ -27,6 +27,7 @@ type scratch struct {
 	rows, sel, matches []jsonview.Value
 	buf, numBuf        []byte
 	actualDoc, exprDoc jsonview.Doc
+	changeDoc          jsonview.Doc // an unchanged check's change record
 	cel                celScratch
 }
 
@@ -126,6 +127,8 @@ func (c *check) grade(r *verifiers.Rollout, s *scratch) verifiers.Check {
 		return out
 	case kindExpr:
 		return c.gradeExpr(r, s, out)
+	case kindUnchanged:
+		return c.gradeUnchanged(r, s, out)
 	}
 	rows, err := c.rows(r, s)
 	if err != nil {

@@ -3,6 +3,7 @@ package spec
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gavelhq/gavel/verifiers"
@@ -60,15 +61,17 @@ func TestCalendarSpec(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		r    ro
-		want string // statuses of the four checks
+		want string // statuses of the five checks
 		out  verifiers.Outcome
 	}{
-		{"correct", ro{final: `{"events": [` + other + `,` + meeting + `]}`, log: goodLog}, "pass pass pass pass", verifiers.Passed},
-		{"no clicks", ro{final: `{"events": [` + meeting + `]}`}, "pass pass fail fail", verifiers.Passed},
-		{"submitted without opening", ro{final: `{"events": [` + meeting + `]}`, log: `[{"eventType": "click", "clickId": "submit-button"}]`}, "pass pass fail pass", verifiers.Passed},
-		{"nothing created", ro{final: `{"events": [` + other + `]}`, log: goodLog}, "fail fail pass pass", verifiers.Failed},
-		{"missing state", ro{}, "fail fail fail fail", verifiers.Failed},
-		{"events not a list", ro{final: `{"events": "none"}`, log: goodLog}, "error error pass pass", verifiers.Errored},
+		{"correct", ro{initial: `{"events": [` + other + `]}`, final: `{"events": [` + other + `,` + meeting + `]}`, log: goodLog}, "pass pass pass pass pass", verifiers.Passed},
+		{"no clicks", ro{final: `{"events": [` + meeting + `]}`}, "pass pass fail fail pass", verifiers.Passed},
+		{"submitted without opening", ro{final: `{"events": [` + meeting + `]}`, log: `[{"eventType": "click", "clickId": "submit-button"}]`}, "pass pass fail pass pass", verifiers.Passed},
+		{"nothing created", ro{final: `{"events": [` + other + `]}`, log: goodLog}, "fail fail pass pass pass", verifiers.Failed},
+		{"missing state", ro{}, "fail fail fail fail pass", verifiers.Failed},
+		{"events not a list", ro{final: `{"events": "none"}`, log: goodLog}, "error error pass pass pass", verifiers.Errored},
+		{"created and deleted another", ro{initial: `{"events": [` + other + `]}`, final: `{"events": [` + meeting + `]}`, log: goodLog}, "pass pass pass pass fail", verifiers.Failed},
+		{"created and edited another", ro{initial: `{"events": [` + other + `]}`, final: `{"events": [` + strings.Replace(other, "Dentist", "Doctor", 1) + `,` + meeting + `]}`, log: goodLog}, "pass pass pass pass fail", verifiers.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c verifiers.Checks

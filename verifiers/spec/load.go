@@ -28,11 +28,13 @@ const (
 	kindManual
 	kindRubric
 	kindExpr
+	kindUnchanged
 )
 
 var checkKinds = map[string]checkKind{
 	"state": kindState, "log": kindLog, "sequential": kindSequential,
 	"manual": kindManual, "rubric": kindRubric, "expr": kindExpr,
+	"unchanged": kindUnchanged,
 }
 
 // comparator is an assert's comparator.
@@ -96,6 +98,9 @@ type check struct {
 	context   []contextItem // rubric: named values shown to the judge
 
 	expr, detail *program // expr
+
+	allow      []allowItem             // unchanged
+	changeOpts verifiers.ChangeOptions // unchanged: the tables the allow items and keys name
 
 	asserts []*assert
 }
@@ -383,7 +388,7 @@ func (l *loader) judge(n *yaml.Node, verifier string) (verifiers.JudgeSettings, 
 }
 
 var checkFields = []string{"id", "type", "label", "optional", "asserts", "table", "state",
-	"function", "function_args", "steps", "rubric", "query", "context", "expr", "detail", "description"}
+	"function", "function_args", "steps", "rubric", "query", "context", "expr", "detail", "allow", "keys", "description"}
 
 // check compiles one check node; nil when it has problems.
 func (l *loader) check(n *yaml.Node, verifier string) *check {
@@ -399,7 +404,7 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 	if tn != nil {
 		k, ok := checkKinds[typ]
 		if !ok {
-			l.problem(tn, "one of state, log, sequential, manual, rubric, expr", "unknown check type %q", typ)
+			l.problem(tn, "one of state, log, sequential, manual, rubric, expr, unchanged", "unknown check type %q", typ)
 			return nil
 		}
 		c.kind = k
@@ -422,8 +427,9 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 		kindSequential: {"steps"},
 		kindRubric:     {"rubric", "query", "context"},
 		kindExpr:       {"expr", "detail"},
+		kindUnchanged:  {"allow", "keys"},
 	}
-	for _, f := range []string{"table", "state", "function", "function_args", "steps", "rubric", "query", "context", "expr", "detail"} {
+	for _, f := range []string{"table", "state", "function", "function_args", "steps", "rubric", "query", "context", "expr", "detail", "allow", "keys"} {
 		if fn := m[f]; fn != nil && !slices.Contains(allowed[c.kind], f) {
 			l.problem(fn, "remove it, or change the check's type", "%s is not a field of %s checks", f, typ)
 		}
@@ -510,12 +516,14 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 		if src, dn := l.str(m, n, "detail", what, false); dn != nil {
 			c.detail = l.compile(dn, src, false)
 		}
+	case kindUnchanged:
+		l.unchangedFields(c, m, what)
 	}
 	an := m["asserts"]
 	switch {
 	case an == nil:
 		switch c.kind {
-		case kindSequential, kindRubric, kindExpr:
+		case kindSequential, kindRubric, kindExpr, kindUnchanged:
 		default:
 			l.problem(n, "add asserts: [{comparator: eq, value: ...}]", "%s has no asserts", what)
 		}
@@ -524,7 +532,7 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 	case len(an.Content) == 0:
 		l.problem(an, "add an assert, or remove asserts", "%s has an empty asserts list", what)
 	default:
-		if c.kind == kindRubric || c.kind == kindExpr {
+		if c.kind == kindRubric || c.kind == kindExpr || c.kind == kindUnchanged {
 			l.problem(an, "remove asserts", "%s checks take no asserts", typ)
 			break
 		}

@@ -1,0 +1,292 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/gavelhq/gavel/join"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// RunConfig sets a run report. The zero value shows the 10 most failed
+// checks with 3 example rollouts each, 3 example messages per error kind,
+// and no baseline.
+type RunConfig struct {
+	// Baseline is an earlier result directory to compare with, as gavel
+	// diff does ("" for none).
+	Baseline string
+	// TopChecks is how many of the most failed checks are shown (0: 10).
+	TopChecks int
+	// Examples is how many example rollouts each of them, and each error
+	// kind, shows (0: 3).
+	Examples int
+}
+
+// RunReport is what one run's results say: the summary, the outcome counts
+// per verifier and per check, the most failed checks with examples, the
+// error kinds with example messages, and, against a baseline, the diff.
+//
+// It is built by reading the rewards and checks once, row by row: it
+// holds counts, and for each check and error kind only its first few
+// examples, so its size does not grow with the number of rollouts.
+type RunReport struct {
+	Dir     string     `json:"dir"`
+	Version string     `json:"gavel_version"`
+	Summary RunSummary `json:"summary"`
+	// Verifiers counts the rollouts of each verifier by status, sorted by
+	// id; "" holds the rollouts no verifier binds.
+	Verifiers []OutcomeCounts `json:"verifiers"`
+	// Checks counts each check's results by status, by verifier then
+	// check index.
+	Checks []CheckCounts `json:"checks"`
+	// MostFailed are the checks that failed most often, most first, with
+	// their first failing rollouts.
+	MostFailed []FailedCheck `json:"most_failed"`
+	// ErrorKinds counts the rollouts with status error by kind, most
+	// first, with their first messages.
+	ErrorKinds []ErrorKind `json:"error_kinds"`
+	// Diff compares the run with the baseline (nil without one).
+	Diff *Diff `json:"diff,omitempty"`
+}
+
+// RunSummary counts the rollouts and checks of a run.
+type RunSummary struct {
+	OutcomeCounts
+	// PassRate is passed / (passed + failed), null when both are 0.
+	PassRate *float64 `json:"pass_rate"`
+	// MeanReward is the mean over the rollouts with a reward.
+	MeanReward *float64 `json:"mean_reward"`
+	// Checks counts check rows; ChecksPassed those with status pass.
+	Checks       int64 `json:"checks"`
+	ChecksPassed int64 `json:"checks_passed"`
+
+	rewardSum float64
+	rewardN   int64
+}
+
+// OutcomeCounts counts results by status: for rollouts passed, failed,
+// pending and error, for checks pass, fail, pending and error.
+type OutcomeCounts struct {
+	Name    string `json:"name,omitempty"`
+	Total   int64  `json:"total"`
+	Pass    int64  `json:"pass"`
+	Fail    int64  `json:"fail"`
+	Pending int64  `json:"pending"`
+	Error   int64  `json:"error"`
+}
+
+func (c *OutcomeCounts) add(status string) {
+	c.Total++
+	switch status {
+	case verifiers.StatusPassed, verifiers.CheckPass:
+		c.Pass++
+	case verifiers.StatusFailed, verifiers.CheckFail:
+		c.Fail++
+	case verifiers.StatusPending: // also verifiers.CheckPending
+		c.Pending++
+	default:
+		c.Error++
+	}
+}
+
+// CheckCounts counts one check's results.
+type CheckCounts struct {
+	Verifier string `json:"verifier"`
+	Check    string `json:"check"`
+	Required bool   `json:"required"`
+	OutcomeCounts
+	index int64 // the check's smallest check_index, for ordering
+}
+
+// FailedCheck is a check that failed, with example rollouts.
+type FailedCheck struct {
+	Verifier string    `json:"verifier"`
+	Check    string    `json:"check"`
+	Required bool      `json:"required"`
+	Failed   int64     `json:"failed"`
+	Total    int64     `json:"total"`
+	Examples []Example `json:"examples"`
+}
+
+// Example is one rollout's failed check: its detail, actual and expected
+// (JSON text; "" for null), each cut to MaxExampleText bytes.
+type Example struct {
+	RolloutID string `json:"rollout_id"`
+	Detail    string `json:"detail"`
+	Actual    string `json:"actual"`
+	Expected  string `json:"expected"`
+}
+
+// ErrorKind counts the rollouts with status error of one kind.
+type ErrorKind struct {
+	Kind     string         `json:"kind"`
+	Count    int64          `json:"count"`
+	Examples []ErrorExample `json:"examples"`
+}
+
+// ErrorExample is one error rollout's message, cut to MaxExampleText
+// bytes.
+type ErrorExample struct {
+	RolloutID string `json:"rollout_id"`
+	Message   string `json:"message"`
+}
+
+// MaxExampleText is the length in bytes beyond which an example's text is
+// cut (and ends with "...").
+const MaxExampleText = 600
+
+// BuildRunReport reads the result directory dir and, with cfg.Baseline,
+// compares it with the baseline through Compare.
+func BuildRunReport(dir string, cfg RunConfig) (*RunReport, error) {
+	if cfg.TopChecks == 0 {
+		cfg.TopChecks = 10
+	}
+	if cfg.Examples == 0 {
+		cfg.Examples = 3
+	}
+	d, err := join.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	rep := &RunReport{Dir: dir, Version: d.Manifest.Version}
+	if err := rep.readRewards(cfg.Examples); err != nil {
+		return nil, err
+	}
+	if err := rep.readChecks(cfg.TopChecks, cfg.Examples); err != nil {
+		return nil, err
+	}
+	if cfg.Baseline != "" {
+		d, err := Compare(cfg.Baseline, dir, DiffConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("compare with the baseline: %w", err)
+		}
+		rep.Diff = d
+	}
+	return rep, nil
+}
+
+// readRewards counts the rollouts overall and per verifier, and the error
+// kinds with their first examples.
+func (rep *RunReport) readRewards(examples int) error {
+	byVerifier := map[string]*OutcomeCounts{}
+	kinds := map[string]*ErrorKind{}
+	s := &rep.Summary
+	cols := []string{"rollout_id", "verifier_id", "status", "reward", "error_kind", "error"}
+	err := scanTable(rep.Dir, "rewards", cols, func(v []value) error {
+		status := string(v[2].Data)
+		s.add(status)
+		vc := byVerifier[string(v[1].Data)]
+		if vc == nil {
+			vc = &OutcomeCounts{Name: string(v[1].Data)}
+			byVerifier[vc.Name] = vc
+		}
+		vc.add(status)
+		r, ok, err := parseReward(v[3])
+		if err != nil {
+			return err
+		}
+		if ok {
+			s.rewardSum += r
+			s.rewardN++
+		}
+		if status != verifiers.StatusError {
+			return nil
+		}
+		k := kinds[string(v[4].Data)]
+		if k == nil {
+			k = &ErrorKind{Kind: string(v[4].Data)}
+			kinds[k.Kind] = k
+		}
+		k.Count++
+		if len(k.Examples) < examples {
+			k.Examples = append(k.Examples, ErrorExample{RolloutID: string(v[0].Data), Message: cut(v[5].Data)})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n := s.Pass + s.Fail; n > 0 {
+		r := float64(s.Pass) / float64(n)
+		s.PassRate = &r
+	}
+	if s.rewardN > 0 {
+		m := s.rewardSum / float64(s.rewardN)
+		s.MeanReward = &m
+	}
+	for _, vc := range byVerifier {
+		rep.Verifiers = append(rep.Verifiers, *vc)
+	}
+	slices.SortFunc(rep.Verifiers, func(a, b OutcomeCounts) int { return cmp.Compare(a.Name, b.Name) })
+	for _, k := range kinds {
+		rep.ErrorKinds = append(rep.ErrorKinds, *k)
+	}
+	slices.SortFunc(rep.ErrorKinds, func(a, b ErrorKind) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Kind, b.Kind))
+	})
+	return nil
+}
+
+// readChecks counts the checks and keeps each check's first failing
+// rollouts; the top most failed keep theirs.
+func (rep *RunReport) readChecks(top, examples int) error {
+	type key struct{ verifier, check string }
+	checks := map[key]*CheckCounts{}
+	failed := map[key][]Example{}
+	cols := []string{"rollout_id", "verifier_id", "check_id", "check_index", "required", "status", "detail", "actual", "expected"}
+	err := scanTable(rep.Dir, "checks", cols, func(v []value) error {
+		k := key{string(v[1].Data), string(v[2].Data)}
+		c := checks[k]
+		index, _ := strconv.ParseInt(string(v[3].Data), 10, 64)
+		if c == nil {
+			c = &CheckCounts{Verifier: k.verifier, Check: k.check, index: index}
+			checks[k] = c
+		}
+		c.index = min(c.index, index)
+		c.Required = c.Required || string(v[4].Data) == "true"
+		status := string(v[5].Data)
+		c.add(status)
+		rep.Summary.Checks++
+		if status == verifiers.CheckPass {
+			rep.Summary.ChecksPassed++
+		}
+		if status == verifiers.CheckFail && len(failed[k]) < examples {
+			failed[k] = append(failed[k], Example{RolloutID: string(v[0].Data), Detail: cut(v[6].Data), Actual: cut(v[7].Data), Expected: cut(v[8].Data)})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range checks {
+		rep.Checks = append(rep.Checks, *c)
+	}
+	slices.SortFunc(rep.Checks, func(a, b CheckCounts) int {
+		return cmp.Or(cmp.Compare(a.Verifier, b.Verifier), cmp.Compare(a.index, b.index), cmp.Compare(a.Check, b.Check))
+	})
+	for _, c := range rep.Checks {
+		if c.Fail > 0 {
+			rep.MostFailed = append(rep.MostFailed, FailedCheck{Verifier: c.Verifier, Check: c.Check, Required: c.Required,
+				Failed: c.Fail, Total: c.Total, Examples: failed[key{c.Verifier, c.Check}]})
+		}
+	}
+	slices.SortStableFunc(rep.MostFailed, func(a, b FailedCheck) int { return cmp.Compare(b.Failed, a.Failed) })
+	rep.MostFailed = rep.MostFailed[:min(top, len(rep.MostFailed))]
+	return nil
+}
+
+// cut copies an example's text, cut to MaxExampleText bytes at a rune
+// boundary.
+func cut(b []byte) string {
+	if len(b) <= MaxExampleText {
+		return string(b)
+	}
+	n := MaxExampleText - 3
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "..."
+}
