@@ -44,6 +44,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/gavelhq/gavel/bench"
+	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/internal/atomicfile"
 )
 
@@ -130,7 +131,13 @@ func run(ctx context.Context, c config) error {
 	if err := os.MkdirAll(c.data, 0o755); err != nil {
 		return err
 	}
-	ds, err := generate(ctx, c)
+	want := map[string]bool{}
+	for _, name := range strings.Split(c.only, ",") {
+		if name != "" {
+			want[name] = true
+		}
+	}
+	ds, err := generate(ctx, c, want)
 	if err != nil {
 		return err
 	}
@@ -156,12 +163,6 @@ func run(ctx context.Context, c config) error {
 		{Name: "floor-unique", Workload: uniq, Input: "parquet", kind: "floor", ds: ds.unique, base: "gavel-unique", argv: []string{bin("bench-floor"), ds.unique.Path}},
 		gavel("gavel-unique", uniq, "parquet", ds.unique),
 		{Name: "duckdb-unique", Workload: uniq, Input: "parquet", kind: "grader", ds: ds.unique, base: "gavel-unique", argv: []string{bin("bench-duckdb"), "-threads", "2", ds.unique.Path}},
-	}
-	want := map[string]bool{}
-	for _, name := range strings.Split(c.only, ",") {
-		if name != "" {
-			want[name] = true
-		}
 	}
 	var failed []string
 	for _, p := range peers {
@@ -209,19 +210,29 @@ func run(ctx context.Context, c config) error {
 	return nil
 }
 
-// generate writes (or reuses) the datasets.
-func generate(ctx context.Context, c config) (*datasets, error) {
+// generate writes (or reuses) the datasets that the peers named in want
+// read (every dataset when want is empty); the others are left empty.
+func generate(ctx context.Context, c config, want map[string]bool) (*datasets, error) {
 	var ds datasets
 	for _, d := range []struct {
-		dst *(*bench.Dataset)
-		cfg bench.DatasetConfig
+		dst   *(*bench.Dataset)
+		cfg   bench.DatasetConfig
+		peers []string
 	}{
-		{&ds.parquet, bench.DatasetConfig{Ext: ".parquet"}},
-		{&ds.tasks, bench.DatasetConfig{Ext: ".parquet", TasksMode: true}},
-		{&ds.jsonlZst, bench.DatasetConfig{Ext: ".jsonl.zst"}},
-		{&ds.two, bench.DatasetConfig{Ext: ".parquet", Tasks: twoTasks}},
-		{&ds.unique, bench.DatasetConfig{Ext: ".parquet", UniqueWorlds: true, Tasks: twoTasks}},
+		{&ds.parquet, bench.DatasetConfig{Ext: ".parquet"}, []string{"floor", "floor-pqarrow", "gavel"}},
+		{&ds.tasks, bench.DatasetConfig{Ext: ".parquet", TasksMode: true}, []string{"gavel-tasks"}},
+		{&ds.jsonlZst, bench.DatasetConfig{Ext: ".jsonl.zst"}, []string{"floor-jsonl", "gavel-jsonl", "python"}},
+		{&ds.two, bench.DatasetConfig{Ext: ".parquet", Tasks: twoTasks}, []string{"floor-two", "gavel-two", "duckdb", "go-jsonmaps"}},
+		{&ds.unique, bench.DatasetConfig{Ext: ".parquet", UniqueWorlds: true, Tasks: twoTasks}, []string{"floor-unique", "gavel-unique", "duckdb-unique"}},
 	} {
+		needed := len(want) == 0
+		for _, name := range d.peers {
+			needed = needed || want[name]
+		}
+		if !needed {
+			*d.dst = &bench.Dataset{Expected: &gen.Expected{}}
+			continue
+		}
 		cfg := d.cfg
 		cfg.Rollouts, cfg.Seed, cfg.Reuse = c.rollouts, c.seed, true
 		start := time.Now()
@@ -254,7 +265,7 @@ func generate(ctx context.Context, c config) (*datasets, error) {
 		*d.dst = x
 	}
 	ds.jsonl = strings.TrimSuffix(ds.jsonlZst.Path, ".zst")
-	if _, err := os.Stat(ds.jsonl); err != nil {
+	if _, err := os.Stat(ds.jsonl); err != nil && (len(want) == 0 || want["python"]) {
 		fmt.Fprintf(os.Stderr, "dataset %s (decompressed for Python)\n", ds.jsonl)
 		if err := decompress(ds.jsonlZst.Path, ds.jsonl); err != nil {
 			return nil, err
