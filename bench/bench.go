@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
@@ -36,6 +37,10 @@ type DatasetConfig struct {
 	Seed      uint64
 	Ext       string // ".parquet" (default), ".jsonl" or ".jsonl.zst"
 	TasksMode bool
+	// UniqueWorlds generates a new world per rollout (gen.Config).
+	UniqueWorlds bool
+	// Tasks restricts the tasks drawn (nil: all five).
+	Tasks []string
 	// Reuse keeps a dataset that an earlier Generate wrote into the same
 	// directory with the same configuration (its expected counts file is
 	// written last, so its presence marks a complete dataset).
@@ -62,6 +67,12 @@ func (c DatasetConfig) Path(dir string) string {
 	if c.TasksMode {
 		mode = "-tasks"
 	}
+	if c.UniqueWorlds {
+		mode += "-unique"
+	}
+	for _, t := range c.Tasks {
+		mode += "-" + strings.TrimPrefix(t, "TASK-")
+	}
 	return filepath.Join(dir, fmt.Sprintf("crm-%d-%d%s%s", c.Rollouts, c.Seed, mode, c.Ext))
 }
 
@@ -75,7 +86,7 @@ func (c DatasetConfig) Generate(ctx context.Context, dir string) (*Dataset, erro
 	}
 	if exp == nil {
 		var err error
-		exp, err = gen.Run(ctx, gen.Config{Out: path, Rollouts: c.Rollouts, Seed: c.Seed, TasksMode: c.TasksMode})
+		exp, err = gen.Run(ctx, gen.Config{Out: path, Rollouts: c.Rollouts, Seed: c.Seed, TasksMode: c.TasksMode, UniqueWorlds: c.UniqueWorlds, Tasks: c.Tasks})
 		if err != nil {
 			return nil, fmt.Errorf("generate %s: %w", path, err)
 		}

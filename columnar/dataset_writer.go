@@ -94,6 +94,9 @@ type DatasetColumn struct {
 type DatasetOptions struct {
 	// RowGroupRows is the number of rows per Parquet row group (0: 10000).
 	RowGroupRows int
+	// PageBytes is the size of Parquet's page buffers, at which a page is
+	// cut (0: 4 MiB).
+	PageBytes int
 }
 
 // DatasetValueKind says what a DatasetValue holds.
@@ -137,11 +140,12 @@ type DatasetWriter struct {
 	rows    int64
 
 	// Parquet.
-	pw       *parquet.Writer
-	prow     parquet.Row
-	prows    []parquet.Row
-	groupMax int
-	inGroup  int
+	pw        *parquet.Writer
+	prow      parquet.Row
+	prows     []parquet.Row
+	groupMax  int
+	inGroup   int
+	pageBytes int
 
 	// JSON Lines.
 	zw   *zstd.Encoder
@@ -169,6 +173,10 @@ func NewDatasetWriter(w io.Writer, f DatasetFormat, columns []DatasetColumn, opt
 		dw.groupMax = opts.RowGroupRows
 		if dw.groupMax <= 0 {
 			dw.groupMax = 10000
+		}
+		dw.pageBytes = opts.PageBytes
+		if dw.pageBytes <= 0 {
+			dw.pageBytes = 4 << 20
 		}
 		dw.pw = parquet.NewWriter(w, dw.parquetOptions()...)
 		dw.prow = make(parquet.Row, len(columns))
@@ -225,7 +233,7 @@ func (w *DatasetWriter) parquetOptions() []parquet.WriterOption {
 		// Pages are compressed one by one: large pages let zstd find the
 		// earlier copies of a state that datasets repeat across rows
 		// (about 2x smaller files than the 256 KiB default, and faster).
-		parquet.PageBufferSize(4 << 20),
+		parquet.PageBufferSize(w.pageBytes),
 		parquet.CreatedBy("gavel", "", ""),
 	}
 	for _, c := range w.columns {

@@ -112,13 +112,17 @@ type Expected struct {
 	// mode only); empty when written to writers.
 	Dataset    string `json:"dataset"`
 	TasksTable string `json:"tasks_table,omitempty"`
-	// Format, Seed, BadShare, TasksMode and WorldsPerTask repeat the
-	// configuration.
+	// Format, Seed, BadShare, TasksMode and WorldsPerTask (0 with unique
+	// worlds) repeat the configuration.
 	Format        string  `json:"format"`
 	Seed          uint64  `json:"seed"`
 	BadShare      float64 `json:"bad_share"`
 	TasksMode     bool    `json:"tasks_mode"`
 	WorldsPerTask int     `json:"worlds_per_task"`
+	// UniqueWorlds and TaskIDs repeat the configuration too: a new world
+	// per rollout, and the tasks drawn when not all of them.
+	UniqueWorlds bool     `json:"unique_worlds,omitempty"`
+	TaskIDs      []string `json:"task_ids,omitempty"`
 	// Totals counts every row.
 	Totals Counts `json:"totals"`
 	// ErrorsByKind splits Totals.Error by error kind.

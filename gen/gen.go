@@ -67,6 +67,16 @@ type Config struct {
 	// WorldsPerTask is the number of initial worlds generated per task, and
 	// drawn from by its rollouts, when not in tasks mode (0: 64).
 	WorldsPerTask int
+	// UniqueWorlds generates a new initial world for every rollout, as
+	// procedurally generated environments do, instead of drawing from a
+	// pool per task; WorldsPerTask is then ignored. Parquet writes the
+	// initial states in plain 1 MiB pages, without a dictionary. Not with
+	// tasks mode. TASK-003 worlds lack a won stage, and TASK-006 worlds
+	// have a trap, each with its share as probability.
+	UniqueWorlds bool
+	// Tasks restricts the tasks rollouts draw, in equal shares, to these
+	// CRM task ids (nil: all five).
+	Tasks []string
 	// Models names the models rollouts are attributed to, in equal shares
 	// (nil: four default names). Earlier models are stronger: model i
 	// draws Correct with its Mix weight times max(0.5, 1.3 - 0.2 i).
@@ -154,6 +164,15 @@ func verifierOf(task string) string {
 	return ""
 }
 
+// crmTaskIDs returns the ids of the CRM tasks, in order.
+func crmTaskIDs() []string {
+	ids := make([]string, len(crmTasks))
+	for i, t := range crmTasks {
+		ids[i] = t.id
+	}
+	return ids
+}
+
 func taskOf(verifier string) string {
 	for _, t := range crmTasks {
 		if t.verifier == verifier {
@@ -169,6 +188,7 @@ const (
 	streamWorlds = 0x67656e2d776f726c // "gen-worl"
 	streamRows   = 0x67656e2d726f7773 // "gen-rows"
 	streamBad    = 0x67656e2d62616421 // "gen-bad!"
+	streamUnique = 0x67656e2d756e6971 // "gen-uniq"
 )
 
 // Validate reports the first problem with the configuration, in words fit
@@ -187,6 +207,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("unknown format %q (want parquet, jsonl or jsonl.zst)", c.Format)
 	case c.TasksOut != "" && !c.TasksMode:
 		return errors.New("a tasks table path needs tasks mode")
+	case c.UniqueWorlds && c.TasksMode:
+		return errors.New("unique worlds and tasks mode exclude each other")
 	case math.IsNaN(c.NoWonStageShare) || c.NoWonStageShare > 1:
 		return fmt.Errorf("no-won-stage share must be at most 1, got %v", c.NoWonStageShare)
 	case math.IsNaN(c.TrapShare) || c.TrapShare > 1:
@@ -197,6 +219,13 @@ func (c Config) Validate() error {
 		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 			return fmt.Errorf("behaviour weights must be finite and not negative, got %+v", m)
 		}
+	}
+	seenTask := map[string]bool{}
+	for _, id := range c.Tasks {
+		if verifierOf(id) == "" || seenTask[id] {
+			return fmt.Errorf("tasks must be distinct CRM task ids (%s), got %q", strings.Join(crmTaskIDs(), ", "), c.Tasks)
+		}
+		seenTask[id] = true
 	}
 	seen := map[string]bool{}
 	for _, name := range c.Models {
@@ -429,7 +458,7 @@ const (
 	numCols
 )
 
-func datasetColumns(tasksMode bool) []columnar.DatasetColumn {
+func datasetColumns(tasksMode, uniqueWorlds bool) []columnar.DatasetColumn {
 	cols := []columnar.DatasetColumn{
 		{Name: "rollout_id", Type: columnar.DatasetString},
 		{Name: "task_id", Type: columnar.DatasetString, Dictionary: true},
@@ -440,6 +469,9 @@ func datasetColumns(tasksMode bool) []columnar.DatasetColumn {
 		{Name: "model", Type: columnar.DatasetString, Dictionary: true},
 		{Name: "run_id", Type: columnar.DatasetString, Dictionary: true},
 		{Name: "sample", Type: columnar.DatasetInt64},
+	}
+	if uniqueWorlds {
+		cols[colInitial].Dictionary = false
 	}
 	if tasksMode {
 		cols = slices.Delete(cols, colInitial, colInitial+1)
@@ -462,8 +494,18 @@ func Generate(ctx context.Context, cfg Config, out Outputs) (*Expected, error) {
 	rows := rand.New(rand.NewPCG(cfg.Seed, streamRows))
 	badRand := rand.New(rand.NewPCG(cfg.Seed, streamBad))
 
+	// The tasks drawn, as indexes into crmTasks.
+	var drawn []int
+	for ti, task := range crmTasks {
+		if len(cfg.Tasks) == 0 || slices.Contains(cfg.Tasks, task.id) {
+			drawn = append(drawn, ti)
+		}
+	}
 	pools := make([][]*world, len(crmTasks))
 	for ti, task := range crmTasks {
+		if cfg.UniqueWorlds {
+			break // a world per rollout, drawn in the loop below
+		}
 		n := cfg.WorldsPerTask
 		noWon := make([]bool, n)
 		if task.id == "TASK-003" && cfg.NoWonStageShare > 0 {
@@ -491,13 +533,24 @@ func Generate(ctx context.Context, cfg Config, out Outputs) (*Expected, error) {
 		BadShare:      cfg.BadShare,
 		TasksMode:     cfg.TasksMode,
 		WorldsPerTask: cfg.WorldsPerTask,
+		UniqueWorlds:  cfg.UniqueWorlds,
+		TaskIDs:       cfg.Tasks,
+	}
+	if cfg.UniqueWorlds {
+		exp.WorldsPerTask = 0
 	}
 	if cfg.TasksMode {
 		if err := writeTasks(out.Tasks, cfg, pools); err != nil {
 			return nil, err
 		}
 	}
-	dw, err := columnar.NewDatasetWriter(out.Data, cfg.Format, datasetColumns(cfg.TasksMode), columnar.DatasetOptions{RowGroupRows: cfg.RowGroupRows})
+	opts := columnar.DatasetOptions{RowGroupRows: cfg.RowGroupRows}
+	var uniqueRand *rand.Rand
+	if cfg.UniqueWorlds {
+		opts.PageBytes = 1 << 20
+		uniqueRand = rand.New(rand.NewPCG(cfg.Seed, streamUnique))
+	}
+	dw, err := columnar.NewDatasetWriter(out.Data, cfg.Format, datasetColumns(cfg.TasksMode, cfg.UniqueWorlds), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -530,11 +583,20 @@ func Generate(ctx context.Context, cfg Config, out Outputs) (*Expected, error) {
 				return nil, err
 			}
 		}
-		ti := rows.IntN(len(crmTasks))
+		ti := drawn[rows.IntN(len(drawn))]
 		mi := rows.IntN(len(models))
 		beh := mixes[mi].draw(rows)
-		pool := pools[ti]
-		w := pool[rows.IntN(len(pool))]
+		var w *world
+		if cfg.UniqueWorlds {
+			id := crmTasks[ti].id
+			w = newWorld(uniqueRand, id, worldOptions{
+				noWon: id == "TASK-003" && uniqueRand.Float64() < cfg.NoWonStageShare,
+				trap:  id == "TASK-006" && uniqueRand.Float64() < cfg.TrapShare,
+			})
+		} else {
+			pool := pools[ti]
+			w = pool[rows.IntN(len(pool))]
+		}
 		sample := samples[ti*len(models)+mi]
 		samples[ti*len(models)+mi]++
 		b.build(w, beh)

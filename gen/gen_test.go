@@ -22,6 +22,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // genResult is what Generate wrote for one Config.
@@ -476,8 +478,9 @@ func TestGenExpectedMatchesSpecRules(t *testing.T) {
 	for _, cfg := range []Config{
 		{Rollouts: 800, Format: columnar.DatasetJSONL, Seed: 1},
 		{Rollouts: 300, Format: columnar.DatasetJSONL, Seed: 99, TasksMode: true},
+		{Rollouts: 400, Format: columnar.DatasetJSONL, Seed: 5, UniqueWorlds: true},
 	} {
-		t.Run(fmt.Sprintf("seed=%d/tasks=%v", cfg.Seed, cfg.TasksMode), func(t *testing.T) {
+		t.Run(fmt.Sprintf("seed=%d/tasks=%v/unique=%v", cfg.Seed, cfg.TasksMode, cfg.UniqueWorlds), func(t *testing.T) {
 			res := generate(t, cfg)
 			var tasksInitial map[string]json.RawMessage
 			if cfg.TasksMode {
@@ -807,6 +810,82 @@ func TestGenTasksMode(t *testing.T) {
 			t.Error("the tasks table is not a Parquet file with an initial_state column")
 		}
 	})
+}
+
+func TestGenUniqueWorlds(t *testing.T) {
+	t.Run("jsonl", func(t *testing.T) {
+		tasks := []string{"TASK-002", "TASK-004"}
+		res := generate(t, Config{Rollouts: 300, Format: columnar.DatasetJSONL, UniqueWorlds: true, Tasks: tasks})
+		seen := map[string]int{}
+		byTask := map[string]int{}
+		for i, line := range lines(t, res.data, false) {
+			var r inputRow
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatalf("row %d: %v", i, err)
+			}
+			if j, ok := seen[string(r.Initial)]; ok {
+				t.Fatalf("rows %d and %d share an initial state", j, i)
+			}
+			seen[string(r.Initial)] = i
+			byTask[*r.TaskID]++
+		}
+		if len(byTask) != 2 || byTask["TASK-002"] < 100 || byTask["TASK-004"] < 100 {
+			t.Errorf("rows per task %v, want TASK-002 and TASK-004 only, about half each", byTask)
+		}
+		if !res.exp.UniqueWorlds || res.exp.WorldsPerTask != 0 || !slices.Equal(res.exp.TaskIDs, tasks) {
+			t.Errorf("expected counts say unique %v, %d worlds per task, tasks %v", res.exp.UniqueWorlds, res.exp.WorldsPerTask, res.exp.TaskIDs)
+		}
+	})
+	t.Run("parquet", func(t *testing.T) {
+		res := generate(t, Config{Rollouts: 2000, UniqueWorlds: true})
+		f, err := parquet.OpenFile(bytes.NewReader(res.data), int64(len(res.data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		col, ok := f.Schema().Lookup("initial_state")
+		if !ok {
+			t.Fatal("no initial_state column")
+		}
+		for _, rg := range f.Metadata().RowGroups {
+			md := rg.Columns[col.ColumnIndex].MetaData
+			for _, e := range md.Encoding {
+				if e == format.RLEDictionary || e == format.PlainDictionary {
+					t.Errorf("initial_state is dictionary-encoded (%v)", md.Encoding)
+				}
+			}
+			// 2000 states of about 5 KB: plain 1 MiB pages, not one of 4 MiB.
+			if md.TotalUncompressedSize < 8<<20 {
+				t.Fatalf("initial_state holds %d bytes, too few to tell the page size", md.TotalUncompressedSize)
+			}
+		}
+		pages := 0
+		for _, rg := range f.RowGroups() {
+			for _, cc := range rg.ColumnChunks() {
+				if cc.Column() != col.ColumnIndex {
+					continue
+				}
+				pr := cc.Pages()
+				for {
+					p, err := pr.ReadPage()
+					if err != nil {
+						break
+					}
+					pages++
+					parquet.Release(p)
+				}
+				pr.Close()
+			}
+		}
+		if pages < 8 {
+			t.Errorf("initial_state in %d pages, want 1 MiB pages", pages)
+		}
+	})
+	if err := (Config{UniqueWorlds: true, TasksMode: true}).Validate(); err == nil {
+		t.Error("unique worlds with tasks mode validated")
+	}
+	if err := (Config{Tasks: []string{"TASK-005"}}).Validate(); err == nil {
+		t.Error("an unknown task validated")
+	}
 }
 
 func TestGenBadRows(t *testing.T) {

@@ -3,6 +3,14 @@
 // with DuckDB, in one query over read_parquet, and prints a report in the
 // shape of bench.Report as JSON: {"rows": N, "passed": {"TASK-002": ...}}.
 //
+// These are the only required checks of the two verifiers (VER-002's
+// "moved" and VER-004's "correct"; their other checks are optional and do
+// not decide whether a rollout passes). make bench runs it on datasets of
+// TASK-002 and TASK-004 rows only, beside gavel on the same files, so that
+// it parses every row gavel parses: both states of a TASK-002 row, the
+// initial state of a TASK-004 row (gavel also reads the final state there,
+// for an optional check).
+//
 // It lives in its own module because DuckDB needs cgo and the main module is
 // pure Go.
 //

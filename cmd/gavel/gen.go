@@ -28,6 +28,7 @@ const genExamples = `  gavel gen --out rollouts.parquet --rollouts 100000
   gavel gen --out bad.jsonl --rollouts 1000 --bad-share 0.05
   gavel gen --env calendar --out calendar.jsonl --rollouts 1000
   gavel gen --out rollouts.parquet --tasks-mode     # also writes rollouts.tasks.parquet
+  gavel gen --out unique.parquet --unique-worlds --tasks TASK-002,TASK-004
   gavel grade --tasks rollouts.tasks.parquet rollouts.parquet`
 
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -43,6 +44,8 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	expected := fs.String("expected", "", "expected counts `PATH` (default: --out + .expected.json)")
 	expectedRows := fs.String("expected-rows", "", "also write each row's expected verdict as JSON Lines to `PATH`")
 	worlds := fs.Int("worlds", 64, "initial worlds `N` generated per task when not in tasks mode")
+	unique := fs.Bool("unique-worlds", false, "a new initial world for every rollout (Parquet: plain 1 MiB pages, no dictionary); not with --tasks-mode")
+	taskIDs := fs.String("tasks", "", "comma-separated CRM task `IDS` that rollouts draw, in equal shares (default all five)")
 	models := fs.String("models", "", "comma-separated model `NAMES`, strongest first (default: four built-in names)")
 	quiet := fs.Bool("quiet", false, "print nothing on standard error")
 	env := fs.String("env", "crm", "reference environment: crm (SPEC 7.1) or calendar (SPEC 7.2, graded by the built-in calendar spec)")
@@ -71,6 +74,9 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !(*badShare >= 0 && *badShare <= 1) {
 		return usagef(hint, "--bad-share must be between 0 and 1, got %v", *badShare)
 	}
+	if *unique && *tasksMode {
+		return usagef(hint, "--unique-worlds and --tasks-mode exclude each other")
+	}
 	if *tasksOut != "" && !*tasksMode {
 		return usagef("gavel gen --tasks-mode --tasks-out "+*tasksOut, "--tasks-out needs --tasks-mode")
 	}
@@ -86,6 +92,10 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		ExpectedRowsOut: *expectedRows,
 		RowGroupRows:    *rowGroup,
 		WorldsPerTask:   *worlds,
+		UniqueWorlds:    *unique,
+	}
+	if *taskIDs != "" {
+		cfg.Tasks = strings.Split(*taskIDs, ",")
 	}
 	if *models != "" {
 		cfg.Models = strings.Split(*models, ",")

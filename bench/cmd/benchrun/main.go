@@ -14,6 +14,11 @@
 //	bench-jsonmaps       the same checks in Go, encoding/json into maps
 //	python3 grade.py     the same checks in standard-library Python
 //
+// on two workloads: repeated worlds (today's data, many rollouts per
+// initial world) and unique worlds (a new world per rollout). DuckDB and
+// Go-maps grade datasets of TASK-002 and TASK-004 only, beside gavel on the
+// same files, so that they parse every row gavel parses.
+//
 // A peer whose program is missing is skipped with a note.
 //
 // Usage:
@@ -39,6 +44,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/gavelhq/gavel/bench"
+	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/internal/atomicfile"
 )
 
@@ -78,16 +84,30 @@ type config struct {
 	jsonOut              string
 }
 
-// datasets are the files the peers read.
+// datasets are the files the peers read. Two workloads: repeated worlds
+// (64 initial worlds per task, shared by many rollouts; the datasets of
+// all five tasks, and one of TASK-002 and TASK-004 only) and unique worlds
+// (a new world per rollout, TASK-002 and TASK-004 only). The two-task
+// datasets are the ones a grader of those two verifiers alone reads in
+// full, so that every peer on them grades every row.
 type datasets struct {
 	parquet, tasks, jsonlZst *bench.Dataset
 	jsonl                    string // plain copy of jsonlZst, for Python
+	two, unique              *bench.Dataset
 }
+
+// twoTasks are the tasks of the two-task datasets: those whose verifiers
+// the SQL, Go-maps and Python peers implement.
+var twoTasks = []string{"TASK-002", "TASK-004"}
 
 // peer is one program measured.
 type peer struct {
-	Name  string `json:"name"`
-	Input string `json:"input"`
+	Name     string `json:"name"`
+	Workload string `json:"workload"`
+	Input    string `json:"input"`
+	// base is the gavel peer of the same dataset, that "vs gavel" divides
+	// by.
+	base string
 	// kind: "floor" (reads only), "grader" (prints passed counts of the
 	// two tasks) or "gavel" (writes an output directory).
 	kind string
@@ -111,31 +131,38 @@ func run(ctx context.Context, c config) error {
 	if err := os.MkdirAll(c.data, 0o755); err != nil {
 		return err
 	}
-	ds, err := generate(ctx, c)
-	if err != nil {
-		return err
-	}
-	bin := func(name string) string { return filepath.Join(c.bin, name) }
-	gavelOut := filepath.Join(c.data, "gavel-out")
-	peers := []*peer{
-		{Name: "floor", Input: "parquet", kind: "floor", ds: ds.parquet, argv: []string{bin("bench-floor"), ds.parquet.Path}},
-		{Name: "floor-pqarrow", Input: "parquet", kind: "floor", ds: ds.parquet, argv: []string{bin("bench-pqarrowfloor"), ds.parquet.Path}},
-		{Name: "gavel", Input: "parquet", kind: "gavel", ds: ds.parquet, out: gavelOut,
-			argv: []string{bin("gavel"), "grade", "--quiet", "--out", gavelOut, ds.parquet.Path}},
-		{Name: "gavel-tasks", Input: "parquet+tasks", kind: "gavel", ds: ds.tasks, out: gavelOut,
-			argv: []string{bin("gavel"), "grade", "--quiet", "--out", gavelOut, "--tasks", ds.tasks.Tasks, ds.tasks.Path}},
-		{Name: "duckdb", Input: "parquet", kind: "grader", ds: ds.parquet, argv: []string{bin("bench-duckdb"), "-threads", "2", ds.parquet.Path}},
-		{Name: "go-jsonmaps", Input: "parquet", kind: "grader", ds: ds.parquet, argv: []string{bin("bench-jsonmaps"), "-workers", "2", ds.parquet.Path}},
-		{Name: "floor-jsonl", Input: "jsonl.zst", kind: "floor", ds: ds.jsonlZst, argv: []string{bin("bench-floor"), ds.jsonlZst.Path}},
-		{Name: "gavel-jsonl", Input: "jsonl.zst", kind: "gavel", ds: ds.jsonlZst, out: gavelOut,
-			argv: []string{bin("gavel"), "grade", "--quiet", "--out", gavelOut, ds.jsonlZst.Path}},
-		{Name: "python", Input: "jsonl", kind: "grader", ds: ds.jsonlZst, argv: []string{c.python, c.script, "--processes", "2", ds.jsonl}},
-	}
 	want := map[string]bool{}
 	for _, name := range strings.Split(c.only, ",") {
 		if name != "" {
 			want[name] = true
 		}
+	}
+	ds, err := generate(ctx, c, want)
+	if err != nil {
+		return err
+	}
+	bin := func(name string) string { return filepath.Join(c.bin, name) }
+	gavelOut := filepath.Join(c.data, "gavel-out")
+	gavel := func(name, workload, input string, ds *bench.Dataset, extra ...string) *peer {
+		argv := append([]string{bin("gavel"), "grade", "--quiet", "--out", gavelOut}, extra...)
+		return &peer{Name: name, Workload: workload, Input: input, kind: "gavel", ds: ds, out: gavelOut, base: name, argv: append(argv, ds.Path)}
+	}
+	const rep, rep2, uniq = "repeated", "repeated, 2 tasks", "unique, 2 tasks"
+	peers := []*peer{
+		{Name: "floor", Workload: rep, Input: "parquet", kind: "floor", ds: ds.parquet, base: "gavel", argv: []string{bin("bench-floor"), ds.parquet.Path}},
+		{Name: "floor-pqarrow", Workload: rep, Input: "parquet", kind: "floor", ds: ds.parquet, base: "gavel", argv: []string{bin("bench-pqarrowfloor"), ds.parquet.Path}},
+		gavel("gavel", rep, "parquet", ds.parquet),
+		gavel("gavel-tasks", rep, "parquet+tasks", ds.tasks, "--tasks", ds.tasks.Tasks),
+		{Name: "floor-jsonl", Workload: rep, Input: "jsonl.zst", kind: "floor", ds: ds.jsonlZst, base: "gavel-jsonl", argv: []string{bin("bench-floor"), ds.jsonlZst.Path}},
+		gavel("gavel-jsonl", rep, "jsonl.zst", ds.jsonlZst),
+		{Name: "python", Workload: rep, Input: "jsonl", kind: "grader", ds: ds.jsonlZst, base: "gavel-jsonl", argv: []string{c.python, c.script, "--processes", "2", ds.jsonl}},
+		{Name: "floor-two", Workload: rep2, Input: "parquet", kind: "floor", ds: ds.two, base: "gavel-two", argv: []string{bin("bench-floor"), ds.two.Path}},
+		gavel("gavel-two", rep2, "parquet", ds.two),
+		{Name: "duckdb", Workload: rep2, Input: "parquet", kind: "grader", ds: ds.two, base: "gavel-two", argv: []string{bin("bench-duckdb"), "-threads", "2", ds.two.Path}},
+		{Name: "go-jsonmaps", Workload: rep2, Input: "parquet", kind: "grader", ds: ds.two, base: "gavel-two", argv: []string{bin("bench-jsonmaps"), "-workers", "2", ds.two.Path}},
+		{Name: "floor-unique", Workload: uniq, Input: "parquet", kind: "floor", ds: ds.unique, base: "gavel-unique", argv: []string{bin("bench-floor"), ds.unique.Path}},
+		gavel("gavel-unique", uniq, "parquet", ds.unique),
+		{Name: "duckdb-unique", Workload: uniq, Input: "parquet", kind: "grader", ds: ds.unique, base: "gavel-unique", argv: []string{bin("bench-duckdb"), "-threads", "2", ds.unique.Path}},
 	}
 	var failed []string
 	for _, p := range peers {
@@ -183,17 +210,29 @@ func run(ctx context.Context, c config) error {
 	return nil
 }
 
-// generate writes (or reuses) the datasets.
-func generate(ctx context.Context, c config) (*datasets, error) {
+// generate writes (or reuses) the datasets that the peers named in want
+// read (every dataset when want is empty); the others are left empty.
+func generate(ctx context.Context, c config, want map[string]bool) (*datasets, error) {
 	var ds datasets
 	for _, d := range []struct {
-		dst *(*bench.Dataset)
-		cfg bench.DatasetConfig
+		dst   *(*bench.Dataset)
+		cfg   bench.DatasetConfig
+		peers []string
 	}{
-		{&ds.parquet, bench.DatasetConfig{Ext: ".parquet"}},
-		{&ds.tasks, bench.DatasetConfig{Ext: ".parquet", TasksMode: true}},
-		{&ds.jsonlZst, bench.DatasetConfig{Ext: ".jsonl.zst"}},
+		{&ds.parquet, bench.DatasetConfig{Ext: ".parquet"}, []string{"floor", "floor-pqarrow", "gavel"}},
+		{&ds.tasks, bench.DatasetConfig{Ext: ".parquet", TasksMode: true}, []string{"gavel-tasks"}},
+		{&ds.jsonlZst, bench.DatasetConfig{Ext: ".jsonl.zst"}, []string{"floor-jsonl", "gavel-jsonl", "python"}},
+		{&ds.two, bench.DatasetConfig{Ext: ".parquet", Tasks: twoTasks}, []string{"floor-two", "gavel-two", "duckdb", "go-jsonmaps"}},
+		{&ds.unique, bench.DatasetConfig{Ext: ".parquet", UniqueWorlds: true, Tasks: twoTasks}, []string{"floor-unique", "gavel-unique", "duckdb-unique"}},
 	} {
+		needed := len(want) == 0
+		for _, name := range d.peers {
+			needed = needed || want[name]
+		}
+		if !needed {
+			*d.dst = &bench.Dataset{Expected: &gen.Expected{}}
+			continue
+		}
 		cfg := d.cfg
 		cfg.Rollouts, cfg.Seed, cfg.Reuse = c.rollouts, c.seed, true
 		start := time.Now()
@@ -208,6 +247,12 @@ func generate(ctx context.Context, c config) (*datasets, error) {
 			if cfg.TasksMode {
 				argv = append(argv, "--tasks-mode")
 			}
+			if cfg.UniqueWorlds {
+				argv = append(argv, "--unique-worlds")
+			}
+			if len(cfg.Tasks) > 0 {
+				argv = append(argv, "--tasks", strings.Join(cfg.Tasks, ","))
+			}
 			if _, err := bench.RunProcess(ctx, argv); err != nil {
 				return nil, err
 			}
@@ -220,7 +265,7 @@ func generate(ctx context.Context, c config) (*datasets, error) {
 		*d.dst = x
 	}
 	ds.jsonl = strings.TrimSuffix(ds.jsonlZst.Path, ".zst")
-	if _, err := os.Stat(ds.jsonl); err != nil {
+	if _, err := os.Stat(ds.jsonl); err != nil && (len(want) == 0 || want["python"]) {
 		fmt.Fprintf(os.Stderr, "dataset %s (decompressed for Python)\n", ds.jsonl)
 		if err := decompress(ds.jsonlZst.Path, ds.jsonl); err != nil {
 			return nil, err
@@ -374,53 +419,60 @@ func printTable(w io.Writer, c config, peers []*peer) {
 			by[p.Name] = p
 		}
 	}
-	gavel := by["gavel"]
 	fmt.Fprintf(w, "\n%d rollouts per dataset, %s, %d CPUs, load average now %.2f\n\n",
 		c.rollouts, runtime.Version(), runtime.NumCPU(), bench.LoadAverage())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "peer\tinput\trollouts/s\tMB/s\tpeak RSS MB\twall s\tCPU s\trollouts/CPU-s\tload\tvs gavel\tcounts\t")
+	fmt.Fprintln(tw, "workload\tpeer\tinput\trollouts/s\tMB/s\tpeak RSS MB\twall s\tCPU s\trollouts/CPU-s\tload\tvs gavel\tcounts\t")
 	for _, p := range peers {
 		if p.Skipped != "" {
 			continue
 		}
 		ratio := "-"
-		if gavel != nil && gavel.Rate > 0 {
-			ratio = fmt.Sprintf("%.2fx", p.Rate/gavel.Rate)
+		if g := by[p.base]; g != nil && g.Rate > 0 {
+			ratio = fmt.Sprintf("%.2fx", p.Rate/g.Rate)
 		}
 		mbps := "-"
 		if p.MBps > 0 {
 			mbps = fmt.Sprintf("%.0f", p.MBps)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%s\t%s\t\n",
-			p.Name, p.Input, p.Rate, mbps, float64(p.MaxRSS)/(1<<20), p.Wall, p.CPU, float64(p.Rows)/p.CPU, p.Load, ratio, p.Agrees)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.0f\t%s\t%.0f\t%.2f\t%.2f\t%.0f\t%.2f\t%s\t%s\t\n",
+			p.Workload, p.Name, p.Input, p.Rate, mbps, float64(p.MaxRSS)/(1<<20), p.Wall, p.CPU, float64(p.Rows)/p.CPU, p.Load, ratio, p.Agrees)
 	}
 	tw.Flush()
 
-	fmt.Fprintln(w, "\ntargets")
+	fmt.Fprintln(w, "\ntargets (wall-clock rates; by CPU seconds beside them)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	ratio := func(label, a, b string, target float64) {
 		pa, pb := by[a], by[b]
-		if pa == nil || pb == nil || pb.Rate == 0 {
+		if pa == nil || pb == nil || pb.Rate == 0 || pb.CPU == 0 {
 			fmt.Fprintf(tw, "%s\tnot measured\t\n", label)
 			return
 		}
 		r := pa.Rate / pb.Rate
-		fmt.Fprintf(tw, "%s\t%.2f\t>= %.2f\t%s\t\n", label, r, target, verdict(r >= target))
+		byCPU := (float64(pa.Rows) / pa.CPU) / (float64(pb.Rows) / pb.CPU)
+		if target == 0 {
+			fmt.Fprintf(tw, "%s\t%.2f\t(CPU %.2f)\t\t\n", label, r, byCPU)
+			return
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t(CPU %.2f)\t>= %.2f\t%s\t\n", label, r, byCPU, target, verdict(r >= target))
 	}
-	ratio("gavel / Parquet read floor", "gavel", "floor", 0.6)
-	ratio("gavel / DuckDB", "gavel", "duckdb", 2.5)
-	ratio("gavel tasks mode / per-row mode", "gavel-tasks", "gavel", 1.4)
-	ratio("gavel JSONL.zst / JSONL.zst floor", "gavel-jsonl", "floor-jsonl", 0.6)
+	ratio("unique worlds: gavel / Parquet read floor", "gavel-unique", "floor-unique", 0.4)
+	ratio("unique worlds: gavel / DuckDB", "gavel-unique", "duckdb-unique", 1.6)
+	ratio("repeated worlds: gavel / Parquet read floor", "gavel", "floor", 0.55)
+	ratio("repeated worlds: gavel JSONL.zst / JSONL.zst floor", "gavel-jsonl", "floor-jsonl", 0.6)
+	ratio("repeated worlds, 2 tasks: gavel / DuckDB", "gavel-two", "duckdb", 0)
+	ratio("repeated worlds, 2 tasks: gavel / Parquet read floor", "gavel-two", "floor-two", 0)
+	ratio("gavel tasks mode / per-row mode", "gavel-tasks", "gavel", 0)
 	ratio("pqarrow floor / page floor", "floor-pqarrow", "floor", 0)
 	var rss int64
-	for _, name := range []string{"gavel", "gavel-tasks", "gavel-jsonl"} {
-		if p := by[name]; p != nil {
+	for _, p := range by {
+		if p.kind == "gavel" {
 			rss = max(rss, p.MaxRSS)
 		}
 	}
 	if rss > 0 {
 		mb := float64(rss) / (1 << 20)
-		fmt.Fprintf(tw, "gavel peak RSS (MB)\t%.0f\t<= 128\t%s\t\n", mb, verdict(mb <= 128))
+		fmt.Fprintf(tw, "gavel peak RSS (MB), every workload\t%.0f\t\t<= 128\t%s\t\n", mb, verdict(mb <= 128))
 	}
 	tw.Flush()
 }
