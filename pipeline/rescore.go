@@ -277,7 +277,7 @@ func sameDir(a, b string) bool {
 // Columns a rescore reads.
 var (
 	rescoreRewardCols = []string{"rollout_id", "task_id", "verifier_id", "status", "passed", "reward",
-		"checks_total", "checks_passed", "required_total", "required_passed", "error_kind", "error", "source_file", "source_row"}
+		"checks_total", "checks_passed", "required_total", "required_passed", "error_kind", "error", "source_file", "source_row", "input_hash"}
 	// rescoreCheckCols: what every formula needs, then check_id (weighted
 	// and expr), then what only expressions read.
 	rescoreCheckCols = []string{"check_index", "required", "status", "check_id", "label", "detail", "score"}
@@ -500,6 +500,13 @@ func rewardRow(c []columnar.Cell, keep int, strs interner) (columnar.RewardRow, 
 	rw.Error = nstr(c[11], false)
 	rw.SourceFile = strs.get(c[12].Data)
 	rw.SourceRow = num(c[13], "source_row")
+	if c[14].Kind != columnar.CellNull {
+		h, e := strconv.ParseUint(unsafeString(c[14].Data), 16, 64)
+		if e != nil || len(c[14].Data) != 16 {
+			return rw, fmt.Errorf("input_hash %q: not 16 hex digits", c[14].Data)
+		}
+		rw.InputHash, rw.InputHashValid = h, true
+	}
 	if keep > 0 {
 		rw.Keep = make([]columnar.NullString, keep)
 		for j := range keep {
