@@ -42,7 +42,7 @@ type Progress interface {
 }
 
 // Config sets a join. The zero value reads no column but rollout_id, does
-// not read the checks, and spills partitions of about 64 MiB under the
+// not read the checks, and spills partitions of about 16 MiB under the
 // system temporary directory.
 type Config struct {
 	// Rewards names the rewards columns read into Row.Values.
@@ -53,7 +53,7 @@ type Config struct {
 	// TempDir is where partitions are spilled ("": os.TempDir()).
 	TempDir string
 	// MemoryBudget is the bytes of rows one partition may hold in memory
-	// (0: 64 MiB). A smaller budget spills into more partitions.
+	// (0: 16 MiB). A smaller budget spills into more partitions.
 	MemoryBudget int64
 	// LeftName and RightName prefix the errors of each side ("": left,
 	// right).
@@ -113,7 +113,7 @@ func Join(ctx context.Context, left, right *Dir, cfg Config, fn func(*Pair) erro
 		cfg.TempDir = osTempDir()
 	}
 	if cfg.MemoryBudget <= 0 {
-		cfg.MemoryBudget = 64 << 20
+		cfg.MemoryBudget = 16 << 20
 	}
 	if cfg.LeftName == "" {
 		cfg.LeftName = "left"

@@ -242,20 +242,20 @@ type checkRef struct {
 
 // load reads the partition file at path.
 func (p *partition) load(path string, nRew, nCheck int) error {
+	// Let go of the previous partition (the index keys point into its
+	// data) before reading the next.
+	p.data = nil
+	for i := range p.sides {
+		s := &p.sides[i]
+		s.rows, s.checks, s.dups = s.rows[:0], s.checks[:0], 0
+		s.matched = s.matched[:0]
+		s.index = map[string]int32{}
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	p.data, p.nRew, p.nCheck = data, nRew+1, nCheck+1
-	for i := range p.sides {
-		s := &p.sides[i]
-		s.rows, s.checks, s.dups = s.rows[:0], s.checks[:0], 0
-		s.matched = s.matched[:0]
-		if s.index == nil {
-			s.index = map[string]int32{}
-		}
-		clear(s.index)
-	}
 	// Rewards first, then checks: a check finds its row by id.
 	for pass := range 2 {
 		for off := 0; off < len(data); {

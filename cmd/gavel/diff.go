@@ -80,6 +80,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return againstAndReport(fs.Arg(0), *against, th, *examples, format, stdout)
 	}
 	opts := compareOptions{tmp: *tmp, stderr: stderr, progress: *progress || (!*quiet && isTerminal(os.Stderr))}
+	setMemoryDefaults()
 	if err := prof.start(); err != nil {
 		return err
 	}

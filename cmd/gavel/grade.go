@@ -35,6 +35,20 @@ const defaultMemoryLimit = 192 << 20
 // for about 4% more CPU time.
 const defaultGCPercent = 50
 
+// setMemoryDefaults sets the collector's soft memory limit and target,
+// unless GOMEMLIMIT and GOGC set them. Grading, comparing and the
+// leaderboard bound their live memory (batches in flight, one partition,
+// per-task aggregates); the soft limit keeps the collector from letting
+// the heap grow to twice that before it runs.
+func setMemoryDefaults() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+}
+
 // version is the gavel version, written into manifests.
 const version = "0.1.0"
 
@@ -134,15 +148,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		cfg.Shard = sh
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// Live memory is bounded by the pipeline (batches in flight, one
-		// row group per output table); a soft limit keeps the collector
-		// from letting the heap grow to twice that before it runs.
-		debug.SetMemoryLimit(defaultMemoryLimit)
-	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
+	setMemoryDefaults()
 	if *progress || (!*quiet && isTerminal(os.Stderr)) {
 		cfg.Progress = newProgressBar(stderr)
 	}

@@ -86,6 +86,7 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 			return usagef("gavel leaderboard gavel-out/", "%s is not a result directory (no rewards/ in it)", dir)
 		}
 	}
+	setMemoryDefaults()
 	lb, err := report.BuildLeaderboard(fs.Args(), report.LeaderboardConfig{By: byList, K: kList, Seed: *seed, Resamples: *resamples, RewardColumn: *rewardColumn})
 	if err != nil {
 		return fmt.Errorf("leaderboard: %w", err)
