@@ -54,6 +54,10 @@ func LoadTasks(path string, fields columnar.FieldNames) (Tasks, error) {
 				}
 				text = append([]byte(nil), row.Line...)
 			} else {
+				if row.Err != nil {
+					b.Release()
+					return nil, fmt.Errorf("%s: %w", where, row.Err)
+				}
 				text = rowObject(row, b.MetaNames, &fields)
 			}
 			t, id, err := newTask(text, &fields)
