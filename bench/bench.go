@@ -36,6 +36,9 @@ type DatasetConfig struct {
 	Seed      uint64
 	Ext       string // ".parquet" (default), ".jsonl" or ".jsonl.zst"
 	TasksMode bool
+	// Nested stores states and logs as nested Parquet columns (gen
+	// --nested) rather than JSON text.
+	Nested bool
 	// Reuse keeps a dataset that an earlier Generate wrote into the same
 	// directory with the same configuration (its expected counts file is
 	// written last, so its presence marks a complete dataset).
@@ -62,6 +65,9 @@ func (c DatasetConfig) Path(dir string) string {
 	if c.TasksMode {
 		mode = "-tasks"
 	}
+	if c.Nested {
+		mode += "-nested"
+	}
 	return filepath.Join(dir, fmt.Sprintf("crm-%d-%d%s%s", c.Rollouts, c.Seed, mode, c.Ext))
 }
 
@@ -75,7 +81,7 @@ func (c DatasetConfig) Generate(ctx context.Context, dir string) (*Dataset, erro
 	}
 	if exp == nil {
 		var err error
-		exp, err = gen.Run(ctx, gen.Config{Out: path, Rollouts: c.Rollouts, Seed: c.Seed, TasksMode: c.TasksMode})
+		exp, err = gen.Run(ctx, gen.Config{Out: path, Rollouts: c.Rollouts, Seed: c.Seed, TasksMode: c.TasksMode, Nested: c.Nested})
 		if err != nil {
 			return nil, fmt.Errorf("generate %s: %w", path, err)
 		}

@@ -80,7 +80,7 @@ type config struct {
 
 // datasets are the files the peers read.
 type datasets struct {
-	parquet, tasks, jsonlZst *bench.Dataset
+	parquet, tasks, nested, jsonlZst *bench.Dataset
 	jsonl                    string // plain copy of jsonlZst, for Python
 }
 
@@ -124,6 +124,8 @@ func run(ctx context.Context, c config) error {
 			argv: []string{bin("gavel"), "grade", "--quiet", "--out", gavelOut, ds.parquet.Path}},
 		{Name: "gavel-tasks", Input: "parquet+tasks", kind: "gavel", ds: ds.tasks, out: gavelOut,
 			argv: []string{bin("gavel"), "grade", "--quiet", "--out", gavelOut, "--tasks", ds.tasks.Tasks, ds.tasks.Path}},
+		{Name: "gavel-nested", Input: "parquet nested", kind: "gavel", ds: ds.nested, out: gavelOut,
+			argv: []string{bin("gavel"), "grade", "--quiet", "--out", gavelOut, ds.nested.Path}},
 		{Name: "duckdb", Input: "parquet", kind: "grader", ds: ds.parquet, argv: []string{bin("bench-duckdb"), "-threads", "2", ds.parquet.Path}},
 		{Name: "go-jsonmaps", Input: "parquet", kind: "grader", ds: ds.parquet, argv: []string{bin("bench-jsonmaps"), "-workers", "2", ds.parquet.Path}},
 		{Name: "floor-jsonl", Input: "jsonl.zst", kind: "floor", ds: ds.jsonlZst, argv: []string{bin("bench-floor"), ds.jsonlZst.Path}},
@@ -192,6 +194,7 @@ func generate(ctx context.Context, c config) (*datasets, error) {
 	}{
 		{&ds.parquet, bench.DatasetConfig{Ext: ".parquet"}},
 		{&ds.tasks, bench.DatasetConfig{Ext: ".parquet", TasksMode: true}},
+		{&ds.nested, bench.DatasetConfig{Ext: ".parquet", Nested: true}},
 		{&ds.jsonlZst, bench.DatasetConfig{Ext: ".jsonl.zst"}},
 	} {
 		cfg := d.cfg
@@ -207,6 +210,9 @@ func generate(ctx context.Context, c config) (*datasets, error) {
 				"--rollouts", strconv.Itoa(c.rollouts), "--seed", strconv.FormatUint(c.seed, 10)}
 			if cfg.TasksMode {
 				argv = append(argv, "--tasks-mode")
+			}
+			if cfg.Nested {
+				argv = append(argv, "--nested")
 			}
 			if _, err := bench.RunProcess(ctx, argv); err != nil {
 				return nil, err
