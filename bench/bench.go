@@ -41,6 +41,9 @@ type DatasetConfig struct {
 	UniqueWorlds bool
 	// Tasks restricts the tasks drawn (nil: all five).
 	Tasks []string
+	// Nested stores states and logs as nested Parquet columns (gen
+	// --nested) rather than JSON text.
+	Nested bool
 	// Reuse keeps a dataset that an earlier Generate wrote into the same
 	// directory with the same configuration (its expected counts file is
 	// written last, so its presence marks a complete dataset).
@@ -73,6 +76,9 @@ func (c DatasetConfig) Path(dir string) string {
 	for _, t := range c.Tasks {
 		mode += "-" + strings.TrimPrefix(t, "TASK-")
 	}
+	if c.Nested {
+		mode += "-nested"
+	}
 	return filepath.Join(dir, fmt.Sprintf("crm-%d-%d%s%s", c.Rollouts, c.Seed, mode, c.Ext))
 }
 
@@ -86,7 +92,7 @@ func (c DatasetConfig) Generate(ctx context.Context, dir string) (*Dataset, erro
 	}
 	if exp == nil {
 		var err error
-		exp, err = gen.Run(ctx, gen.Config{Out: path, Rollouts: c.Rollouts, Seed: c.Seed, TasksMode: c.TasksMode, UniqueWorlds: c.UniqueWorlds, Tasks: c.Tasks})
+		exp, err = gen.Run(ctx, gen.Config{Out: path, Rollouts: c.Rollouts, Seed: c.Seed, TasksMode: c.TasksMode, UniqueWorlds: c.UniqueWorlds, Tasks: c.Tasks, Nested: c.Nested})
 		if err != nil {
 			return nil, fmt.Errorf("generate %s: %w", path, err)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -41,18 +40,11 @@ type ArrowReader struct {
 	f      *os.File
 	file   *ipc.FileReader // nil for a stream
 	stream *ipc.Reader     // nil for a file
-	cols   []arrowColumn
+	cols   []*arrowCol
 
 	rec    arrow.RecordBatch // current record batch (the reader's reference)
 	recPos int64             // next row of rec
 	recIdx int               // index of the next record batch of a file
-}
-
-// arrowColumn is one column read by an ArrowReader.
-type arrowColumn struct {
-	name  string
-	index int // field index in the schema
-	slots []int
 }
 
 // arrowBatch is a batch of an ArrowReader; it holds the record batches
@@ -161,29 +153,12 @@ func openArrowIPC(f *os.File, mem memory.Allocator) (a arrowIPC, err error) {
 	return a, nil
 }
 
-// planColumns picks the columns to read and where their cells go.
+// planColumns picks the columns to read and where their cells go
+// (planArrowCols).
 func (r *ArrowReader) planColumns(schema *arrow.Schema, fields FieldNames, only []string) error {
-	names := fieldSlotNames(fields)
-	for i, field := range schema.Fields() {
-		var slots []int
-		for s, fn := range names {
-			if fn == field.Name {
-				slots = append(slots, s)
-			}
-		}
-		ok := arrowSupported(field.Type)
-		if len(slots) == 0 {
-			if !ok || (only != nil && !slices.Contains(only, field.Name)) {
-				continue
-			}
-			slots = append(slots, numFieldSlots+len(r.metaNames))
-			r.metaNames = append(r.metaNames, field.Name)
-		} else if !ok {
-			return fmt.Errorf("column %q holds a rollout field but has type %s, not a string, number or boolean", field.Name, field.Type)
-		}
-		r.cols = append(r.cols, arrowColumn{name: field.Name, index: i, slots: slots})
-	}
-	return nil
+	cols, err := planArrowCols(schema, fieldSlotNames(fields), only, &r.metaNames)
+	r.cols = cols
+	return err
 }
 
 // arrowSupported reports whether columns of type dt become cells.
@@ -246,6 +221,10 @@ func (r *ArrowReader) fill(rows []Row, ab *arrowBatch) (int, error) {
 	r.rec.Retain()
 	ab.held = append(ab.held, r.rec)
 	for _, c := range r.cols {
+		if !c.simple() {
+			fillCols([]*arrowCol{c}, rows[:k], int(r.recPos), ab, false)
+			continue
+		}
 		arr := r.rec.Column(c.index)
 		for j := range k {
 			cell := arrowCell(ab, arr, int(r.recPos)+j)
@@ -281,7 +260,7 @@ func (r *ArrowReader) nextChunk() (bool, error) {
 				rec.Release()
 				continue
 			}
-			r.rec = rec
+			r.setRecord(rec)
 			return true, nil
 		}
 		return false, nil
@@ -293,7 +272,7 @@ func (r *ArrowReader) nextChunk() (bool, error) {
 			continue
 		}
 		rec.Retain()
-		r.rec = rec
+		r.setRecord(rec)
 		return true, nil
 	}
 	if err := r.stream.Err(); err != nil {
@@ -302,8 +281,19 @@ func (r *ArrowReader) nextChunk() (bool, error) {
 	return false, nil
 }
 
+// setRecord makes rec the current record batch and binds the columns
+// that are not flat top-level ones to it.
+func (r *ArrowReader) setRecord(rec arrow.RecordBatch) {
+	r.rec = rec
+	for _, c := range r.cols {
+		if !c.simple() {
+			c.bind(rec)
+		}
+	}
+}
+
 // arrowCell converts row i of arr, formatting numbers into ab's arena.
-func arrowCell(ab *arrowBatch, arr arrow.Array, i int) Cell {
+func arrowCell[H any](ab *chunkBatch[H], arr arrow.Array, i int) Cell {
 	if arr.IsNull(i) {
 		return Cell{}
 	}

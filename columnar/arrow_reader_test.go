@@ -80,7 +80,7 @@ func arrowExtraTypes(mem memory.Allocator, n int) (arrow.RecordBatch, [][]reader
 		{Name: "dec", Type: &arrow.Decimal128Type{Precision: 10, Scale: 2}},
 		{Name: "point", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64})},
 	}
-	names := []string{"sv", "bv", "lb", "i8", "u64", "f16", "f64", "ts", "date", "nothing"}
+	names := []string{"sv", "bv", "lb", "i8", "u64", "f16", "f64", "ts", "date", "nothing", "point"}
 	b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
 	defer b.Release()
 	floats := []float64{7, 0.1, math.NaN(), math.Inf(1), math.Inf(-1), -0.5, 1e21}
@@ -125,6 +125,7 @@ func arrowExtraTypes(mem memory.Allocator, n int) (arrow.RecordBatch, [][]reader
 		want[i] = append(want[i], nullC())
 		b.Field(11).AppendEmptyValue()
 		b.Field(12).AppendEmptyValue()
+		want[i] = append(want[i], jsonC(`{"x":0}`))
 	}
 	return b.NewRecordBatch(), want, names
 }
@@ -335,7 +336,7 @@ func TestArrowReaderErrors(t *testing.T) {
 		{"empty", write("empty.arrow", nil), Options{}, "not an arrow ipc file or stream"},
 		{"feather v1", write("old.feather", []byte("FEA1\x00\x00\x00\x00FEA1")), Options{}, "feather v1"},
 		{"missing", filepath.Join(dir, "absent.arrow"), Options{}, "no such file"},
-		{"nested field", good, Options{Fields: FieldNames{Log: "tags"}}, `column "tags"`},
+		{"path in a list", good, Options{Fields: FieldNames{Log: "tags.x"}}, `"tags" is a list`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

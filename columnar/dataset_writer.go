@@ -76,6 +76,10 @@ const (
 	// DatasetInt64 is an optional 64-bit integer column (a JSON number in
 	// JSON Lines).
 	DatasetInt64
+	// DatasetNested is a JSON value stored in Parquet as a nested column of
+	// the type DatasetColumn.Nested names (ParseNestedType); JSON Lines
+	// writes it as DatasetJSON.
+	DatasetNested
 )
 
 // DatasetColumn describes one column of a dataset.
@@ -88,6 +92,9 @@ type DatasetColumn struct {
 	// columns with few distinct values (task ids, model names, initial states
 	// shared by many rows); JSON Lines ignores it.
 	Dictionary bool
+	// Nested is the type of a DatasetNested column (ParseNestedType), for
+	// example "list<struct<role: string, content: string>>".
+	Nested string
 }
 
 // DatasetOptions tunes a DatasetWriter. The zero value works.
@@ -140,6 +147,7 @@ type DatasetWriter struct {
 	rows    int64
 
 	// Parquet.
+	nw        *nestedDatasetWriter // with nested columns, instead of pw
 	pw        *parquet.Writer
 	prow      parquet.Row
 	prows     []parquet.Row
@@ -177,6 +185,16 @@ func NewDatasetWriter(w io.Writer, f DatasetFormat, columns []DatasetColumn, opt
 		dw.pageBytes = opts.PageBytes
 		if dw.pageBytes <= 0 {
 			dw.pageBytes = 4 << 20
+		}
+		for _, c := range columns {
+			if c.Type == DatasetNested {
+				nw, err := newNestedDatasetWriter(w, columns, dw.groupMax)
+				if err != nil {
+					return nil, err
+				}
+				dw.nw = nw
+				return dw, nil
+			}
 		}
 		dw.pw = parquet.NewWriter(w, dw.parquetOptions()...)
 		dw.prow = make(parquet.Row, len(columns))
@@ -274,9 +292,17 @@ func (w *DatasetWriter) Write(row []DatasetValue) error {
 		return fmt.Errorf("dataset writer: row has %d values, want %d", len(row), len(w.columns))
 	}
 	var err error
-	if w.pw != nil {
+	switch {
+	case w.nw != nil:
+		if err = w.nw.write(row); err == nil {
+			if w.inGroup++; w.inGroup >= w.groupMax {
+				w.inGroup = 0
+				err = w.nw.flush()
+			}
+		}
+	case w.pw != nil:
 		err = w.writeParquet(row)
-	} else {
+	default:
 		err = w.writeJSONL(row)
 	}
 	if err != nil {
@@ -381,6 +407,12 @@ func (w *DatasetWriter) WriteLine(line []byte) error {
 // flushes the JSON Lines buffer and ends the zstd stream. It does not close
 // the underlying writer.
 func (w *DatasetWriter) Close() error {
+	if w.nw != nil {
+		if err := w.nw.close(); err != nil {
+			return fmt.Errorf("close parquet: %w", err)
+		}
+		return nil
+	}
 	if w.pw != nil {
 		if err := w.pw.Close(); err != nil {
 			return fmt.Errorf("close parquet: %w", err)

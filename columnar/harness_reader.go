@@ -187,3 +187,85 @@ func (h *HarnessReader) Next(max int) (*Batch, error) {
 	}
 	return b, nil
 }
+
+// newMessagesTableReader reads the rows of a Parquet or Arrow chat dataset
+// (read by rd, which it takes over) in the messages format: each row, its
+// columns the members of a JSON object (a nested column the value it
+// holds, so that messages may be a list of structs), is mapped as a line
+// of a messages JSON Lines file would be.
+func newMessagesTableReader(path string, rd Reader) *HarnessReader {
+	t := &tableRows{rd: rd, fields: FieldNames{}.WithDefaults()}
+	return &HarnessReader{path: path, hr: harness.NewMessageRowReader(path, t.next, t)}
+}
+
+// tableRows hands the rows of a columnar reader over one at a time as
+// the texts of JSON objects.
+type tableRows struct {
+	rd     Reader
+	fields FieldNames
+	b      *Batch
+	i      int
+	buf    []byte
+}
+
+func (t *tableRows) next() (harness.MessageRow, error) {
+	for t.b == nil || t.i == len(t.b.Rows) {
+		if t.b != nil {
+			t.b.Release()
+			t.b = nil
+		}
+		b, err := t.rd.Next(256)
+		if err != nil {
+			return harness.MessageRow{}, err
+		}
+		t.b, t.i = b, 0
+	}
+	row := &t.b.Rows[t.i]
+	t.i++
+	t.buf = AppendRowObject(t.buf[:0], row, t.b.MetaNames, &t.fields)
+	return harness.MessageRow{Object: t.buf, Index: row.Index, Err: row.Err}, nil
+}
+
+// Close releases the batch held and closes the reader.
+func (t *tableRows) Close() error {
+	if t.b != nil {
+		t.b.Release()
+		t.b = nil
+	}
+	return t.rd.Close()
+}
+
+// AppendRowObject appends a columnar row as the text of a JSON object:
+// its fields under the names fields gives them, then its metadata
+// columns; strings (states and logs held as JSON text too) quoted,
+// numbers, booleans and nested values as they are, nulls left out.
+func AppendRowObject(buf []byte, row *Row, metaNames []string, fields *FieldNames) []byte {
+	buf = append(buf, '{')
+	n := 0
+	add := func(name string, c Cell) {
+		if c.Kind == CellNull {
+			return
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		n++
+		buf = jsonview.AppendJSONString(buf, name)
+		buf = append(buf, ':')
+		if c.Kind == CellString {
+			buf = jsonview.AppendJSONString(buf, c.Data)
+		} else {
+			buf = append(buf, c.Data...)
+		}
+	}
+	add(fields.ID, row.ID)
+	add(fields.Task, row.Task)
+	add(fields.Final, row.Final)
+	add(fields.Initial, row.Initial)
+	add(fields.Output, row.Output)
+	add(fields.Log, row.Log)
+	for i, name := range metaNames {
+		add(name, row.Meta[i])
+	}
+	return append(buf, '}')
+}

@@ -43,6 +43,7 @@ type Input struct {
 	Units []InputUnit
 
 	open OpenFunc
+	from string // DescribeOptions.From
 }
 
 // InputUnit is a part of an input read as one unit: a run of consecutive
@@ -82,7 +83,7 @@ func Describe(path string, opts DescribeOptions) (*Input, error) {
 	if !ok {
 		return nil, unsupportedType(path)
 	}
-	in := &Input{Path: path, Format: format, Rows: -1, open: opts.Open}
+	in := &Input{Path: path, Format: format, Rows: -1, open: opts.Open, from: opts.From}
 	if in.open == nil {
 		in.open = os.Open
 	}
@@ -208,7 +209,21 @@ func (in *Input) Open(u InputUnit, opts Options) (Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	chat := in.from == InputMessages && (in.Format == InputParquet || in.Format == InputArrow)
+	if chat {
+		// Fields are mapped in the rollouts the rows become.
+		opts = Options{}
+	}
 	rd, err := newReader(in.Path, in.Format, f, opts)
+	if err == nil && chat {
+		if u.RowGroups > 0 {
+			if err := rd.(*ParquetReader).restrict(u.FirstRowGroup, u.RowGroups); err != nil {
+				rd.Close()
+				return nil, err
+			}
+		}
+		return newMessagesTableReader(in.Path, rd), nil
+	}
 	if err != nil || u.RowGroups == 0 {
 		return rd, err
 	}

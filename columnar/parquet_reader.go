@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -77,8 +78,11 @@ type ParquetReader struct {
 	file   *parquet.File
 	groups []parquet.RowGroup
 	cols   []*pqColumn
+	// nested reads the nested columns, nil when none is read.
+	nested *pqNested
 
 	rg     int   // current row group; -1 before the first
+	rgEnd  int   // row group after the last one read
 	rgLeft int64 // rows of the current row group not yet read
 	rgRead int64 // rows of the current row group already read
 	left   int64 // rows not yet read
@@ -163,6 +167,7 @@ func newParquetReader(path string, f *os.File, opts Options) (*ParquetReader, er
 		file:        file,
 		groups:      file.RowGroups(),
 		rg:          -1,
+		rgEnd:       len(file.RowGroups()),
 		left:        file.NumRows(),
 		vals:        make([]parquet.Value, pqValueChunk),
 	}
@@ -173,7 +178,7 @@ func newParquetReader(path string, f *os.File, opts Options) (*ParquetReader, er
 	if total != file.NumRows() {
 		return nil, fmt.Errorf("open %s: corrupt footer: %d rows in row groups, %d in the file", path, total, file.NumRows())
 	}
-	if err := r.planColumns(opts.Fields.WithDefaults(), opts.Columns); err != nil {
+	if err := r.planColumns(opts.Fields.WithDefaults(), st.Size(), opts.Columns); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return r, nil
@@ -253,15 +258,30 @@ func (r *ParquetReader) restrict(first, n int) error {
 			count += g.NumRows()
 		}
 	}
-	r.rg = first - 1
+	r.rg, r.rgEnd = first-1, first+n
 	r.start, r.next, r.end, r.left = start, start, start+count, count
 	return nil
 }
 
-// planColumns picks the columns to read and where their cells go.
-func (r *ParquetReader) planColumns(fields FieldNames, only []string) error {
+// planColumns picks the columns to read and where their cells go. Flat
+// columns are read page by page here; nested ones (groups and repeated
+// columns) and fields inside struct columns (a mapped name COL.PATH that
+// no column has) through pqNested. size is the file's size; only,
+// when not nil, names the metadata columns to read.
+func (r *ParquetReader) planColumns(fields FieldNames, size int64, only []string) error {
 	names := fieldSlotNames(fields)
-	for _, col := range r.file.Root().Columns() {
+	nested := func() (*pqNested, error) {
+		if r.nested == nil {
+			n, err := openPQNested(r.f, size)
+			if err != nil {
+				return nil, fmt.Errorf("read the schema of nested columns: %w", err)
+			}
+			r.nested = n
+		}
+		return r.nested, nil
+	}
+	roots := r.file.Root().Columns()
+	for top, col := range roots {
 		name := col.Name()
 		var slots []int
 		for i, fn := range names {
@@ -270,6 +290,29 @@ func (r *ParquetReader) planColumns(fields FieldNames, only []string) error {
 			}
 		}
 		kind, scale, ok := pqKindOf(col)
+		if !ok && (!col.Leaf() || col.Repeated() || col.MaxRepetitionLevel() > 0) {
+			n, err := nested()
+			if err != nil {
+				return err
+			}
+			meta := len(slots) == 0
+			if meta && only != nil && !slices.Contains(only, name) {
+				continue
+			}
+			if meta {
+				slots = append(slots, numFieldSlots+len(r.metaNames))
+			}
+			added, err := n.add(name, top, nil, slots)
+			switch {
+			case err != nil:
+				return err
+			case added && meta:
+				r.metaNames = append(r.metaNames, name)
+			case !added && !meta:
+				return fmt.Errorf("column %q holds a rollout field but is a %s column of a type gavel cannot read", name, pqDescribe(col))
+			}
+			continue
+		}
 		if len(slots) == 0 {
 			if !ok || (only != nil && !slices.Contains(only, name)) {
 				continue // nested, repeated or unsupported: not metadata
@@ -280,6 +323,37 @@ func (r *ParquetReader) planColumns(fields FieldNames, only []string) error {
 			return fmt.Errorf("column %q holds a rollout field but is a %s column, not a string, number or boolean", name, pqDescribe(col))
 		}
 		r.cols = append(r.cols, &pqColumn{name: name, index: col.Index(), kind: kind, scale: scale, slots: slots})
+	}
+	// Fields inside struct columns.
+	for s, name := range names {
+		colName, rest, dotted := strings.Cut(name, ".")
+		if !dotted || slices.ContainsFunc(roots, func(c *parquet.Column) bool { return c.Name() == name }) {
+			continue
+		}
+		top := slices.IndexFunc(roots, func(c *parquet.Column) bool { return c.Name() == colName })
+		if top < 0 {
+			continue // absent: null in every row
+		}
+		if r.nested != nil {
+			if i := slices.IndexFunc(r.nested.cols, func(c *arrowCol) bool { return c.name == name }); i >= 0 {
+				r.nested.cols[i].slots = append(r.nested.cols[i].slots, s)
+				continue
+			}
+		}
+		if col := roots[top]; col.Leaf() && !col.Repeated() {
+			return fmt.Errorf("%q is not in the schema: %q is a %s, not a struct", name, colName, pqDescribe(col))
+		}
+		n, err := nested()
+		if err != nil {
+			return err
+		}
+		added, err := n.add(name, top, strings.Split(rest, "."), []int{s})
+		if err != nil {
+			return err
+		}
+		if !added {
+			return fmt.Errorf("field %q holds a rollout field but is of a type gavel cannot read", name)
+		}
 	}
 	return nil
 }
@@ -347,6 +421,9 @@ func pqDescribe(col *parquet.Column) string {
 // already returned stay valid until they are released.
 func (r *ParquetReader) Close() error {
 	r.closeRowGroup()
+	if r.nested != nil {
+		r.nested.close()
+	}
 	r.closed()
 	if r.f == nil {
 		return nil
@@ -373,6 +450,16 @@ func (r *ParquetReader) fill(rows []Row, pb *pqBatch) (int, error) {
 	for _, c := range r.cols {
 		if err := r.readColumn(c, part, pb); err != nil {
 			return 0, fmt.Errorf("read %s row group %d column %q: %w", r.path, r.rg, c.name, err)
+		}
+	}
+	if n := r.nested; n != nil {
+		if n.rr == nil {
+			if err := n.start(r.rg, r.rgEnd); err != nil {
+				return 0, fmt.Errorf("read %s row group %d: %w", r.path, r.rg, err)
+			}
+		}
+		if err := n.fill(part, pb); err != nil {
+			return 0, fmt.Errorf("read %s row group %d: %w", r.path, r.rg, err)
 		}
 	}
 	r.rgLeft -= k

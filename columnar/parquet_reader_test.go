@@ -58,6 +58,7 @@ func strC(s string) readerCell     { return readerCell{Kind: CellString, Text: s
 func numC(s string) readerCell     { return readerCell{Kind: CellNumber, Text: s} }
 func boolC(b bool) readerCell      { return readerCell{Kind: CellBool, Text: strconv.FormatBool(b)} }
 func optStrC(s *string) readerCell { return optC(s, strC) }
+func jsonC(s string) readerCell    { return readerCell{Kind: CellJSON, Text: s} }
 
 func optC[T any](p *T, f func(T) readerCell) readerCell {
 	if p == nil {
@@ -187,7 +188,7 @@ type pgoDictRow struct {
 	Tags      []string `parquet:"tags,list"`
 }
 
-var pgoMetaNames = []string{"model", "sample", "score", "passed"}
+var pgoMetaNames = []string{"model", "sample", "score", "passed", "tags"}
 
 func pgoPtr[T any](v T) *T { return &v }
 
@@ -239,6 +240,7 @@ func wantRollouts(rows []pgoRow) []readerRow {
 				numC(strconv.FormatInt(r.Sample, 10)),
 				optC(r.Score, func(f float64) readerCell { return numC(strconv.FormatFloat(f, 'f', -1, 64)) }),
 				boolC(r.Passed),
+				jsonC(fmt.Sprintf(`[%q,%q]`, r.Tags[0], r.Tags[1])),
 			},
 		}
 	}
@@ -503,6 +505,7 @@ func arrowRollouts(t testing.TB, mem memory.Allocator, n int) (arrow.RecordBatch
 		lb := b.Field(6).(*array.ListBuilder)
 		lb.Append(true)
 		lb.ValueBuilder().(*array.StringBuilder).Append("tag")
+		w.Meta = append(w.Meta, jsonC(`["tag"]`))
 		b.Field(7).(*array.Int32Builder).Append(int32(-i))
 		w.Meta = append(w.Meta, numC(strconv.Itoa(-i)))
 		b.Field(8).(*array.Uint32Builder).Append(math.MaxUint32 - uint32(i))
@@ -523,7 +526,7 @@ func arrowRollouts(t testing.TB, mem memory.Allocator, n int) (arrow.RecordBatch
 			w.Meta = append(w.Meta, boolC(i%3 == 1))
 		}
 	}
-	return b.NewRecordBatch(), want, []string{"model", "n32", "u32", "f32", "ok"}
+	return b.NewRecordBatch(), want, []string{"model", "tags", "n32", "u32", "f32", "ok"}
 }
 
 func TestParquetReaderPQArrow(t *testing.T) {
@@ -623,8 +626,13 @@ func TestParquetReaderTypesAndMapping(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "types.parquet")
 	writePGO(t, path, rows, parquet.MaxRowsPerRowGroup(3))
 
-	meta := []string{"final_state", "f32", "f64", "u32", "u64", "price", "big_price", "uuid", "blob"}
+	meta := []string{"final_state", "f32", "f64", "u32", "u64", "price", "big_price", "uuid", "blob", "Nested", "numbers"}
 	base := func(i int, id, task, world, final readerCell, rest ...readerCell) readerRow {
+		numbers := `[]`
+		if i == 2 {
+			numbers = `[1,2]`
+		}
+		rest = append(rest, jsonC(`{"A":"","B":""}`), jsonC(numbers))
 		return readerRow{Index: int64(i), Offset: -1, ID: id, Task: task, Final: world, Meta: append([]readerCell{final}, rest...)}
 	}
 	want := []readerRow{
@@ -791,8 +799,8 @@ func TestParquetReaderErrors(t *testing.T) {
 		{"footer length", write("footer.parquet", []byte("PAR1\x00\x00\x00\x00\xff\xff\xff\x7fPAR1")), Options{}, "corrupt parquet file"},
 		{"empty", write("empty.parquet", nil), Options{}, "not a parquet file"},
 		{"missing", filepath.Join(dir, "absent.parquet"), Options{}, "no such file"},
-		{"nested field", nested, Options{Fields: FieldNames{Final: "Nested"}}, `column "Nested"`},
-		{"repeated field", nested, Options{Fields: FieldNames{Log: "numbers"}}, `column "numbers"`},
+		{"path in a flat column", nested, Options{Fields: FieldNames{Final: "final_state.x"}}, `"final_state" is a`},
+		{"path not in a struct", nested, Options{Fields: FieldNames{Log: "Nested.C"}}, `struct "Nested" has no field "C"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

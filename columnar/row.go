@@ -21,8 +21,10 @@ const (
 	CellNumber
 	// CellBool holds "true" or "false".
 	CellBool
-	// CellJSON holds a JSON value that is an object or array (JSON Lines
-	// only): Data is its raw text and V is its indexed view.
+	// CellJSON holds a JSON value that is an object or array. In JSON
+	// Lines rows Data is its raw text and V its indexed view; in Parquet
+	// and Arrow rows it is a nested column's value, Data its compact JSON
+	// text (valid JSON, not yet indexed) and V unset.
 	CellJSON
 )
 
@@ -70,7 +72,8 @@ type Row struct {
 	Line []byte
 	// Err is a problem the reader found with this row alone (a JSON Lines
 	// line over the length limit, or one that is not a JSON object after
-	// DecodeLine). The row is graded as an input error; other rows go on.
+	// DecodeLine; a nested value JSON cannot hold, such as NaN). The row
+	// is graded as an input error; other rows go on.
 	Err error
 
 	ID, Task, Final, Initial, Output, Log Cell

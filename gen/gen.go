@@ -53,6 +53,11 @@ type Config struct {
 	// (columns task_id, initial_state), and leaves initial_state out of
 	// the rows. All rollouts of a task then share one world.
 	TasksMode bool
+	// Nested stores the states and logs of a Parquet dataset as nested
+	// columns (stateType, logType) rather than as JSON text. Its bad rows
+	// are of the kinds a typed column can hold: BadMissingTaskID and
+	// BadUnknownTask.
+	Nested bool
 	// TasksOut is the tasks table path written by Run in tasks mode
 	// (default: Out with ".tasks" before its extension).
 	TasksOut string
@@ -458,14 +463,32 @@ const (
 	numCols
 )
 
-func datasetColumns(tasksMode, uniqueWorlds bool) []columnar.DatasetColumn {
+// The nested column types of Config.Nested. Log arguments a call does not
+// pass are null members.
+const (
+	stateType = "struct<users: map<string, struct<id: string, name: string, active: bool>>, " +
+		"stages: map<string, struct<id: string, name: string, probability: int64, isClosed: bool>>, " +
+		"opportunities: map<string, struct<id: string, name: string, ownerId: string, stageId: string, status: string, amount: float64>>>"
+	logType = "list<struct<eventType: string, tool: string, " +
+		"args: struct<id: string, name: string, ownerId: string, stageId: string, status: string, amount: float64>>>"
+)
+
+// nestedColumn makes c a nested column of type t when nested is set.
+func nestedColumn(c columnar.DatasetColumn, nested bool, t string) columnar.DatasetColumn {
+	if nested {
+		c.Type, c.Nested, c.Dictionary = columnar.DatasetNested, t, false
+	}
+	return c
+}
+
+func datasetColumns(tasksMode, uniqueWorlds, nested bool) []columnar.DatasetColumn {
 	cols := []columnar.DatasetColumn{
 		{Name: "rollout_id", Type: columnar.DatasetString},
 		{Name: "task_id", Type: columnar.DatasetString, Dictionary: true},
-		{Name: "final_state", Type: columnar.DatasetJSON},
-		{Name: "initial_state", Type: columnar.DatasetJSON, Dictionary: true},
+		nestedColumn(columnar.DatasetColumn{Name: "final_state", Type: columnar.DatasetJSON}, nested, stateType),
+		nestedColumn(columnar.DatasetColumn{Name: "initial_state", Type: columnar.DatasetJSON, Dictionary: true}, nested, stateType),
 		{Name: "output", Type: columnar.DatasetString},
-		{Name: "log", Type: columnar.DatasetJSON},
+		nestedColumn(columnar.DatasetColumn{Name: "log", Type: columnar.DatasetJSON}, nested, logType),
 		{Name: "model", Type: columnar.DatasetString, Dictionary: true},
 		{Name: "run_id", Type: columnar.DatasetString, Dictionary: true},
 		{Name: "sample", Type: columnar.DatasetInt64},
@@ -550,7 +573,7 @@ func Generate(ctx context.Context, cfg Config, out Outputs) (*Expected, error) {
 		opts.PageBytes = 1 << 20
 		uniqueRand = rand.New(rand.NewPCG(cfg.Seed, streamUnique))
 	}
-	dw, err := columnar.NewDatasetWriter(out.Data, cfg.Format, datasetColumns(cfg.TasksMode, cfg.UniqueWorlds), opts)
+	dw, err := columnar.NewDatasetWriter(out.Data, cfg.Format, datasetColumns(cfg.TasksMode, cfg.UniqueWorlds, cfg.Nested), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -560,8 +583,11 @@ func Generate(ctx context.Context, cfg Config, out Outputs) (*Expected, error) {
 	}
 	t := newTally(exp)
 	kinds := BadKinds[:4]
-	if cfg.Format != columnar.DatasetParquet {
+	switch {
+	case cfg.Format != columnar.DatasetParquet:
 		kinds = BadKinds
+	case cfg.Nested:
+		kinds = []string{BadMissingTaskID, BadUnknownTask}
 	}
 	width := max(7, len(strconv.Itoa(cfg.Rollouts-1)))
 	samples := make([]int64, len(crmTasks)*len(models))
@@ -731,7 +757,7 @@ func corrupt(r *rand.Rand, kind string, vals []columnar.DatasetValue, buf, id, t
 func writeTasks(w io.Writer, cfg Config, pools [][]*world) error {
 	tw, err := columnar.NewDatasetWriter(w, cfg.Format, []columnar.DatasetColumn{
 		{Name: "task_id", Type: columnar.DatasetString},
-		{Name: "initial_state", Type: columnar.DatasetJSON},
+		nestedColumn(columnar.DatasetColumn{Name: "initial_state", Type: columnar.DatasetJSON}, cfg.Nested, stateType),
 	}, columnar.DatasetOptions{})
 	if err != nil {
 		return err

@@ -21,19 +21,22 @@ func TestGradeGenerated(t *testing.T) {
 		name      string
 		ext       string
 		tasksMode bool
+		nested    bool
 	}{
-		{"parquet", ".parquet", false},
-		{"jsonl", ".jsonl", false},
-		{"jsonl.zst", ".jsonl.zst", false},
-		{"parquet tasks mode", ".parquet", true},
-		{"jsonl tasks mode", ".jsonl", true},
+		{"parquet", ".parquet", false, false},
+		{"jsonl", ".jsonl", false, false},
+		{"jsonl.zst", ".jsonl.zst", false, false},
+		{"parquet tasks mode", ".parquet", true, false},
+		{"jsonl tasks mode", ".jsonl", true, false},
+		{"parquet nested", ".parquet", false, true},
+		{"parquet nested tasks mode", ".parquet", true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			data := filepath.Join(dir, "rollouts"+tt.ext)
 			rowsPath := filepath.Join(dir, "expected-rows.jsonl")
-			cfg := gen.Config{Out: data, Rollouts: 1500, Seed: 11, BadShare: 0.05, TasksMode: tt.tasksMode, ExpectedRowsOut: rowsPath, RowGroupRows: 400}
+			cfg := gen.Config{Out: data, Rollouts: 1500, Seed: 11, BadShare: 0.05, TasksMode: tt.tasksMode, Nested: tt.nested, ExpectedRowsOut: rowsPath, RowGroupRows: 400}
 			exp, err := gen.Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatalf("gen: %v", err)

@@ -276,7 +276,7 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 	var initErr error
 	cached := false // r.Initial is held by the cache
 	switch {
-	case row.Initial.Kind == columnar.CellString && g.plan.initials != nil:
+	case g.plan.initials != nil && (row.Initial.Kind == columnar.CellString || row.Initial.Kind == columnar.CellJSON && !b.JSONLines):
 		if row.Initial.Stable {
 			r.Initial, cached, initErr = g.plan.initials.ParseStable(&g.initial, row.Initial.Data)
 		} else {
@@ -302,7 +302,8 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 	}
 	// A final state byte-identical to the initial state's text (an agent
 	// that changed nothing) shares its index, in tasks mode too.
-	if initErr == nil && row.Final.Kind == columnar.CellString && r.Initial.Exists() && bytes.Equal(row.Final.Data, r.Initial.Raw()) {
+	finalText := row.Final.Kind == columnar.CellString || row.Final.Kind == columnar.CellJSON && !b.JSONLines
+	if initErr == nil && finalText && r.Initial.Exists() && bytes.Equal(row.Final.Data, r.Initial.Raw()) {
 		r.Final = r.Initial
 	} else if r.Final, err = g.state(row.Final, &g.final, fields.Final, b.JSONLines); err != nil {
 		return nil, err.Error()
@@ -355,13 +356,14 @@ func (g *grader) verify(v *verifiers.Verifier, r *verifiers.Rollout, c *verifier
 	return verdict
 }
 
-// state returns the view of a state or log cell: JSON text in a string is
-// indexed with doc; a JSON Lines value is already indexed in its line.
+// state returns the view of a state or log cell: JSON text in a string,
+// or the text of a nested column's value, is indexed with doc; a JSON
+// Lines value is already indexed in its line.
 func (g *grader) state(c columnar.Cell, doc *jsonview.Doc, field string, jsonLines bool) (jsonview.Value, error) {
-	switch c.Kind {
-	case columnar.CellNull:
+	switch {
+	case c.Kind == columnar.CellNull:
 		return jsonview.Value{}, nil
-	case columnar.CellString:
+	case c.Kind == columnar.CellString, c.Kind == columnar.CellJSON && !jsonLines:
 		v, err := doc.Parse(c.Data)
 		if err != nil {
 			return jsonview.Value{}, fmt.Errorf("%s: %w", field, err)

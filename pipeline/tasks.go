@@ -56,6 +56,10 @@ func LoadTasks(path string, fields columnar.FieldNames) (Tasks, error) {
 				}
 				text = append([]byte(nil), row.Line...)
 			} else {
+				if row.Err != nil {
+					b.Release()
+					return nil, fmt.Errorf("%s: %w", where, row.Err)
+				}
 				text = rowObject(row, b.MetaNames, &fields)
 			}
 			t, id, err := newTask(text, &fields)
@@ -116,36 +120,8 @@ func newTask(text []byte, fields *columnar.FieldNames) (*Task, string, error) {
 }
 
 // rowObject writes a columnar row as the JSON text of an object: states
-// and logs as their JSON text, other strings quoted, numbers and booleans
-// as they are.
+// and logs held as JSON text quoted, as other strings are; numbers,
+// booleans and nested values as they are.
 func rowObject(row *columnar.Row, metaNames []string, fields *columnar.FieldNames) []byte {
-	buf := []byte{'{'}
-	n := 0
-	add := func(name string, c columnar.Cell, jsonText bool) {
-		if c.Kind == columnar.CellNull {
-			return
-		}
-		if n > 0 {
-			buf = append(buf, ',')
-		}
-		n++
-		buf = jsonview.AppendJSONString(buf, name)
-		buf = append(buf, ':')
-		switch {
-		case c.Kind == columnar.CellString && !jsonText:
-			buf = jsonview.AppendJSONString(buf, c.Data)
-		default:
-			buf = append(buf, c.Data...)
-		}
-	}
-	add(fields.ID, row.ID, false)
-	add(fields.Task, row.Task, false)
-	add(fields.Final, row.Final, false)
-	add(fields.Initial, row.Initial, false)
-	add(fields.Output, row.Output, false)
-	add(fields.Log, row.Log, false)
-	for i, name := range metaNames {
-		add(name, row.Meta[i], false)
-	}
-	return append(buf, '}')
+	return columnar.AppendRowObject(nil, row, metaNames, fields)
 }

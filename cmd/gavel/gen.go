@@ -29,6 +29,7 @@ const genExamples = `  gavel gen --out rollouts.parquet --rollouts 100000
   gavel gen --env calendar --out calendar.jsonl --rollouts 1000
   gavel gen --out rollouts.parquet --tasks-mode     # also writes rollouts.tasks.parquet
   gavel gen --out unique.parquet --unique-worlds --tasks TASK-002,TASK-004
+  gavel gen --out nested.parquet --nested           # states and logs as structs, maps and lists
   gavel grade --tasks rollouts.tasks.parquet rollouts.parquet`
 
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -39,6 +40,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	format := fs.String("format", "", "dataset format: parquet, jsonl or jsonl.zst (default: from the --out extension)")
 	badShare := fs.Float64("bad-share", 0, "share `F` of rows (0 to 1) replaced by bad rows, expected to end in error")
 	tasksMode := fs.Bool("tasks-mode", false, "write initial states once per task into a tasks table and leave them out of the rows")
+	nested := fs.Bool("nested", false, "store states and logs as nested Parquet columns (structs, maps, lists) rather than JSON text")
 	tasksOut := fs.String("tasks-out", "", "tasks table `PATH` in tasks mode (default: --out with .tasks before its extension)")
 	rowGroup := fs.Int("row-group-rows", 10000, "rows `N` per Parquet row group")
 	expected := fs.String("expected", "", "expected counts `PATH` (default: --out + .expected.json)")
@@ -87,6 +89,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Seed:            *seed,
 		BadShare:        *badShare,
 		TasksMode:       *tasksMode,
+		Nested:          *nested,
 		TasksOut:        *tasksOut,
 		ExpectedOut:     *expected,
 		ExpectedRowsOut: *expectedRows,

@@ -153,3 +153,45 @@ func (r *Reader) messagesLine(line jsonview.Value, index int, where string) Item
 	r.out = o.end()
 	return Item{Rollout: r.out, Where: where}
 }
+
+// messageRows reads chat rows handed over one at a time as the text of
+// JSON objects (the rows of a Parquet or Arrow chat dataset).
+type messageRows struct {
+	row func() (MessageRow, error)
+}
+
+// MessageRow is one row of a chat dataset for NewMessageRowReader.
+type MessageRow struct {
+	// Object is the row as the text of a JSON object; it need stay
+	// valid only until the next row is asked for.
+	Object []byte
+	// Index is the row's 0-based index in its file.
+	Index int64
+	// Err is a problem of the row alone (the row then has status error).
+	Err error
+}
+
+// NewMessageRowReader reads chat rows in the messages format, one row per
+// call of next, which returns io.EOF after the last row; name is used in
+// messages and in default rollout ids (<name>#<row index>). Close closes
+// closer when it is not nil.
+func NewMessageRowReader(name string, next func() (MessageRow, error), closer io.Closer) *Reader {
+	return &Reader{name: name, format: Messages, src: &messageRows{row: next}, closer: closer}
+}
+
+func (m *messageRows) next(r *Reader) (Item, error) {
+	row, err := m.row()
+	if err != nil {
+		return Item{}, err
+	}
+	index := int(row.Index)
+	where := fmt.Sprintf("row %d", index)
+	if row.Err != nil {
+		return Item{Rollout: r.defaultID(index), Err: fmt.Errorf("%s: %w", where, row.Err), Where: where}, nil
+	}
+	root, err := r.doc.Parse(row.Object)
+	if err != nil || root.Kind() != jsonview.Object {
+		return Item{Rollout: r.defaultID(index), Err: fmt.Errorf("%s: not a JSON object", where), Where: where}, nil
+	}
+	return r.messagesLine(root, index, where), nil
+}

@@ -91,9 +91,9 @@ type config struct {
 // datasets are the ones a grader of those two verifiers alone reads in
 // full, so that every peer on them grades every row.
 type datasets struct {
-	parquet, tasks, jsonlZst *bench.Dataset
-	jsonl                    string // plain copy of jsonlZst, for Python
-	two, unique              *bench.Dataset
+	parquet, tasks, nested, jsonlZst *bench.Dataset
+	jsonl                            string // plain copy of jsonlZst, for Python
+	two, unique                      *bench.Dataset
 }
 
 // twoTasks are the tasks of the two-task datasets: those whose verifiers
@@ -153,6 +153,7 @@ func run(ctx context.Context, c config) error {
 		{Name: "floor-pqarrow", Workload: rep, Input: "parquet", kind: "floor", ds: ds.parquet, base: "gavel", argv: []string{bin("bench-pqarrowfloor"), ds.parquet.Path}},
 		gavel("gavel", rep, "parquet", ds.parquet),
 		gavel("gavel-tasks", rep, "parquet+tasks", ds.tasks, "--tasks", ds.tasks.Tasks),
+		gavel("gavel-nested", rep, "parquet nested", ds.nested),
 		{Name: "floor-jsonl", Workload: rep, Input: "jsonl.zst", kind: "floor", ds: ds.jsonlZst, base: "gavel-jsonl", argv: []string{bin("bench-floor"), ds.jsonlZst.Path}},
 		gavel("gavel-jsonl", rep, "jsonl.zst", ds.jsonlZst),
 		{Name: "python", Workload: rep, Input: "jsonl", kind: "grader", ds: ds.jsonlZst, base: "gavel-jsonl", argv: []string{c.python, c.script, "--processes", "2", ds.jsonl}},
@@ -221,6 +222,7 @@ func generate(ctx context.Context, c config, want map[string]bool) (*datasets, e
 	}{
 		{&ds.parquet, bench.DatasetConfig{Ext: ".parquet"}, []string{"floor", "floor-pqarrow", "gavel"}},
 		{&ds.tasks, bench.DatasetConfig{Ext: ".parquet", TasksMode: true}, []string{"gavel-tasks"}},
+		{&ds.nested, bench.DatasetConfig{Ext: ".parquet", Nested: true}, []string{"gavel-nested"}},
 		{&ds.jsonlZst, bench.DatasetConfig{Ext: ".jsonl.zst"}, []string{"floor-jsonl", "gavel-jsonl", "python"}},
 		{&ds.two, bench.DatasetConfig{Ext: ".parquet", Tasks: twoTasks}, []string{"floor-two", "gavel-two", "duckdb", "go-jsonmaps"}},
 		{&ds.unique, bench.DatasetConfig{Ext: ".parquet", UniqueWorlds: true, Tasks: twoTasks}, []string{"floor-unique", "gavel-unique", "duckdb-unique"}},
@@ -246,6 +248,9 @@ func generate(ctx context.Context, c config, want map[string]bool) (*datasets, e
 				"--rollouts", strconv.Itoa(c.rollouts), "--seed", strconv.FormatUint(c.seed, 10)}
 			if cfg.TasksMode {
 				argv = append(argv, "--tasks-mode")
+			}
+			if cfg.Nested {
+				argv = append(argv, "--nested")
 			}
 			if cfg.UniqueWorlds {
 				argv = append(argv, "--unique-worlds")
@@ -463,6 +468,7 @@ func printTable(w io.Writer, c config, peers []*peer) {
 	ratio("repeated worlds, 2 tasks: gavel / DuckDB", "gavel-two", "duckdb", 0)
 	ratio("repeated worlds, 2 tasks: gavel / Parquet read floor", "gavel-two", "floor-two", 0)
 	ratio("gavel tasks mode / per-row mode", "gavel-tasks", "gavel", 0)
+	ratio("nested columns / JSON text (same rollouts)", "gavel-nested", "gavel", 0.5)
 	ratio("pqarrow floor / page floor", "floor-pqarrow", "floor", 0)
 	var rss int64
 	for _, p := range by {

@@ -1,0 +1,160 @@
+package columnar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	pqarrowfmt "github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// pqNested reads the nested columns of a Parquet file (groups and
+// repeated columns) through arrow-go's pqarrow, which assembles their
+// repetition and definition levels into Arrow arrays, in step with the
+// row groups the ParquetReader reads; their values are rendered as JSON
+// text (arrowCol). Flat columns stay on the ParquetReader's own path.
+//
+// Only the leaf columns the plan needs are read: a mapped field inside a
+// struct column (COL.PATH) reads the leaves under PATH alone. Record
+// batches are rendered, not retained: every cell they give is copied or
+// rendered into the batch's arena, so a record batch is dropped as soon as
+// its rows are filled.
+type pqNested struct {
+	fr     *pqarrow.FileReader
+	schema *arrow.Schema
+	cols   []*arrowCol
+	tops   []int // the top-level field each column is in, by cols index
+	leaves []int // leaf columns to read
+
+	rr  pqarrow.RecordReader // nil before the first fill
+	rec arrow.RecordBatch    // current record batch, owned by rr
+	pos int64                // next row of rec
+}
+
+// pqNestedBatchRows is how many rows pqarrow assembles at a time.
+const pqNestedBatchRows = 256
+
+// openPQNested reads the footer of the Parquet file f, of size bytes, for
+// pqarrow, and its Arrow schema.
+func openPQNested(f io.ReaderAt, size int64) (*pqNested, error) {
+	props := pqarrowfmt.NewReaderProperties(memory.DefaultAllocator)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 256 << 10
+	pf, err := file.NewParquetReader(io.NewSectionReader(f, 0, size), file.WithReadProps(props))
+	if err != nil {
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: pqNestedBatchRows}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := fr.Schema()
+	if err != nil {
+		return nil, err
+	}
+	return &pqNested{fr: fr, schema: schema}, nil
+}
+
+// add plans column top (a top-level field index), or with path the field
+// inside it, into slots; name is how errors name it. It reports false
+// when gavel cannot render the value's type.
+func (n *pqNested) add(name string, top int, path []string, slots []int) (bool, error) {
+	field := &n.fr.Manifest.Fields[top]
+	dt, at := field.Field.Type, field.Field.Name
+	for _, step := range path {
+		if _, ok := dt.(*arrow.StructType); !ok {
+			return false, fmt.Errorf("%q is not in the schema: %q is a %s, not a struct", name, at, dt)
+		}
+		var next *pqarrow.SchemaField
+		for k := range field.Children {
+			if field.Children[k].Field.Name == step {
+				next = &field.Children[k]
+				break
+			}
+		}
+		if next == nil {
+			return false, fmt.Errorf("%q is not in the schema: struct %q has no field %q", name, at, step)
+		}
+		field, dt, at = next, next.Field.Type, at+"."+step
+	}
+	flat := arrowSupported(dt)
+	if !flat && !jsonSupported(dt) {
+		return false, nil
+	}
+	n.cols = append(n.cols, &arrowCol{name: name, path: path, slots: slots, nested: !flat})
+	n.tops = append(n.tops, top)
+	n.leaves = appendLeaves(n.leaves, field)
+	return true, nil
+}
+
+// appendLeaves appends the leaf column indexes under f.
+func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
+	if f.IsLeaf() {
+		return append(dst, f.ColIndex)
+	}
+	for k := range f.Children {
+		dst = appendLeaves(dst, &f.Children[k])
+	}
+	return dst
+}
+
+// start begins reading row groups first through end-1. The record
+// batches hold the top-level fields that have a leaf read, in schema
+// order: each column's index is its field's rank among them.
+func (n *pqNested) start(first, end int) error {
+	slices.Sort(n.leaves)
+	n.leaves = slices.Compact(n.leaves)
+	tops := slices.Clone(n.tops)
+	slices.Sort(tops)
+	tops = slices.Compact(tops)
+	for i, c := range n.cols {
+		c.index, _ = slices.BinarySearch(tops, n.tops[i])
+	}
+	groups := make([]int, 0, end-first)
+	for g := first; g < end; g++ {
+		groups = append(groups, g)
+	}
+	rr, err := n.fr.GetRecordReader(context.Background(), n.leaves, groups)
+	if err != nil {
+		return err
+	}
+	n.rr = rr
+	return nil
+}
+
+// fill fills the nested columns of rows, the next rows of the file.
+func (n *pqNested) fill(rows []Row, cb *pqBatch) error {
+	for done := 0; done < len(rows); {
+		if n.rec == nil || n.pos == n.rec.NumRows() {
+			if !n.rr.Next() {
+				if err := n.rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+					return fmt.Errorf("nested columns: %w", err)
+				}
+				return errors.New("nested columns end before the row groups")
+			}
+			n.rec, n.pos = n.rr.RecordBatch(), 0
+			for _, c := range n.cols {
+				c.bind(n.rec)
+			}
+		}
+		k := int(min(int64(len(rows)-done), n.rec.NumRows()-n.pos))
+		fillCols(n.cols, rows[done:done+k], int(n.pos), cb, true)
+		done += k
+		n.pos += int64(k)
+	}
+	return nil
+}
+
+// close releases the record reader.
+func (n *pqNested) close() {
+	if n.rr != nil {
+		n.rr.Release()
+		n.rr, n.rec = nil, nil
+	}
+}

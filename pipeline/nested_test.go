@@ -1,0 +1,103 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gavelhq/gavel/verifiers/spec"
+)
+
+// chatSchema is the shape chat datasets are published in: messages as a
+// list of structs, tool calls a list of structs inside them.
+var chatSchema = func() *arrow.Schema {
+	str := func(name string) arrow.Field {
+		return arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	function := arrow.StructOf(str("name"), str("arguments"))
+	call := arrow.StructOf(str("id"), str("type"), arrow.Field{Name: "function", Type: function, Nullable: true})
+	message := arrow.StructOf(str("role"), str("content"), str("name"), str("tool_call_id"),
+		arrow.Field{Name: "tool_calls", Type: arrow.ListOf(call), Nullable: true})
+	return arrow.NewSchema([]arrow.Field{
+		str("rollout_id"), str("task_id"), str("model"),
+		{Name: "recorded_reward", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "messages", Type: arrow.ListOf(message), Nullable: true},
+	}, nil)
+}()
+
+// TestChatDatasetsNested grades the chat examples from Parquet and Arrow
+// files whose messages are a list of structs, with --from messages, and
+// checks every rollout's status, reward and check statuses against the
+// same chats read from JSON Lines.
+func TestChatDatasetsNested(t *testing.T) {
+	vs, err := spec.Load([]string{filepath.Join("..", "examples", "harness", "messages.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonl := filepath.Join("..", "examples", "harness", "chats.jsonl")
+	data, err := os.ReadFile(jsonl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewGoAllocator()
+	rec, _, err := array.RecordFromJSON(mem, chatSchema, bytes.NewReader(append(append([]byte("["), bytes.ReplaceAll(bytes.TrimSpace(data), []byte("\n"), []byte(","))...), ']')))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	dir := t.TempDir()
+	pq := filepath.Join(dir, "chats.parquet")
+	f, err := os.Create(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pqarrow.WriteTable(array.NewTableFromRecords(chatSchema, []arrow.RecordBatch{rec}), f, 2, nil, pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	arrowPath := filepath.Join(dir, "chats.arrow")
+	f, err = os.Create(arrowPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(chatSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	f.Close()
+
+	results := func(input string) map[string]any {
+		out := filepath.Join(dir, "out-"+filepath.Base(input))
+		grade(t, Config{Inputs: []string{input}, Out: out, Format: "jsonl", From: "messages", Verifiers: vs})
+		got := map[string]any{}
+		for id, r := range rewardRows(t, out) {
+			got[id] = fmt.Sprint(r["status"], r["reward"], r["error"])
+		}
+		for id, c := range checkRows(t, out) {
+			got[id] = c["status"]
+		}
+		return got
+	}
+	want := results(jsonl)
+	if len(want) == 0 {
+		t.Fatal("no results from the JSON Lines chats")
+	}
+	for _, in := range []string{pq, arrowPath} {
+		if diff := cmp.Diff(want, results(in)); diff != "" {
+			t.Errorf("%s graded differently from JSON Lines (-jsonl +nested):\n%s", filepath.Base(in), diff)
+		}
+	}
+}
