@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pipeline"
 )
 
@@ -153,7 +154,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
 	}
 	if res != nil {
-		printSummary(stdout, res.Summary, *out)
+		printSummary(stdout, res.Summary, store.Redact(*out))
 	}
 	if err != nil {
 		return gradeError(err, *maxErrors)

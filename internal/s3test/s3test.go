@@ -133,6 +133,13 @@ func (s *Server) Inject(f ...Fault) {
 	s.faults = append(s.faults, f...)
 }
 
+// Clear drops the injected faults that have not applied.
+func (s *Server) Clear() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
 // Pending returns how many injected faults have not applied yet.
 func (s *Server) Pending() int {
 	s.mu.Lock()

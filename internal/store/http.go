@@ -27,7 +27,9 @@ func newHTTPSource(raw string) (*httpSource, error) {
 // statusError is the error of an unexpected HTTP status.
 type statusError struct{ code int }
 
-func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d %s", e.code, http.StatusText(e.code)) }
+func (e *statusError) Error() string {
+	return fmt.Sprintf("HTTP %d %s", e.code, http.StatusText(e.code))
+}
 
 // stat reads the object's size and ETag from the answer to a request of
 // its first byte (a HEAD is not always allowed on presigned URLs).
