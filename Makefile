@@ -7,7 +7,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build demo test test-slurm vet fmt-check fuzz bench bench-compare loadtest clean
+.PHONY: build demo test test-slurm vet fmt-check fuzz bench bench-compare bench-s3 loadtest clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/gavel
@@ -55,6 +55,14 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$dir/; \
 	  done; \
 	done
+
+# `make bench-s3` grades one generated Parquet file of $(BENCH_ROLLOUTS)
+# rollouts from local disk and from an S3 server on 127.0.0.1 (s3fake) in
+# the same run and prints both rates, their ratio and the GETs per unit
+# (bench/README.md).
+bench-s3: build
+	$(GO) build -trimpath -o bin/s3fake ./internal/cmd/s3fake
+	bench/s3bench.sh $(BIN) bin/s3fake $(BENCH_DATA) $(BENCH_ROLLOUTS)
 
 # `make bench` builds gavel and its peers, generates the CRM datasets into
 # $(BENCH_DATA) (kept and reused), runs every peer as its own process and

@@ -37,7 +37,7 @@ import (
 // Next is not safe for concurrent use; Release of its batches is.
 type ArrowReader struct {
 	chunkReader[arrow.RecordBatch]
-	f      *os.File
+	f      File
 	file   *ipc.FileReader // nil for a stream
 	stream *ipc.Reader     // nil for a file
 	cols   []*arrowCol
@@ -69,7 +69,7 @@ func openArrow(path string, opts Options, mem memory.Allocator) (*ArrowReader, e
 
 // newArrowReader reads the Arrow IPC file or stream f, named path in
 // errors. It takes f over: the reader closes it, and so does a failure.
-func newArrowReader(path string, f *os.File, opts Options, mem memory.Allocator) (*ArrowReader, error) {
+func newArrowReader(path string, f File, opts Options, mem memory.Allocator) (*ArrowReader, error) {
 	r := &ArrowReader{
 		chunkReader: chunkReader[arrow.RecordBatch]{path: path, end: -1, unhold: arrow.RecordBatch.Release},
 		f:           f,
@@ -108,7 +108,7 @@ func (a *arrowIPC) close() {
 
 // openArrowIPC reads the schema of the Arrow IPC file or stream f, and for
 // a file its footer and the row count of its record batch headers.
-func openArrowIPC(f *os.File, mem memory.Allocator) (a arrowIPC, err error) {
+func openArrowIPC(f File, mem memory.Allocator) (a arrowIPC, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			a.close()

@@ -3,7 +3,6 @@ package columnar
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 
@@ -66,7 +65,7 @@ func isJSONName(name string) bool {
 
 // describeHarness reads the log's first trajectory that could be mapped:
 // its members are the input's columns.
-func (in *Input) describeHarness(f *os.File) error {
+func (in *Input) describeHarness(f File) error {
 	rollout, err := harness.First(in.Path, f, harness.Format(in.Format))
 	if err != nil {
 		return err
@@ -113,7 +112,7 @@ func NewHarnessReader(name string, r io.Reader, format string) (*HarnessReader, 
 }
 
 // newHarnessFileReader reads the log in file f, which it takes over.
-func newHarnessFileReader(path, format string, f *os.File) (*HarnessReader, error) {
+func newHarnessFileReader(path, format string, f File) (*HarnessReader, error) {
 	hr, err := harness.OpenFile(path, f, harness.Format(format))
 	if err != nil {
 		f.Close()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -57,8 +58,27 @@ type InputUnit struct {
 	Rows int64
 }
 
+// File is an input file open for reading: *os.File, or an object in
+// object storage read with range requests.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+	Stat() (fs.FileInfo, error)
+}
+
 // OpenFunc opens a file for reading, as os.Open does.
-type OpenFunc func(name string) (*os.File, error)
+type OpenFunc func(name string) (File, error)
+
+// osOpen is os.Open as an OpenFunc.
+func osOpen(name string) (File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
 
 // DescribeOptions tunes Describe. The zero value works.
 type DescribeOptions struct {
@@ -85,7 +105,7 @@ func Describe(path string, opts DescribeOptions) (*Input, error) {
 	}
 	in := &Input{Path: path, Format: format, Rows: -1, open: opts.Open, from: opts.From}
 	if in.open == nil {
-		in.open = os.Open
+		in.open = osOpen
 	}
 	f, err := in.open(path)
 	if err != nil {
@@ -115,7 +135,7 @@ func Describe(path string, opts DescribeOptions) (*Input, error) {
 
 // describeParquet reads the columns and row groups from the footer and
 // cuts the units.
-func (in *Input) describeParquet(f *os.File, perUnit int) error {
+func (in *Input) describeParquet(f File, perUnit int) error {
 	file, err := readParquetFooter(in.Path, f, in.Size)
 	if err != nil {
 		return err
@@ -155,7 +175,7 @@ func (in *Input) describeParquet(f *os.File, perUnit int) error {
 
 // describeArrow reads the schema, and for a file the row count of its
 // record batch headers.
-func (in *Input) describeArrow(f *os.File) error {
+func (in *Input) describeArrow(f File) error {
 	a, err := openArrowIPC(f, memory.NewGoAllocator())
 	if err != nil {
 		return fmt.Errorf("open %s: %w", in.Path, err)
@@ -170,7 +190,7 @@ func (in *Input) describeArrow(f *os.File) error {
 }
 
 // describeJSONL reads the keys of the first object line.
-func (in *Input) describeJSONL(f *os.File) error {
+func (in *Input) describeJSONL(f File) error {
 	r, err := NewJSONLReader(in.Path, f, Options{})
 	if err != nil {
 		return err

@@ -68,7 +68,7 @@ func TestDescribe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opens := 0
-			open := func(name string) (*os.File, error) {
+			open := func(name string) (File, error) {
 				if name != tt.path {
 					t.Errorf("opened %s, want %s", name, tt.path)
 				}

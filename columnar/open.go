@@ -60,7 +60,7 @@ func Open(path string, opts Options) (Reader, error) {
 
 // newReader makes the reader of format for the file f, named path in
 // errors. It takes f over: the reader closes it, and so does a failure.
-func newReader(path, format string, f *os.File, opts Options) (Reader, error) {
+func newReader(path, format string, f File, opts Options) (Reader, error) {
 	switch format {
 	case InputParquet:
 		r, err := newParquetReader(path, f, opts)

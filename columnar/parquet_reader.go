@@ -74,7 +74,7 @@ import (
 // Next is not safe for concurrent use; Release of its batches is.
 type ParquetReader struct {
 	chunkReader[parquet.Page]
-	f      *os.File
+	f      File
 	file   *parquet.File
 	groups []parquet.RowGroup
 	cols   []*pqColumn
@@ -152,7 +152,7 @@ func OpenParquet(path string, opts Options) (*ParquetReader, error) {
 
 // newParquetReader reads the Parquet file f, named path in errors. The
 // caller closes f when it fails.
-func newParquetReader(path string, f *os.File, opts Options) (*ParquetReader, error) {
+func newParquetReader(path string, f File, opts Options) (*ParquetReader, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err

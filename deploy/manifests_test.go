@@ -95,6 +95,11 @@ func check(o object) []string {
 				problems = append(problems, "job gavel-grade: completionMode is not Indexed (gavel reads JOB_COMPLETION_INDEX)")
 			}
 		}
+		if obj.Name == "gavel-grade" || obj.Name == "gavel-commit" {
+			for _, c := range pod.Containers {
+				problems = append(problems, objectStorage(c)...)
+			}
+		}
 	case *appsv1.Deployment:
 		pod = &obj.Spec.Template.Spec
 		if obj.Name == "gavel-serve" {
@@ -115,6 +120,30 @@ func check(o object) []string {
 		}
 	}
 	return problems
+}
+
+// objectStorage returns the first problem of a grading or commit container
+// with the object storage example: its command line must name an s3:// URL
+// and its AWS keys must come from a Secret, never from a literal.
+func objectStorage(c corev1.Container) []string {
+	if !strings.Contains(strings.Join(append(append([]string{}, c.Command...), c.Args...), " "), "s3://") {
+		return []string{fmt.Sprintf("container %q: reads or writes no s3:// URL", c.Name)}
+	}
+	fromSecret := map[string]bool{}
+	for _, e := range c.Env {
+		if strings.HasPrefix(e.Name, "AWS_") && strings.Contains(e.Name, "KEY") {
+			if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+				return []string{fmt.Sprintf("container %q: %s is not taken from a Secret", c.Name, e.Name)}
+			}
+			fromSecret[e.Name] = true
+		}
+	}
+	for _, name := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		if !fromSecret[name] {
+			return []string{fmt.Sprintf("container %q: %s is not taken from a Secret", c.Name, name)}
+		}
+	}
+	return nil
 }
 
 // probe returns a problem when p is not an HTTP GET of path.
@@ -194,8 +223,10 @@ func TestCheckFinds(t *testing.T) {
 	tests := []struct {
 		name, doc, want string
 	}{
-		{"no image", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: gavel-commit}\nspec:\n  template:\n    spec:\n      containers: [{name: gavel}]\n", `container "gavel": no image`},
-		{"not indexed", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: gavel-grade}\nspec:\n  completionMode: NonIndexed\n  template:\n    spec:\n      containers: [{name: gavel, image: g}]\n", "completionMode is not Indexed"},
+		{"no image", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: gavel-other}\nspec:\n  template:\n    spec:\n      containers: [{name: gavel}]\n", `container "gavel": no image`},
+		{"no object storage", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: gavel-commit}\nspec:\n  template:\n    spec:\n      containers: [{name: gavel, image: g, args: [commit, /data/out]}]\n", `container "gavel": reads or writes no s3:// URL`},
+		{"literal secret", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: gavel-commit}\nspec:\n  template:\n    spec:\n      containers:\n        - name: gavel\n          image: g\n          args: [commit, s3://b/out/]\n          env: [{name: AWS_SECRET_ACCESS_KEY, value: x}]\n", "AWS_SECRET_ACCESS_KEY is not taken from a Secret"},
+		{"not indexed", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: gavel-grade}\nspec:\n  completionMode: NonIndexed\n  template:\n    spec:\n      containers: [{name: gavel, image: g, args: [s3://b/], env: [{name: AWS_ACCESS_KEY_ID, valueFrom: {secretKeyRef: {name: s, key: a}}}, {name: AWS_SECRET_ACCESS_KEY, valueFrom: {secretKeyRef: {name: s, key: b}}}]}]\n", "completionMode is not Indexed"},
 		{"wrong probe", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: gavel-serve}\nspec:\n  template:\n    spec:\n      containers:\n        - name: gavel\n          image: g\n          livenessProbe: {httpGet: {path: /readyz, port: 8080}}\n          readinessProbe: {httpGet: {path: /readyz, port: 8080}}\n", "livenessProbe is not an HTTP GET of /healthz"},
 		{"no probe", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: gavel-serve}\nspec:\n  template:\n    spec:\n      containers:\n        - name: gavel\n          image: g\n          livenessProbe: {httpGet: {path: /healthz, port: 8080}}\n", "readinessProbe is not an HTTP GET of /readyz"},
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gavelhq/gavel/internal/store"
 )
 
 // Errors of Commit, returned wrapped with the details.
@@ -28,10 +31,44 @@ var shardManifestName = regexp.MustCompile(`^shard-(\d+)-of-(\d+)\.manifest\.jso
 // as one process grading every unit would have (the timing fields aside:
 // elapsed_seconds is the longest shard's), and finally _SUCCESS. A missing
 // shard or part is an error that names them, and nothing is written.
+//
+// dir may be an output URL: the shards' files are then read from its
+// listing, and the joined files uploaded, _SUCCESS last.
 func Commit(dir string) (*Summary, error) {
+	if !store.IsURL(dir) {
+		return commit(dir, dir, nil)
+	}
+	remote, err := openRemote(context.Background(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", store.Redact(dir), err)
+	}
+	defer remote.close()
+	local, err := stage()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(local)
+	for rel := range remote.keys {
+		if sub, name, ok := strings.Cut(rel, "/"); ok && sub == shardsDir && !strings.Contains(name, "/") && strings.HasPrefix(name, "shard-") {
+			if err := remote.get(local, rel); err != nil {
+				return nil, fmt.Errorf("commit %s: %w", remote.name, err)
+			}
+		}
+	}
+	return commit(remote.name, local, remote)
+}
+
+// commit is Commit of the directory local, named name in messages; for an
+// output URL local is a staging directory and remote its listing.
+func commit(name, local string, remote *remoteOut) (*Summary, error) {
+	dir := local
+	shardsName := filepath.Join(name, shardsDir)
+	if remote != nil {
+		shardsName = strings.TrimSuffix(name, "/") + "/" + shardsDir
+	}
 	entries, err := os.ReadDir(filepath.Join(dir, shardsDir))
 	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("commit %s: %w", dir, err)
+		return nil, fmt.Errorf("commit %s: %w", name, err)
 	}
 	manifests := map[int]*Manifest{}
 	count := 0
@@ -43,17 +80,17 @@ func Commit(dir string) (*Summary, error) {
 		i, _ := strconv.Atoi(m[1])
 		n, _ := strconv.Atoi(m[2])
 		if count != 0 && n != count {
-			return nil, fmt.Errorf("commit %s: shards of two runs (of %d and of %d shards) in %s", dir, count, n, filepath.Join(dir, shardsDir))
+			return nil, fmt.Errorf("commit %s: shards of two runs (of %d and of %d shards) in %s", name, count, n, shardsName)
 		}
 		count = n
 		mf, err := readManifest(filepath.Join(dir, shardsDir, e.Name()))
 		if err != nil {
-			return nil, fmt.Errorf("commit %s: %w", dir, err)
+			return nil, fmt.Errorf("commit %s: %w", name, err)
 		}
 		manifests[i] = mf
 	}
 	if count == 0 {
-		return nil, fmt.Errorf("commit %s: %w in %s", dir, ErrNoShards, filepath.Join(dir, shardsDir))
+		return nil, fmt.Errorf("commit %s: %w in %s", name, ErrNoShards, shardsName)
 	}
 	var missing []string
 	for i := 0; i < count; i++ {
@@ -62,12 +99,12 @@ func Commit(dir string) (*Summary, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("commit %s: shard %s missing: no manifest (did every shard run?)", dir, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("commit %s: shard %s missing: no manifest (did every shard run?)", name, strings.Join(missing, ", "))
 	}
 	base := manifests[0]
 	for i := 1; i < count; i++ {
 		if err := base.sameRun(manifests[i]); err != nil {
-			return nil, fmt.Errorf("commit %s: shard %d/%d is of another run than shard 0/%d: %w", dir, i, count, count, err)
+			return nil, fmt.Errorf("commit %s: shard %d/%d is of another run than shard 0/%d: %w", name, i, count, count, err)
 		}
 	}
 
@@ -78,7 +115,12 @@ func Commit(dir string) (*Summary, error) {
 	var stats []*partStats
 	incomplete := map[int][]string{}
 	for u, in := range base.Inputs {
-		ps := partDone(dir, u, in.Part)
+		var ps *partStats
+		if remote != nil {
+			ps = remote.partDone(dir, u, in.Part)
+		} else {
+			ps = partDone(dir, u, in.Part)
+		}
 		if ps == nil {
 			incomplete[u%count] = append(incomplete[u%count], in.Part)
 			continue
@@ -103,7 +145,7 @@ func Commit(dir string) (*Summary, error) {
 			}
 			msgs = append(msgs, fmt.Sprintf("shard %d/%d lacks %s%s", s, count, strings.Join(parts, ", "), more))
 		}
-		return nil, fmt.Errorf("commit %s: %w: %s", dir, ErrIncomplete, strings.Join(msgs, "; "))
+		return nil, fmt.Errorf("commit %s: %w: %s", name, ErrIncomplete, strings.Join(msgs, "; "))
 	}
 
 	var skipped []string
@@ -112,11 +154,11 @@ func Commit(dir string) (*Summary, error) {
 		path := filepath.Join(dir, shardsDir, shardBase(Shard{Index: i, Count: count})+".summary.json")
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("commit %s: shard %d/%d: %w", dir, i, count, err)
+			return nil, fmt.Errorf("commit %s: shard %d/%d: %w", name, i, count, err)
 		}
 		var s Summary
 		if err := json.Unmarshal(data, &s); err != nil {
-			return nil, fmt.Errorf("commit %s: read %s: %w", dir, path, err)
+			return nil, fmt.Errorf("commit %s: read %s: %w", name, path, err)
 		}
 		if i == 0 {
 			skipped = s.FilesSkipped
@@ -125,9 +167,9 @@ func Commit(dir string) (*Summary, error) {
 	}
 	format := strings.TrimPrefix(filepath.Ext(base.Inputs[0].Part), ".")
 	s := mergeStats(stats, skipped)
-	s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(dir, format, stats)
+	s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(dir, format, stats, remote)
 	if err != nil {
-		return nil, fmt.Errorf("commit %s: %w", dir, err)
+		return nil, fmt.Errorf("commit %s: %w", name, err)
 	}
 	s.ElapsedSeconds = elapsed
 	if elapsed > 0 {
@@ -139,5 +181,15 @@ func Commit(dir string) (*Summary, error) {
 	if err := writeJSON(filepath.Join(dir, summaryFile), s, true); err != nil {
 		return nil, err
 	}
-	return s, writeSuccess(dir)
+	if err := writeSuccess(dir); err != nil {
+		return nil, err
+	}
+	if remote != nil {
+		for _, f := range []string{manifestFile, summaryFile, successFile} {
+			if err := remote.put(dir, f); err != nil {
+				return nil, fmt.Errorf("commit %s: %w", name, err)
+			}
+		}
+	}
+	return s, nil
 }

@@ -101,7 +101,7 @@ func TestDuplicatesFromHashFiles(t *testing.T) {
 	if err := os.Truncate(idsPath(out, 2), 8); err != nil {
 		t.Fatal(err)
 	}
-	count, list, err := findDuplicates(out, "parquet", parts)
+	count, list, err := findDuplicates(out, "parquet", parts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,17 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/store"
 )
 
 // Stdin is the input name that reads JSON Lines from standard input.
@@ -22,8 +25,13 @@ const Stdin = "-"
 type Unit struct {
 	// Index numbers the unit in input order; it names the unit's parts.
 	Index int
-	// Path is the file path as given or as found under a given directory.
+	// Path is the file path as given or as found under a given directory;
+	// for an object in object storage, its URL without user information
+	// and query (store.Redact).
 	Path string
+	// ETag is the ETag of an object in object storage as the run found
+	// it ("" for a local file).
+	ETag string
 	// Format is the input format (columnar.InputParquet, ...).
 	Format string
 	// Size is the file's size in bytes (-1 for standard input).
@@ -38,6 +46,9 @@ type Unit struct {
 	input *columnar.Input
 	err   error
 	rows  int64 // rows of the unit; -1 when unknown
+	// src is the URL an object is opened with (with its query: bucket
+	// options or a presigned URL's signature); "" for a local file.
+	src string
 }
 
 // ConfigError is a configuration problem found before anything is graded:
@@ -55,7 +66,11 @@ func (e *ConfigError) Error() string { return e.Msg }
 // Inputs expands the command-line inputs into units, in order: a file as
 // given; a directory's supported files, recursively, in lexicographic path
 // order (other files are skipped and returned in skipped); a glob's matches
-// in lexicographic order; "-" for standard input. Files are typed by
+// in lexicographic order; "-" for standard input. A URL of object storage
+// (s3://, gs://, azblob://, file://, https://) is expanded by
+// store.Location.Expand: an object, or the objects under a prefix or
+// matching a glob, in lexicographic key order, unsupported ones skipped
+// as in a directory. Files are typed by
 // columnar.InputFormatFrom with from, the harness format .json files are
 // read in ("" for none). A named file of an unsupported type, a missing
 // path or a glob matching nothing is a ConfigError.
@@ -71,6 +86,25 @@ func Inputs(args []string, from string) (units []Unit, skipped []string, err err
 				format = from
 			}
 			units = append(units, Unit{Index: len(units), Path: Stdin, Format: format, Size: -1})
+			continue
+		}
+		if store.IsURL(arg) {
+			objs, err := expandURL(arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, o := range objs {
+				name := o.name
+				if _, ok := columnar.InputFormatFrom(name, from); !ok {
+					if len(objs) == 1 && !strings.HasSuffix(arg, "/") && !hasMeta(arg) {
+						return nil, nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: unsupported file type (want a .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow, .feather or .eval object, a .json log with --from, a prefix or a glob)", name)}
+					}
+					skipped = append(skipped, name)
+					continue
+				}
+				add(name, o.size)
+				units[len(units)-1].src = o.src
+			}
 			continue
 		}
 		paths := []string{arg}
@@ -144,4 +178,40 @@ func hasMeta(s string) bool {
 		}
 	}
 	return false
+}
+
+// urlObject is an object an input URL names.
+type urlObject struct {
+	src, name string
+	size      int64
+}
+
+// expandURL lists the objects of the input URL raw. Nothing found is a
+// ConfigError, as a missing path is.
+func expandURL(raw string) ([]urlObject, error) {
+	ctx := context.Background()
+	loc, err := store.Open(ctx, raw)
+	if err != nil {
+		return nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %v", err)}
+	}
+	defer loc.Close()
+	objs, err := loc.Expand(ctx)
+	if errors.Is(err, store.ErrNotExist) {
+		return nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: no such object or prefix", store.Redact(raw))}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("input %w", err)
+	}
+	if len(objs) == 0 {
+		return nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: no such object or prefix", store.Redact(raw))}
+	}
+	out := make([]urlObject, len(objs))
+	for i, o := range objs {
+		src := raw
+		if o.Key != loc.Key || strings.HasSuffix(raw, "/") {
+			src = loc.URL(o.Key)
+		}
+		out[i] = urlObject{src: src, name: store.Redact(src), size: o.Size}
+	}
+	return out, nil
 }

@@ -184,6 +184,10 @@ type ManifestVerifier struct {
 type ManifestInput struct {
 	Path string `json:"path"`
 	Size int64  `json:"size"`
+	// ETag pins an object of object storage as the run found it (absent
+	// for a local file): a resumed run or a commit refuses an input whose
+	// ETag changed.
+	ETag string `json:"etag,omitempty"`
 	// FirstRowGroup and RowGroups give the row-group range of a unit that
 	// is part of a large Parquet file (absent: the whole file).
 	FirstRowGroup int `json:"first_row_group,omitempty"`
@@ -216,7 +220,7 @@ func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
 	}
 	sort.Slice(m.Verifiers, func(i, j int) bool { return m.Verifiers[i].ID < m.Verifiers[j].ID })
 	for _, u := range units {
-		m.Inputs = append(m.Inputs, ManifestInput{Path: u.Path, Size: u.Size, FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups,
+		m.Inputs = append(m.Inputs, ManifestInput{Path: u.Path, Size: u.Size, ETag: u.ETag, FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups,
 			Part: columnar.PartName(u.Index, cfg.Format)})
 	}
 	return m
@@ -238,7 +242,7 @@ func (m *Manifest) sameRun(o *Manifest) error {
 	strip := func(in []ManifestInput) []ManifestInput {
 		out := make([]ManifestInput, len(in))
 		for i, x := range in {
-			out[i] = ManifestInput{Path: x.Path, Size: x.Size, FirstRowGroup: x.FirstRowGroup, RowGroups: x.RowGroups, Part: x.Part}
+			out[i] = ManifestInput{Path: x.Path, Size: x.Size, ETag: x.ETag, FirstRowGroup: x.FirstRowGroup, RowGroups: x.RowGroups, Part: x.Part}
 		}
 		return out
 	}
@@ -253,7 +257,13 @@ func (m *Manifest) sameRun(o *Manifest) error {
 	if d := m.Config.differences(&o.Config); len(d) > 0 {
 		return fmt.Errorf("other configuration (%s)", strings.Join(d, "; "))
 	}
-	if !reflect.DeepEqual(strip(m.Inputs), strip(o.Inputs)) {
+	if mine, theirs := strip(m.Inputs), strip(o.Inputs); !reflect.DeepEqual(mine, theirs) {
+		for i := range min(len(mine), len(theirs)) {
+			a, b := theirs[i], mine[i]
+			if a.Path == b.Path && (a.Size != b.Size || a.ETag != b.ETag) {
+				return fmt.Errorf("other inputs: %s changed (size %d, ETag %s there; size %d, ETag %s now)", a.Path, a.Size, orNone(a.ETag), b.Size, orNone(b.ETag))
+			}
+		}
 		return errors.New("other inputs (paths, sizes or row groups differ)")
 	}
 	return nil
@@ -293,7 +303,31 @@ func (r *runner) summaryPath() string {
 }
 
 func (r *runner) writeManifest() error {
-	return writeJSON(r.manifestPath(), r.manifest, true)
+	return r.writeJSON(r.manifestPath(), r.manifest, true)
+}
+
+// writeJSON is writeJSON into the output directory: for an output URL
+// the file is uploaded once written.
+func (r *runner) writeJSON(path string, v any, durable bool) error {
+	if err := writeJSON(path, v, durable); err != nil {
+		return err
+	}
+	if r.remote != nil {
+		return r.remote.put(r.cfg.Out, rel(r.cfg.Out, path))
+	}
+	return nil
+}
+
+// remove removes a file of the output directory, and its object for an
+// output URL.
+func (r *runner) remove(path string) error {
+	if err := removeIfExists(path); err != nil {
+		return err
+	}
+	if r.remote != nil {
+		return r.remote.del(rel(r.cfg.Out, path))
+	}
+	return nil
 }
 
 // prepareOut creates the output directory and decides what is left to do.
@@ -318,11 +352,16 @@ func (r *runner) prepareOut() error {
 		finished = append(finished, manifestFile, summaryFile)
 	}
 	for _, f := range finished {
-		if err := removeIfExists(filepath.Join(dir, f)); err != nil {
+		if err := r.remove(filepath.Join(dir, f)); err != nil {
 			return err
 		}
 	}
 	if r.cfg.Resume {
+		if r.remote != nil && r.remote.has(rel(dir, r.manifestPath())) {
+			if err := r.remote.get(dir, rel(dir, r.manifestPath())); err != nil {
+				return err
+			}
+		}
 		old, err := readManifest(r.manifestPath())
 		switch {
 		case errors.Is(err, os.ErrNotExist):
@@ -331,7 +370,7 @@ func (r *runner) prepareOut() error {
 			return err
 		default:
 			if err := r.manifest.sameRun(old); err != nil {
-				return &ConfigError{Field: "Resume", Msg: fmt.Sprintf("%s was written by another run: %v", dir, err)}
+				return &ConfigError{Field: "Resume", Msg: fmt.Sprintf("%s was written by another run: %v", r.outName, err)}
 			}
 			return r.resume()
 		}
@@ -339,14 +378,39 @@ func (r *runner) prepareOut() error {
 	if r.sharded() {
 		for i := range r.units {
 			if r.cfg.Shard.Has(i) {
-				if err := removeUnit(dir, i); err != nil {
+				if err := r.removeUnit(i); err != nil {
 					return err
 				}
 			}
 		}
-		return removeIfExists(r.summaryPath())
+		return r.remove(r.summaryPath())
+	}
+	if r.remote != nil {
+		if err := r.remote.clear(); err != nil {
+			return err
+		}
 	}
 	return clearOut(dir)
+}
+
+// removeUnit is removeUnit in the output directory, and for an output URL
+// in its listing too.
+func (r *runner) removeUnit(unit int) error {
+	if r.remote != nil {
+		if err := r.remote.delUnit(unit); err != nil {
+			return err
+		}
+	}
+	return removeUnit(r.cfg.Out, unit)
+}
+
+// partDone is partDone in the output directory, or in its listing for an
+// output URL.
+func (r *runner) partDone(unit int) *partStats {
+	if r.remote != nil {
+		return r.remote.partDone(r.cfg.Out, unit, r.manifest.Inputs[unit].Part)
+	}
+	return partDone(r.cfg.Out, unit, r.manifest.Inputs[unit].Part)
 }
 
 // resume records the complete parts of this process's units and removes
@@ -356,12 +420,12 @@ func (r *runner) resume() error {
 		if !r.cfg.Shard.Has(i) {
 			continue
 		}
-		if ps := partDone(r.cfg.Out, i, r.manifest.Inputs[i].Part); ps != nil {
+		if ps := r.partDone(i); ps != nil {
 			r.stats[i] = ps
 			r.manifest.complete(i, ps.Rows)
 			continue
 		}
-		if err := removeUnit(r.cfg.Out, i); err != nil {
+		if err := r.removeUnit(i); err != nil {
 			return err
 		}
 	}
@@ -433,14 +497,14 @@ func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	s.FailedInputs = append(s.FailedInputs, r.failed...)
 	var err error
 	if complete {
-		s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(r.cfg.Out, r.cfg.Format, parts)
+		s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(r.cfg.Out, r.cfg.Format, parts, r.remote)
 	}
 	elapsed := time.Since(r.start)
 	s.ElapsedSeconds = elapsed.Seconds()
 	if elapsed > 0 {
 		s.RowsPerSecond = float64(s.Rollouts) / elapsed.Seconds()
 	}
-	if wErr := writeJSON(r.summaryPath(), s, true); wErr != nil && err == nil {
+	if wErr := r.writeJSON(r.summaryPath(), s, true); wErr != nil && err == nil {
 		err = wErr
 	}
 	return s, err
@@ -452,7 +516,13 @@ func (r *runner) markSuccess() error {
 	if r.sharded() {
 		return nil
 	}
-	return writeSuccess(r.cfg.Out)
+	if err := writeSuccess(r.cfg.Out); err != nil {
+		return err
+	}
+	if r.remote != nil {
+		return r.remote.put(r.cfg.Out, successFile)
+	}
+	return nil
 }
 
 func writeSuccess(dir string) error {

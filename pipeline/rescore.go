@@ -171,7 +171,7 @@ feed:
 	s.Judge = old.Judge
 	s.FailedInputs = append(s.FailedInputs, old.FailedInputs...)
 	if complete && len(old.FailedInputs) == 0 {
-		if s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(cfg.Out, m.Config.Format, parts); err != nil {
+		if s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(cfg.Out, m.Config.Format, parts, nil); err != nil {
 			return nil, err
 		}
 	}

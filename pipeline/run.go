@@ -16,6 +16,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/internal/atomicfile"
+	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -25,7 +26,10 @@ import (
 type Config struct {
 	// Inputs are the files, directories, globs or "-" to grade.
 	Inputs []string
-	// Out is the output directory ("gavel-out" when empty).
+	// Out is the output directory ("gavel-out" when empty), or a URL of
+	// object storage (s3://bucket/results/, gs://, azblob://, file://):
+	// then the run writes into a staging directory and uploads each file
+	// once it is complete (see remoteOut).
 	Out string
 	// Format is the output format: parquet (default), arrow or jsonl.
 	Format string
@@ -145,6 +149,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.remote != nil {
+		defer os.RemoveAll(r.cfg.Out)
+		defer r.remote.close()
+	}
 	res, err := r.run(ctx)
 	if js := r.plan.judging; js != nil {
 		js.asks.Wait()
@@ -168,6 +176,11 @@ type runner struct {
 	// units, by unit index; failed lists the units that could not be read.
 	stats  map[int]*partStats
 	failed []FailedInput
+
+	// remote is the output URL when Config.Out is one; cfg.Out is then
+	// the staging directory and outName the URL, without credentials.
+	remote  *remoteOut
+	outName string
 }
 
 func prepare(cfg Config) (*runner, error) {
@@ -272,8 +285,22 @@ func prepare(cfg Config) (*runner, error) {
 	if p.judging, err = newJudging(cfg.Judge, bound, cfg.JudgeMaxRequests); err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*partStats{}}
+	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*partStats{}, outName: cfg.Out}
 	r.manifest = newManifest(cfg, p, units)
+	if store.IsURL(cfg.Out) {
+		if r.remote, err = openRemote(context.Background(), cfg.Out); err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("output: %w", err)
+		}
+		r.outName = r.remote.name
+		if r.cfg.Out, err = stage(); err != nil {
+			r.remote.close()
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -486,9 +513,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 // nothing), and returns the error as a ConfigError.
 func (r *runner) probeFailed(pe *ProbeError) error {
 	if r.sharded() {
-		removeIfExists(r.manifestPath())
-		removeIfExists(r.summaryPath())
+		r.remove(r.manifestPath())
+		r.remove(r.summaryPath())
 	} else {
+		if r.remote != nil {
+			r.remote.clear()
+		}
 		clearOut(r.cfg.Out)
 	}
 	for _, sub := range []string{"rewards", "checks", statsDir, shardsDir, ""} {
@@ -788,6 +818,11 @@ func (w *writer) writeJob(j *job) error {
 		if err != nil {
 			os.Remove(statsPath(r.cfg.Out, j.unit.Index))
 			return err
+		}
+		if r.remote != nil {
+			if err := r.remote.putUnit(r.cfg.Out, j.unit.Index, r.cfg.Format); err != nil {
+				return err
+			}
 		}
 		r.stats[j.unit.Index] = ps
 		r.manifest.complete(j.unit.Index, j.rows)

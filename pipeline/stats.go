@@ -159,7 +159,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // to maxDuplicateList of the ids concerned in lexicographic order. Ids are
 // first counted by their hashes (repeatedHashes); only when hashes repeat
 // are the rewards read back and those ids compared.
-func findDuplicates(dir, format string, parts []*partStats) (count int64, list []string, err error) {
+//
+// For an output URL (remote not nil), dir is the staging directory: the
+// rewards parts it lacks are downloaded before they are read.
+func findDuplicates(dir, format string, parts []*partStats, remote *remoteOut) (count int64, list []string, err error) {
 	units := make([]int, len(parts))
 	rows := make([]int64, len(parts))
 	for i, ps := range parts {
@@ -168,6 +171,13 @@ func findDuplicates(dir, format string, parts []*partStats) (count int64, list [
 	repeated, err := repeatedHashes(dir, format, units, rows)
 	if err != nil || len(repeated) == 0 {
 		return 0, []string{}, err
+	}
+	if remote != nil {
+		for _, u := range units {
+			if err := remote.get(dir, "rewards/"+columnar.PartName(u, format)); err != nil {
+				return 0, nil, err
+			}
+		}
 	}
 	ids := map[string]int{}
 	err = eachRolloutID(dir, format, units, func(id []byte) {

@@ -1,12 +1,14 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/store"
 )
 
 // DefaultRowGroupsPerUnit is Config.RowGroupsPerUnit when it is 0.
@@ -29,7 +31,11 @@ func describeUnits(files []Unit, perUnit int, open columnar.OpenFunc, from strin
 			units = append(units, u)
 			continue
 		}
-		in, err := columnar.Describe(u.Path, columnar.DescribeOptions{RowGroupsPerUnit: perUnit, Open: open, From: from})
+		uopen := open
+		if u.src != "" {
+			uopen = u.openObject
+		}
+		in, err := columnar.Describe(u.Path, columnar.DescribeOptions{RowGroupsPerUnit: perUnit, Open: uopen, From: from})
 		if err != nil {
 			u.Index = len(units)
 			u.err = err
@@ -129,4 +135,26 @@ func shardFromEnv(getenv func(string) string) (int, error) {
 		return id - lo, nil
 	}
 	return 0, &ConfigError{Field: "Shard", Msg: "auto: no array-job index in the environment (JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID, AWS_BATCH_JOB_ARRAY_INDEX or CLOUD_RUN_TASK_INDEX)"}
+}
+
+// openObject opens the unit's object; name is its redacted URL. The first
+// open pins the object's ETag (and size): a later open finding another
+// ETag fails, naming the object, so that every unit of an input reads
+// the object the run was planned from.
+func (u *Unit) openObject(name string) (columnar.File, error) {
+	f, err := store.OpenFile(context.Background(), u.src)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case u.ETag == "" && u.input == nil:
+		u.ETag = f.ETag()
+		if u.Size != f.Size() {
+			u.Size = f.Size()
+		}
+	case f.ETag() != u.ETag || f.Size() != u.Size:
+		f.Close()
+		return nil, fmt.Errorf("open %s: the object changed since the run started (ETag %s, size %d; now %s, %d)", name, u.ETag, u.Size, f.ETag(), f.Size())
+	}
+	return f, nil
 }

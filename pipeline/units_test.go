@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gavelhq/gavel/columnar"
 )
 
 // totalProgress keeps the total it is given, which it asks for as the
@@ -31,7 +33,7 @@ func TestInputOpens(t *testing.T) {
 	genFile(t, jl, 40, 0)
 	var mu sync.Mutex
 	opens := map[string]int{}
-	open := func(name string) (*os.File, error) {
+	open := func(name string) (columnar.File, error) {
 		mu.Lock()
 		opens[name]++
 		mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/report"
 )
 
@@ -106,9 +107,17 @@ func againstAndReport(dir, column string, th report.Threshold, examples int, for
 	if examples == 0 {
 		examples = -1 // report.DiffConfig: 0 means the default
 	}
-	a, err := report.CompareColumn(dir, column, report.DiffConfig{FailOn: th, Examples: examples})
+	local, done, err := localResults(dir)
 	if err != nil {
 		return fmt.Errorf("diff: %w", err)
+	}
+	defer done()
+	a, err := report.CompareColumn(local, column, report.DiffConfig{FailOn: th, Examples: examples})
+	if err != nil {
+		return fmt.Errorf("diff: %s", renamed(err.Error(), local, dir))
+	}
+	if local != dir {
+		a.Dir = store.Redact(dir)
 	}
 	switch format {
 	case "json":
@@ -134,18 +143,31 @@ func diffAndReport(ctx context.Context, base, cur string, th report.Threshold, e
 	if examples == 0 {
 		examples = -1 // report.DiffConfig: 0 means the default
 	}
+	lbase, doneBase, err := localResults(base)
+	if err != nil {
+		return fmt.Errorf("diff: %w", err)
+	}
+	defer doneBase()
+	lcur, doneCur, err := localResults(cur)
+	if err != nil {
+		return fmt.Errorf("diff: %w", err)
+	}
+	defer doneCur()
 	cfg := report.DiffConfig{FailOn: th, Examples: examples, TempDir: opts.tmp}
 	var bar *lateBar
 	if opts.progress {
 		bar = newLateBar(opts.stderr, "comparing", "rows")
 		cfg.Progress = bar
 	}
-	d, err := report.CompareContext(ctx, base, cur, cfg)
+	d, err := report.CompareContext(ctx, lbase, lcur, cfg)
 	if bar != nil {
 		bar.Finish()
 	}
 	if err != nil {
-		return fmt.Errorf("diff: %w", err)
+		return fmt.Errorf("diff: %s", renamed(renamed(err.Error(), lbase, base), lcur, cur))
+	}
+	if lbase != base || lcur != cur {
+		d.Base, d.Current = store.Redact(base), store.Redact(cur)
 	}
 	if d.Partitions > 0 {
 		tmp := opts.tmp
@@ -219,6 +241,12 @@ func checkBaseline(baseline, out, failOn string) (report.Threshold, error) {
 		return th, usagef("gavel grade --baseline baseline/ --fail-on 1% INPUT", "%v", err)
 	}
 	if baseline == "" {
+		return th, nil
+	}
+	if store.IsURL(baseline) {
+		if store.Redact(baseline) == store.Redact(out) {
+			return th, usagef("gavel grade --baseline baseline/ --out gavel-out INPUT", "--baseline and --out are the same directory: grading would replace the baseline")
+		}
 		return th, nil
 	}
 	if _, err := os.Stat(filepath.Join(baseline, "manifest.json")); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pipeline"
 )
 
@@ -160,7 +161,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
 	}
 	if res != nil {
-		printSummary(stdout, "graded", res.Summary, *out)
+		printSummary(stdout, "graded", res.Summary, store.Redact(*out))
 	}
 	if err != nil {
 		return gradeError(err, *maxErrors)

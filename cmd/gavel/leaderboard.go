@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/report"
 )
 
@@ -81,15 +82,31 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 	default:
 		return usagef("gavel leaderboard --format html --out leaderboard.html DIR", "unknown format %q (want table, csv, json, markdown or html)", *format)
 	}
-	for _, dir := range fs.Args() {
-		if st, err := os.Stat(filepath.Join(dir, "rewards")); err != nil || !st.IsDir() {
+	dirs := make([]string, fs.NArg())
+	for i, dir := range fs.Args() {
+		local, done, err := localResults(dir)
+		if err != nil {
+			return fmt.Errorf("leaderboard: %w", err)
+		}
+		defer done()
+		dirs[i] = local
+		if st, err := os.Stat(filepath.Join(local, "rewards")); err != nil || !st.IsDir() {
 			return usagef("gavel leaderboard gavel-out/", "%s is not a result directory (no rewards/ in it)", dir)
 		}
 	}
 	setMemoryDefaults()
-	lb, err := report.BuildLeaderboard(fs.Args(), report.LeaderboardConfig{By: byList, K: kList, Seed: *seed, Resamples: *resamples, RewardColumn: *rewardColumn})
+	lb, err := report.BuildLeaderboard(dirs, report.LeaderboardConfig{By: byList, K: kList, Seed: *seed, Resamples: *resamples, RewardColumn: *rewardColumn})
 	if err != nil {
-		return fmt.Errorf("leaderboard: %w", err)
+		msg := err.Error()
+		for i, dir := range fs.Args() {
+			msg = renamed(msg, dirs[i], dir)
+		}
+		return fmt.Errorf("leaderboard: %s", msg)
+	}
+	for i, dir := range fs.Args() {
+		if dirs[i] != dir {
+			lb.Dirs[i] = store.Redact(dir)
+		}
 	}
 	if *out == "" {
 		return write(lb, stdout)

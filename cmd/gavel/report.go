@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/report"
 )
 
@@ -55,14 +56,33 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *baseline != "" {
 		dirs = append(dirs, *baseline)
 	}
-	for _, dir := range dirs {
-		if st, err := os.Stat(filepath.Join(dir, "rewards")); err != nil || !st.IsDir() {
-			return usagef("gavel report gavel-out/", "%s is not a result directory (no rewards/ in it)", dir)
+	// Result directories named by URLs are read from local copies.
+	local := make([]string, len(dirs))
+	for i, dir := range dirs {
+		l, done, err := localResults(dir)
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		defer done()
+		local[i] = l
+		if st, err := os.Stat(filepath.Join(l, "rewards")); err != nil || !st.IsDir() {
+			return usagef("gavel report gavel-out/", "%s is not a result directory (no rewards/ in it)", store.Redact(dir))
 		}
 	}
-	rep, err := report.BuildRunReport(fs.Arg(0), report.RunConfig{Baseline: *baseline, TopChecks: *top, Examples: *examples})
+	cfg := report.RunConfig{TopChecks: *top, Examples: *examples}
+	if len(local) > 1 {
+		cfg.Baseline = local[1]
+	}
+	rep, err := report.BuildRunReport(local[0], cfg)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		msg := err.Error()
+		for i, dir := range dirs {
+			msg = renamed(msg, local[i], dir)
+		}
+		return fmt.Errorf("report: %s", msg)
+	}
+	if local[0] != dirs[0] {
+		rep.Dir = store.Redact(dirs[0])
 	}
 	if *out == "" {
 		return write(rep, stdout)

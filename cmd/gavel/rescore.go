@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -53,6 +54,9 @@ func runRescore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *rewardFile == "" || *out == "" {
 		return usagef("gavel rescore gavel-out/ --reward rewards.yaml --out rescored/", "rescore needs --reward and --out")
+	}
+	if store.IsURL(fs.Arg(0)) || store.IsURL(*out) {
+		return usagef("gavel rescore gavel-out/ --reward rewards.yaml --out rescored/", "rescore reads and writes local result directories, not URLs (not built yet)")
 	}
 	rewards, err := readRewardFile(*rewardFile)
 	if err != nil {

@@ -3,7 +3,6 @@ package harness
 import (
 	"encoding/binary"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
@@ -15,7 +14,7 @@ import (
 // open. Of an .eval archive it reads the zip directory in place, without
 // building an entry for every sample, when the archive is a plain one;
 // other archives are opened whole.
-func First(path string, file *os.File, f Format) ([]byte, error) {
+func First(path string, file File, f Format) ([]byte, error) {
 	if f == Inspect && IsEvalArchive(path) {
 		if st, err := file.Stat(); err == nil {
 			if b, ok := firstEval(path, newReadAhead(file, 64<<10), st.Size()); ok {

@@ -61,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,9 +165,18 @@ func Open(path string, f Format) (*Reader, error) {
 	return r, nil
 }
 
+// File is a log file open for reading: *os.File, or an object read with
+// range requests.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Closer
+	Stat() (fs.FileInfo, error)
+}
+
 // OpenFile is Open for a file already open, named path; the Reader's
 // Close closes it. On an error the file is left open.
-func OpenFile(path string, file *os.File, f Format) (*Reader, error) {
+func OpenFile(path string, file File, f Format) (*Reader, error) {
 	if f == Inspect {
 		var magic [4]byte
 		n, _ := file.ReadAt(magic[:], 0)

@@ -1,0 +1,359 @@
+// Package store reads and writes objects in object storage (s3://, gs://,
+// azblob://, file:// through gocloud.dev/blob; https:// read-only through
+// HTTP range requests) for the inputs and results of a run.
+//
+// The drivers of the blob schemes are registered by blank imports in the
+// command (package gocloud.dev/blob/s3blob and its peers), so that their
+// SDKs stay out of programs and tests that do not use them: this package
+// itself depends on gocloud.dev/blob only.
+//
+// Credentials come from each SDK's standard chain (for S3: the AWS_*
+// variables, AWS_ENDPOINT_URL for S3-compatible servers, profiles and
+// instance roles). A URL may carry user information or a query (a
+// presigned URL's signature, a bucket's options); Redact removes both and
+// every name this package puts in an error is redacted.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// IsURL reports whether name is an object storage URL rather than a local
+// path: it has a scheme of a registered blob driver, or https, http or
+// file.
+func IsURL(name string) bool {
+	scheme, _, ok := strings.Cut(name, "://")
+	if !ok || scheme == "" {
+		return false
+	}
+	switch scheme {
+	case "https", "http", "file", "s3", "gs", "azblob":
+		return true
+	}
+	return blob.DefaultURLMux().ValidBucketScheme(scheme)
+}
+
+// Redact returns the URL raw without user information, query and
+// fragment, which may carry credentials (a presigned URL's signature) or
+// bucket options. A string that is not a URL is returned unchanged.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		if i := strings.IndexAny(raw, "?#"); i >= 0 && strings.Contains(raw, "://") {
+			return raw[:i]
+		}
+		return raw
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
+
+// Location is a place in object storage named by a URL: a bucket and a
+// key (an object's, or a prefix). Make one with Open; Close it.
+type Location struct {
+	u      *url.URL // as given: the bucket's options are in its query
+	bucket *blob.Bucket
+	// Key is the key of the URL, without the leading slash.
+	Key string
+}
+
+// Open opens the bucket of the URL raw. An https or http URL names one
+// object and has no bucket: only OpenFile and Attributes work on it.
+func Open(ctx context.Context, raw string) (*Location, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: bad URL", Redact(raw))
+	}
+	l := &Location{u: u}
+	switch u.Scheme {
+	case "https", "http":
+		return l, nil
+	case "file":
+		l.Key = strings.TrimPrefix(u.Path, "/")
+		if l.bucket, err = blob.OpenBucket(ctx, "file:///?metadata=skip"); err != nil {
+			return nil, fmt.Errorf("open %s: %w", Redact(raw), err)
+		}
+		return l, nil
+	}
+	l.Key = strings.TrimPrefix(u.Path, "/")
+	bu := url.URL{Scheme: u.Scheme, Host: u.Host, RawQuery: u.RawQuery}
+	if l.bucket, err = blob.OpenBucket(ctx, bu.String()); err != nil {
+		return nil, fmt.Errorf("open %s: %w", Redact(raw), scrub(err, raw))
+	}
+	return l, nil
+}
+
+// Close releases the bucket.
+func (l *Location) Close() error {
+	if l.bucket == nil {
+		return nil
+	}
+	return l.bucket.Close()
+}
+
+// URL returns the URL of key in the location's bucket, with the options
+// of the URL the location was opened from (for opening), and Name its
+// redacted form (for messages and records).
+func (l *Location) URL(key string) string {
+	u := *l.u
+	u.Path = "/" + key
+	u.RawPath = ""
+	if u.Scheme == "file" {
+		u.Host = ""
+	}
+	return u.String()
+}
+
+// Name returns the redacted URL of key, for messages and records.
+func (l *Location) Name(key string) string { return Redact(l.URL(key)) }
+
+// Object is an object found by List or Expand.
+type Object struct {
+	// Key is the object's key in its bucket.
+	Key string
+	// Size is its size in bytes.
+	Size int64
+}
+
+// Attributes returns the size and ETag of the object key, or an error
+// wrapping ErrNotExist when there is none.
+func (l *Location) Attributes(ctx context.Context, key string) (size int64, etag string, err error) {
+	if l.bucket == nil {
+		s, err := newHTTPSource(l.u.String())
+		if err != nil {
+			return 0, "", err
+		}
+		return s.stat(ctx)
+	}
+	var a *blob.Attributes
+	err = retry(ctx, func() error {
+		var err error
+		a, err = l.bucket.Attributes(ctx, key)
+		return err
+	})
+	if err != nil {
+		return 0, "", fmt.Errorf("stat %s: %w", l.Name(key), scrub(err, l.u.String()))
+	}
+	return a.Size, a.ETag, nil
+}
+
+// List returns the objects whose keys start with prefix, in lexicographic
+// key order, every page of the listing.
+func (l *Location) List(ctx context.Context, prefix string) ([]Object, error) {
+	if l.bucket == nil {
+		return nil, fmt.Errorf("list %s: an %s URL names one object, not a prefix", Redact(l.u.String()), l.u.Scheme)
+	}
+	var out []Object
+	var token []byte
+	for first := true; first || len(token) > 0; first = false {
+		var page []*blob.ListObject
+		next := blob.FirstPageToken
+		if !first {
+			next = token
+		}
+		err := retry(ctx, func() error {
+			var err error
+			page, token, err = l.bucket.ListPage(ctx, next, 1000, &blob.ListOptions{Prefix: prefix})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", l.Name(prefix), scrub(err, l.u.String()))
+		}
+		for _, o := range page {
+			if !o.IsDir {
+				out = append(out, Object{Key: o.Key, Size: o.Size})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// Expand lists the objects the location's key names, as an input names
+// them: a key ending in "/" (or empty) is a prefix, listed like a
+// directory; a key with glob metacharacters (path.Match) lists the
+// objects it matches; any other key names the object with that key if
+// there is one, else the prefix key + "/". Objects come in lexicographic
+// key order. An https URL is its one object.
+func (l *Location) Expand(ctx context.Context) ([]Object, error) {
+	if l.bucket == nil {
+		size, _, err := l.Attributes(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		return []Object{{Key: l.Key, Size: size}}, nil
+	}
+	key := l.Key
+	if i := strings.IndexAny(key, "*?["); i >= 0 {
+		if _, err := path.Match(key, ""); err != nil {
+			return nil, fmt.Errorf("%s: bad glob: %v", Redact(l.u.String()), err)
+		}
+		all, err := l.List(ctx, key[:i])
+		if err != nil {
+			return nil, err
+		}
+		var out []Object
+		for _, o := range all {
+			if ok, _ := path.Match(key, o.Key); ok {
+				out = append(out, o)
+			}
+		}
+		return out, nil
+	}
+	if key != "" && !strings.HasSuffix(key, "/") {
+		size, _, err := l.Attributes(ctx, key)
+		if err == nil {
+			return []Object{{Key: key, Size: size}}, nil
+		}
+		if !errors.Is(err, ErrNotExist) {
+			return nil, err
+		}
+		key += "/"
+	}
+	return l.List(ctx, key)
+}
+
+// ErrNotExist is wrapped by the errors of objects that do not exist.
+var ErrNotExist = errors.New("no such object")
+
+// ReadAll reads the whole object key.
+func (l *Location) ReadAll(ctx context.Context, key string) ([]byte, error) {
+	var data []byte
+	err := retry(ctx, func() error {
+		var err error
+		data, err = l.bucket.ReadAll(ctx, key)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", l.Name(key), scrub(err, l.u.String()))
+	}
+	return data, nil
+}
+
+// Download copies the object key into w, which it truncates first on a
+// retry when w is a file (an io.Seeker with Truncate).
+func (l *Location) Download(ctx context.Context, key string, w interface {
+	io.Writer
+	io.Seeker
+	Truncate(int64) error
+}) error {
+	err := retry(ctx, func() error {
+		if _, err := w.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		if err := w.Truncate(0); err != nil {
+			return err
+		}
+		return l.bucket.Download(ctx, key, w, nil)
+	})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", l.Name(key), scrub(err, l.u.String()))
+	}
+	return nil
+}
+
+// Upload writes the object key from r, which must be an io.Seeker to be
+// retried: the object appears whole when the upload completes (a large
+// one in parts, as a multipart upload), and not at all when it fails.
+func (l *Location) Upload(ctx context.Context, key string, r io.ReadSeeker) error {
+	err := retry(ctx, func() error {
+		if _, err := r.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		return l.bucket.Upload(ctx, key, r, &blob.WriterOptions{ContentType: "application/octet-stream", BufferSize: UploadPartSize})
+	})
+	if err != nil {
+		return fmt.Errorf("write %s: %w", l.Name(key), scrub(err, l.u.String()))
+	}
+	return nil
+}
+
+// UploadPartSize is the size of the parts of a multipart upload; an
+// object no larger than it is uploaded in one request.
+var UploadPartSize = 16 << 20
+
+// Delete removes the object key; an absent object is no error.
+func (l *Location) Delete(ctx context.Context, key string) error {
+	err := retry(ctx, func() error {
+		err := l.bucket.Delete(ctx, key)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", l.Name(key), scrub(err, l.u.String()))
+	}
+	return nil
+}
+
+// Retries is how many times a failed request is tried again, after the
+// SDK's own retries, with exponential backoff from RetryDelay; tests
+// shorten the delay.
+var (
+	Retries    = 5
+	RetryDelay = 200 * time.Millisecond
+)
+
+// retry calls fn until it succeeds, fails with an error that a retry
+// cannot mend (not found, permission, bad argument), ctx is done, or
+// Retries retries were spent.
+func retry(ctx context.Context, fn func() error) error {
+	delay := RetryDelay
+	for i := 0; ; i++ {
+		err := fn()
+		if err == nil || i >= Retries || !retryable(err) {
+			return err
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return err
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
+}
+
+// retryable reports whether err may pass on a retry.
+func retryable(err error) bool {
+	if errors.Is(err, ErrNotExist) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound, gcerrors.PermissionDenied, gcerrors.InvalidArgument,
+		gcerrors.Unimplemented, gcerrors.FailedPrecondition, gcerrors.Canceled:
+		return false
+	}
+	return true
+}
+
+// scrub turns a not-found error into ErrNotExist, and removes the query
+// and user information of raw from err's text.
+func scrub(err error, raw string) error {
+	if err == nil {
+		return nil
+	}
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return ErrNotExist
+	}
+	msg := err.Error()
+	red := Redact(raw)
+	if red != raw && strings.Contains(msg, raw) {
+		return errors.New(strings.ReplaceAll(msg, raw, red))
+	}
+	if u, perr := url.Parse(raw); perr == nil && u.RawQuery != "" && strings.Contains(msg, u.RawQuery) {
+		return errors.New(strings.ReplaceAll(msg, u.RawQuery, ""))
+	}
+	return err
+}
