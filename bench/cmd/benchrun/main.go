@@ -81,7 +81,7 @@ type config struct {
 // datasets are the files the peers read.
 type datasets struct {
 	parquet, tasks, nested, jsonlZst *bench.Dataset
-	jsonl                    string // plain copy of jsonlZst, for Python
+	jsonl                            string // plain copy of jsonlZst, for Python
 }
 
 // peer is one program measured.
