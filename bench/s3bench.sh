@@ -10,7 +10,7 @@ mkdir -p "$data"
 file=$data/s3bench-$rollouts.parquet
 [ -f "$file" ] || "$bin" gen --out "$file" --rollouts "$rollouts" --seed 1 >/dev/null
 work=$(mktemp -d)
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"; true' EXIT
+trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$work"' EXIT
 "$s3fake" -bucket bench -dir "$work/s3" -timeout 2h -addr-file "$work/addr" \
   -put "bench/in/rollouts.parquet=$file" >"$work/s3fake.out" 2>"$work/s3fake.err" &
 pid=$!
