@@ -430,6 +430,7 @@ func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	}
 	s := mergeStats(parts, r.skipped)
 	s.Judge = r.plan.judging.summary()
+	s.Reuse = r.plan.reuse.summary()
 	s.FailedInputs = append(s.FailedInputs, r.failed...)
 	var err error
 	if complete {
