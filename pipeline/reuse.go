@@ -314,4 +314,3 @@ func (rs *reuseSource) note() string {
 	}
 	return ""
 }
-

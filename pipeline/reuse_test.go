@@ -130,7 +130,6 @@ func TestReuse(t *testing.T) {
 	}
 }
 
-
 // readLines returns the lines of a file.
 func readLines(t *testing.T, path string) [][]byte {
 	t.Helper()
