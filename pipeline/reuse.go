@@ -1,11 +1,18 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/verifiers"
@@ -306,11 +313,131 @@ func (rs *reuseSource) summary() *ReuseSummary {
 	return s
 }
 
-// Note returns why the earlier run in the directory of Config.Reuse cannot
-// be reused at all, or "".
-func (rs *reuseSource) note() string {
-	if rs != nil && rs.noHash {
-		return rs.dir + " predates input_hash: every rollout is graded"
+// digestBytes is how much of each end of a file inputDigest reads.
+const digestBytes = 1 << 20
+
+// inputDigest returns the modification time of the file at path, of size
+// bytes, and a fast digest of its content: XXH64 of its size, its first
+// and its last MiB (a Parquet file's footer among them). Both are "" when
+// the file cannot be read.
+func inputDigest(path string, size int64) (modTime, digest string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", ""
 	}
-	return ""
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
+		return "", ""
+	}
+	h := xxhash.New()
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], uint64(size))
+	h.Write(buf[:])
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, min(size, digestBytes))); err != nil {
+		return "", ""
+	}
+	if size > digestBytes {
+		from := max(size-digestBytes, digestBytes)
+		if _, err := io.Copy(h, io.NewSectionReader(f, from, size-from)); err != nil {
+			return "", ""
+		}
+	}
+	return fi.ModTime().UTC().Format(time.RFC3339Nano), fmt.Sprintf("xxh64:%016x", h.Sum64())
+}
+
+// copyUnits copies whole the earlier parts of this process's units whose
+// input file, size, modification time and digest are unchanged, when the
+// earlier run had the same gavel, verifiers (ids, tasks and
+// fingerprints) and configuration, and no tasks table (whose content the
+// manifest does not identify). The copied units are complete.
+func (r *runner) copyUnits() error {
+	rs := r.plan.reuse
+	if rs == nil || rs.noHash || !rs.sameRun(r.manifest) {
+		return nil
+	}
+	old := map[string]*ManifestInput{}
+	for i := range rs.manifest.Inputs {
+		in := &rs.manifest.Inputs[i]
+		if in.Complete && in.Rows != nil && in.Digest != "" {
+			old[unitKey(in.Path, in.FirstRowGroup, in.RowGroups)] = in
+		}
+	}
+	for i := range r.units {
+		u := &r.units[i]
+		cur := &r.manifest.Inputs[i]
+		o := old[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
+		if !r.cfg.Shard.Has(i) || r.stats[i] != nil || o == nil || o.Part != cur.Part || o.Size != cur.Size ||
+			o.ModTime != cur.ModTime || o.Digest != cur.Digest || cur.Digest == "" {
+			continue
+		}
+		ps, err := rs.copyUnit(r.cfg.Out, rs.unitIndex(o), i, cur.Part)
+		if err != nil {
+			return err
+		}
+		if ps == nil {
+			continue
+		}
+		r.stats[i] = ps
+		r.manifest.complete(i, ps.Rows)
+		rs.copied.Add(1)
+		rs.reused.Add(ps.Rows)
+	}
+	return r.writeManifest()
+}
+
+// sameRun reports whether the earlier run is the run m describes but for
+// its inputs' state.
+func (rs *reuseSource) sameRun(m *Manifest) bool {
+	o := rs.manifest
+	if o.Version != m.Version || o.Config.TasksFile != "" || len(o.Verifiers) != len(m.Verifiers) ||
+		len(m.Config.differences(&o.Config)) > 0 {
+		return false
+	}
+	for i, v := range m.Verifiers {
+		w := o.Verifiers[i]
+		if v.ID != w.ID || v.Fingerprint != w.Fingerprint || !slices.Equal(v.Tasks, w.Tasks) {
+			return false
+		}
+	}
+	return true
+}
+
+// unitIndex returns the index of the earlier unit in, the number of its
+// part.
+func (rs *reuseSource) unitIndex(in *ManifestInput) int {
+	for i := range rs.manifest.Inputs {
+		if &rs.manifest.Inputs[i] == in {
+			return i
+		}
+	}
+	return -1
+}
+
+// copyUnit copies the part of the earlier unit from into dir as the part
+// of unit to, in the order a run completes a part: statistics, checks,
+// then rewards. It returns the part's statistics, or nil when the earlier
+// part is not complete.
+func (rs *reuseSource) copyUnit(dir string, from, to int, part string) (*partStats, error) {
+	if from != to {
+		return nil, nil // the part's name is its unit's number: same units only
+	}
+	ps := partDone(rs.dir, from, part)
+	if ps == nil {
+		return nil, nil
+	}
+	files := [][2]string{{statsPath(rs.dir, from), statsPath(dir, to)}}
+	if _, err := os.Stat(idsPath(rs.dir, from)); err == nil {
+		files = append(files, [2]string{idsPath(rs.dir, from), idsPath(dir, to)})
+	}
+	for _, sub := range []string{"checks", "rewards"} {
+		files = append(files, [2]string{filepath.Join(rs.dir, sub, part), filepath.Join(dir, sub, part)})
+	}
+	for _, f := range files {
+		if err := copyFile(f[0], f[1]); err != nil {
+			removeUnit(dir, to)
+			return nil, fmt.Errorf("reuse: %w", err)
+		}
+	}
+	return ps, nil
 }

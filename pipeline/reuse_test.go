@@ -76,6 +76,20 @@ func TestReuse(t *testing.T) {
 			calls := map[string]*atomic.Int64{}
 			grade(t, Config{Inputs: []string{data}, Out: first, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(calls)})
 
+			// Nothing changed: the part is copied whole.
+			same := filepath.Join(dir, "same")
+			calls = map[string]*atomic.Int64{}
+			res := grade(t, Config{Inputs: []string{data}, Out: same, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(calls), Reuse: first})
+			sameFiles(t, same, first)
+			if ru := res.Summary.Reuse; ru == nil || ru.CopiedParts != 1 || ru.Reused != res.Summary.Rollouts || ru.Graded != 0 {
+				t.Errorf("unchanged: reuse summary %+v, want the part copied", ru)
+			}
+			for id, n := range calls {
+				if n.Load() != 0 {
+					t.Errorf("unchanged: verifier %s ran %d times", id, n.Load())
+				}
+			}
+
 			// Change one passed or failed rollout's final state.
 			lines := readLines(t, data)
 			mutated := ""
@@ -100,7 +114,7 @@ func TestReuse(t *testing.T) {
 			vs[1].Version++
 
 			again := filepath.Join(dir, "again")
-			res := grade(t, Config{Inputs: []string{data}, Out: again, Format: format, Workers: 2, BatchSize: 50, Verifiers: vs, Reuse: first})
+			res = grade(t, Config{Inputs: []string{data}, Out: again, Format: format, Workers: 2, BatchSize: 50, Verifiers: vs, Reuse: first})
 			full := filepath.Join(dir, "full")
 			grade(t, Config{Inputs: []string{data}, Out: full, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(map[string]*atomic.Int64{})})
 			sameFiles(t, again, full)
@@ -123,7 +137,7 @@ func TestReuse(t *testing.T) {
 				}
 			}
 			ru := res.Summary.Reuse
-			if ru == nil || ru.Graded != graded || ru.Reused != total-graded || ru.Reused == 0 {
+			if ru == nil || ru.Graded != graded || ru.Reused != total-graded || ru.Reused == 0 || ru.CopiedParts != 0 {
 				t.Errorf("reuse summary %+v, want graded %d of %d", ru, graded, total)
 			}
 		})

@@ -392,6 +392,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := r.writeManifest(); err != nil {
 		return nil, err
 	}
+	if err := r.copyUnits(); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
