@@ -108,6 +108,8 @@ type results struct {
 	checks  []columnar.CheckRow
 	// asks are the rubric checks left to the writer's judge, in order.
 	asks []ask
+	// reused counts the rows whose results were reused (Config.Reuse).
+	reused int
 }
 
 func (r *results) reset() {
@@ -117,6 +119,7 @@ func (r *results) reset() {
 	r.checks = r.checks[:0]
 	clear(r.asks)
 	r.asks = r.asks[:0]
+	r.reused = 0
 }
 
 // gradeBatch appends the results of the rows of b, from row from on, to
@@ -140,6 +143,7 @@ func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *results, from int) 
 		g.row = i
 		g.gradeRow(u, b, &b.Rows[i], out)
 	}
+	out.reused += g.reused
 	if rs := g.plan.reuse; rs != nil {
 		rs.reused.Add(int64(g.reused))
 		rs.graded.Add(int64(len(b.Rows) - from - g.reused))

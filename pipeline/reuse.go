@@ -382,6 +382,9 @@ func (r *runner) copyUnits() error {
 		r.manifest.complete(i, ps.Rows)
 		rs.copied.Add(1)
 		rs.reused.Add(ps.Rows)
+		if rp, ok := r.cfg.Progress.(ReuseProgress); ok {
+			rp.Reused(int(ps.Rows))
+		}
 	}
 	return r.writeManifest()
 }

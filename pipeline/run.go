@@ -124,6 +124,12 @@ type Progress interface {
 	Finish()
 }
 
+// ReuseProgress is a Progress that is also told how many of the rows done
+// had their results reused (Config.Reuse), before they are added.
+type ReuseProgress interface {
+	Reused(n int)
+}
+
 // ErrMaxErrors is returned, wrapped, when Config.MaxErrors stopped the run.
 var ErrMaxErrors = errors.New("too many rows with status error")
 
@@ -773,6 +779,9 @@ func (w *writer) writeJob(j *job) error {
 			return err
 		}
 		if r.cfg.Progress != nil {
+			if rp, ok := r.cfg.Progress.(ReuseProgress); ok && res.reused > 0 {
+				rp.Reused(res.reused)
+			}
 			r.cfg.Progress.Add(len(res.rewards))
 		}
 		if r.cfg.MaxErrors > 0 && w.errRows >= r.cfg.MaxErrors {
