@@ -32,6 +32,8 @@ type plan struct {
 	fileTasks *sync.Map
 	// set is the constant metadata of every row.
 	set []Constant
+	// reuse is the earlier run whose results are reused (nil: none).
+	reuse *reuseSource
 }
 
 // fileTask is a task row of a harness's log and its index.
@@ -84,6 +86,11 @@ type grader struct {
 	hasher                          inputHasher
 	rescoreBuf                      []verifiers.Check
 	keepIdx                         []int // per batch: index of each keep column in MetaNames, or -1
+	// prev are the earlier run's rows of the batch, aligned with its rows
+	// (see reuseSource; nil: none).
+	prev []*prevRow
+	// reused counts the rows of the batch whose results were reused.
+	reused int
 
 	// row is the index in its batch of the row being graded; timedOut is
 	// the index of a row whose verifier ran past the timeout in an
@@ -101,6 +108,8 @@ type results struct {
 	checks  []columnar.CheckRow
 	// asks are the rubric checks left to the writer's judge, in order.
 	asks []ask
+	// reused counts the rows whose results were reused (Config.Reuse).
+	reused int
 }
 
 func (r *results) reset() {
@@ -110,6 +119,7 @@ func (r *results) reset() {
 	r.checks = r.checks[:0]
 	clear(r.asks)
 	r.asks = r.asks[:0]
+	r.reused = 0
 }
 
 // gradeBatch appends the results of the rows of b, from row from on, to
@@ -128,9 +138,15 @@ func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *results, from int) 
 			g.keepIdx = append(g.keepIdx, idx)
 		}
 	}
+	g.reused = 0
 	for i := from; i < len(b.Rows); i++ {
 		g.row = i
 		g.gradeRow(u, b, &b.Rows[i], out)
+	}
+	out.reused += g.reused
+	if rs := g.plan.reuse; rs != nil {
+		rs.reused.Add(int64(g.reused))
+		rs.graded.Add(int64(len(b.Rows) - from - g.reused))
 	}
 }
 
@@ -139,7 +155,16 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 	if len(g.plan.keep) > 0 {
 		rw.Keep = make([]columnar.NullString, len(g.plan.keep))
 	}
-	v, verdict, checks := g.grade(u, b, row, &rw)
+	var prev *prevRow
+	if g.row < len(g.prev) {
+		prev = g.prev[g.row]
+	}
+	v, verdict, checks, reused := g.grade(u, b, row, &rw, prev, out)
+	if reused {
+		g.reused++
+		out.rewards = append(out.rewards, rw)
+		return
+	}
 	setVerdict(&rw, verdict)
 	from := len(out.checks)
 	for i := range checks {
@@ -172,18 +197,24 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 }
 
 // grade decodes one row, runs its verifier and returns the verifier (nil
-// when none ran), the verdict and the checks to write (none on an input or verifier error). It fills the ids,
-// the verifier id and the kept columns of rw.
-func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow) (*verifiers.Verifier, verifiers.Verdict, []verifiers.Check) {
+// when none ran), the verdict and the checks to write (none on an input or
+// verifier error). It fills the ids, the verifier id and the kept columns
+// of rw. When the earlier run's row prev may be reused (grader.take),
+// reused is true, rw has its verdict and out its check rows, and the
+// verifier is not run.
+func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow, prev *prevRow, out *results) (_ *verifiers.Verifier, _ verifiers.Verdict, _ []verifiers.Check, reused bool) {
 	v, inputErr := g.decode(u, b, row, rw)
 	if inputErr != "" {
-		return nil, verifiers.InputError(inputErr), nil
+		return nil, verifiers.InputError(inputErr), nil, false
 	}
 	if v == nil {
-		return nil, verifiers.NoVerifier(rw.TaskID), nil
+		return nil, verifiers.NoVerifier(rw.TaskID), nil, false
+	}
+	if prev != nil && g.take(prev, v, rw, out) {
+		return v, verifiers.Verdict{}, nil, true
 	}
 	verdict := g.verify(v, &g.rollout, &g.checks)
-	return v, verdict, g.checks.List()
+	return v, verdict, g.checks.List(), false
 }
 
 // decode decodes one row into g.rollout and returns the verifier bound to

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -198,6 +199,11 @@ type ManifestInput struct {
 	Complete bool   `json:"complete"`
 	// Error says why the unit could not be graded, when it could not.
 	Error string `json:"error,omitempty"`
+	// ModTime and Digest identify the file's content as it was read: its
+	// modification time and a fast digest (inputDigest); a later run with
+	// Config.Reuse copies the unit's parts whole when they are unchanged.
+	ModTime string `json:"mod_time,omitempty"`
+	Digest  string `json:"digest,omitempty"`
 }
 
 func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
@@ -219,9 +225,19 @@ func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
 		})
 	}
 	sort.Slice(m.Verifiers, func(i, j int) bool { return m.Verifiers[i].ID < m.Verifiers[j].ID })
+	digests := map[string][2]string{}
 	for _, u := range units {
-		m.Inputs = append(m.Inputs, ManifestInput{Path: u.Path, Size: u.Size, ETag: u.ETag, FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups,
-			Part: columnar.PartName(u.Index, cfg.Format)})
+		in := ManifestInput{Path: u.Path, Size: u.Size, ETag: u.ETag, FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups,
+			Part: columnar.PartName(u.Index, cfg.Format)}
+		if u.input != nil && !store.IsURL(u.Path) {
+			d, ok := digests[u.Path]
+			if !ok {
+				d[0], d[1] = inputDigest(u.Path, u.Size)
+				digests[u.Path] = d
+			}
+			in.ModTime, in.Digest = d[0], d[1]
+		}
+		m.Inputs = append(m.Inputs, in)
 	}
 	return m
 }
@@ -494,6 +510,7 @@ func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	}
 	s := mergeStats(parts, r.skipped)
 	s.Judge = r.plan.judging.summary()
+	s.Reuse = r.plan.reuse.summary()
 	s.FailedInputs = append(s.FailedInputs, r.failed...)
 	var err error
 	if complete {

@@ -100,6 +100,15 @@ type Config struct {
 	// takes the value given here. Keys are not rollout fields.
 	Set []Constant
 
+	// Reuse is the output directory of an earlier run whose results are
+	// reused: a rollout with the same rollout_id and input_hash as the
+	// earlier run's row of the same input unit and source row, bound to a
+	// verifier whose fingerprint is unchanged, gets the earlier check rows
+	// and verdict without running the verifier; a unit whose input and
+	// every fingerprint are unchanged has its parts copied whole. The
+	// parts are those of a full run. "" reuses nothing.
+	Reuse string
+
 	// open opens input files (os.Open when nil); tests count opens with it.
 	open columnar.OpenFunc
 }
@@ -117,6 +126,12 @@ type Progress interface {
 	Add(n int)
 	// Finish ends the display.
 	Finish()
+}
+
+// ReuseProgress is a Progress that is also told how many of the rows done
+// had their results reused (Config.Reuse), before they are added.
+type ReuseProgress interface {
+	Reused(n int)
 }
 
 // ErrMaxErrors is returned, wrapped, when Config.MaxErrors stopped the run.
@@ -285,6 +300,11 @@ func prepare(cfg Config) (*runner, error) {
 	if p.judging, err = newJudging(cfg.Judge, bound, cfg.JudgeMaxRequests); err != nil {
 		return nil, err
 	}
+	if cfg.Reuse != "" {
+		if p.reuse, err = openReuse(cfg, p); err != nil {
+			return nil, err
+		}
+	}
 	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*partStats{}, outName: cfg.Out}
 	r.manifest = newManifest(cfg, p, units)
 	if store.IsURL(cfg.Out) {
@@ -378,6 +398,7 @@ type job struct {
 	seq   int64
 	unit  *Unit
 	batch *columnar.Batch // jobBatch, until graded
+	prev  []*prevRow      // jobBatch: the earlier run's rows (Config.Reuse)
 	res   *results        // jobBatch, once graded
 	rows  int64           // jobEnd and jobFailed: rows read
 	err   error           // jobFailed
@@ -402,6 +423,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if err := r.writeManifest(); err != nil {
+		return nil, err
+	}
+	if err := r.copyUnits(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -589,6 +613,8 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 		return 0, err, true
 	}
 	defer rd.Close()
+	prev := r.plan.reuse.open(u)
+	defer prev.close()
 	for {
 		b, err := rd.Next(r.cfg.BatchSize)
 		if errors.Is(err, io.EOF) {
@@ -598,7 +624,7 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 			return rows, err, true
 		}
 		rows += int64(len(b.Rows))
-		if !send(&job{kind: jobBatch, unit: u, batch: b}) {
+		if !send(&job{kind: jobBatch, unit: u, batch: b, prev: prev.rows(b)}) {
 			b.Release()
 			return rows, nil, false
 		}
@@ -783,6 +809,9 @@ func (w *writer) writeJob(j *job) error {
 			return err
 		}
 		if r.cfg.Progress != nil {
+			if rp, ok := r.cfg.Progress.(ReuseProgress); ok && res.reused > 0 {
+				rp.Reused(res.reused)
+			}
 			r.cfg.Progress.Add(len(res.rewards))
 		}
 		if r.cfg.MaxErrors > 0 && w.errRows >= r.cfg.MaxErrors {

@@ -74,6 +74,9 @@ type Summary struct {
 	// Judge counts the run's judging (absent when nothing was judged);
 	// like the timing fields it may vary between runs with identical parts.
 	Judge *JudgeSummary `json:"judge,omitempty"`
+	// Reuse counts what a run with --reuse took from the earlier run
+	// (absent without it); it varies between runs with identical parts.
+	Reuse *ReuseSummary `json:"reuse,omitempty"`
 	// ElapsedSeconds and RowsPerSecond time the run; with Judge they are
 	// the only fields that vary between identical runs.
 	ElapsedSeconds float64 `json:"elapsed_seconds"`

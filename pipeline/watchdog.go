@@ -138,7 +138,9 @@ func (p *pool) work(w *worker, first *job, from int) {
 // grade grades job j from row from on and hands it to the writer.
 func (p *pool) grade(w *worker, j *job, from int) {
 	w.job = j
+	w.g.prev = j.prev
 	w.g.gradeBatch(j.unit, j.batch, j.res, from)
+	w.g.prev = nil
 	w.job = nil
 	j.batch.Release()
 	j.batch = nil

@@ -78,6 +78,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	progress := fs.Bool("progress", false, "force a progress bar on standard error")
 	shard := fs.String("shard", "", "grade only the input units of shard `I/N` (0-based), or auto/N to take I from an array job's environment; join the shards with gavel commit")
 	resume := fs.Bool("resume", false, "continue an interrupted run in --out, skipping completed parts")
+	reuse := fs.String("reuse", "", "take the results of rollouts whose input and verifier are unchanged from an earlier result `DIR` instead of grading them again")
 	timeout := fs.Duration("timeout", pipeline.DefaultTimeout, "a verifier running longer than `D` on one rollout gives that row status error")
 	maxLine := fs.Int("max-line-bytes", 0, "a JSON Lines line longer than `N` bytes is an input error for that row (default 64 MiB)")
 	baseline := fs.String("baseline", "", "at the end, compare with an earlier result `DIR` as gavel diff does")
@@ -128,6 +129,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxErrors:    *maxErrors,
 		Version:      version,
 		Resume:       *resume,
+		Reuse:        *reuse,
 		Timeout:      *timeout,
 		MaxLineBytes: *maxLine,
 		From:         *from,
@@ -161,6 +163,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
 	}
 	if res != nil {
+		if ru := res.Summary.Reuse; ru != nil && ru.Note != "" {
+			fmt.Fprintf(stderr, "gavel: --reuse: %s\n", ru.Note)
+		}
 		printSummary(stdout, "graded", res.Summary, store.Redact(*out))
 	}
 	if err != nil {
@@ -202,6 +207,8 @@ func gradeError(err error, maxErrors int64) error {
 			return usagef("gavel grade --set model=gpt-4o ...", "--set: %s", ce.Msg)
 		case "Inputs":
 			return usagef("gavel grade rollouts.parquet", "%s", ce.Msg)
+		case "Reuse":
+			return usagef("gavel grade --reuse last-night --out tonight ...", "--reuse: %s", ce.Msg)
 		case "Judge":
 			return usagef("check --judge-url, --judge-model and the key in --judge-api-key-env", "%s", ce.Msg)
 		}
@@ -287,6 +294,9 @@ func printSummary(w io.Writer, verb string, s *pipeline.Summary, out string) {
 		fmt.Fprintf(w, "  mean reward %.4f", *s.MeanReward)
 	}
 	fmt.Fprintln(w)
+	if ru := s.Reuse; ru != nil {
+		fmt.Fprintf(w, "reused %d rollouts (%d parts copied whole), graded %d\n", ru.Reused, ru.CopiedParts, ru.Graded)
+	}
 	if len(s.ErrorKinds) > 0 {
 		fmt.Fprint(w, "errors by kind:")
 		for _, k := range sortedKeys(s.ErrorKinds) {

@@ -257,3 +257,27 @@ func TestVerifierAddRefusesSpecBuiltins(t *testing.T) {
 		}
 	}
 }
+
+// TestGradeReuse checks that --reuse naming --out is refused with exit 2,
+// and that a run reusing an unchanged result says what it reused.
+func TestGradeReuse(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "rollouts.jsonl")
+	if code, _, stderr := runCLI(t, "gen", "--out", data, "--rollouts", "50", "--seed", "2"); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, stderr)
+	}
+	first := filepath.Join(dir, "first")
+	if code, _, stderr := runCLI(t, "grade", "--quiet", "--out", first, data); code != 0 && code != 3 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "grade", "--quiet", "--out", first, "--reuse", first+"/", data); code != 2 || !strings.Contains(stderr, "--reuse") {
+		t.Errorf("--reuse naming --out: exit %d, want 2: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "grade", "--quiet", "--out", filepath.Join(dir, "again"), "--reuse", first, data)
+	if code != 0 && code != 3 {
+		t.Fatalf("grade --reuse: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "reused 50 rollouts (1 parts copied whole), graded 0") {
+		t.Errorf("grade --reuse printed:\n%s", stdout)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -15,8 +16,9 @@ func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 // progressBar shows rows graded, rollouts/s and, when the total is known,
 // the ETA.
 type progressBar struct {
-	w   io.Writer
-	bar *progressbar.ProgressBar
+	w      io.Writer
+	bar    *progressbar.ProgressBar
+	reused int64
 }
 
 func newProgressBar(w io.Writer) *progressBar { return &progressBar{w: w} }
@@ -33,6 +35,18 @@ func (p *progressBar) SetTotal(total int64) {
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionFullWidth(),
 	)
+	if p.reused > 0 {
+		p.Reused(0)
+	}
+}
+
+// Reused counts rollouts whose results were taken from --reuse's directory;
+// the bar's description says how many.
+func (p *progressBar) Reused(n int) {
+	p.reused += int64(n)
+	if p.bar != nil {
+		p.bar.Describe("grading (" + strconv.FormatInt(p.reused, 10) + " reused)")
+	}
 }
 
 func (p *progressBar) Add(n int) {

@@ -1,0 +1,450 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/store"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// Reuse of an earlier run's results (Config.Reuse). A rollout's check rows
+// and verdict are taken from the earlier run, instead of running its
+// verifier, when its rollout_id and input_hash equal those of the earlier
+// run's row for the same source row and its verifier's fingerprint equals
+// the one the earlier manifest records. The earlier rows are read in one
+// streaming pass per unit, aligned with the unit's rows (the parts of a
+// unit follow its rows in order): a row that does not line up is graded.
+// A unit the earlier run did not grade from the same input unit is graded
+// in full.
+//
+// The rows of judged verifiers are always graded: the judge's cache answers
+// the verdicts it already gave. Rows with status error are graded too.
+
+// reuseSource is the earlier run a run reuses.
+type reuseSource struct {
+	dir      string
+	manifest *Manifest
+	// fingerprints are the earlier fingerprints of the verifiers whose
+	// rows may be reused, by verifier id.
+	reusable map[string]bool
+	// parts are the earlier part names by unit key (unitKey).
+	parts map[string]string
+	// noHash is set when the earlier run predates input_hash: nothing is
+	// reused.
+	noHash bool
+
+	reused, graded atomic.Int64
+	copied         atomic.Int64 // units copied whole
+}
+
+// unitKey identifies an input unit across runs.
+func unitKey(path string, first, groups int) string {
+	return path + "\x00" + strconv.Itoa(first) + "\x00" + strconv.Itoa(groups)
+}
+
+// openReuse reads the earlier run in dir for the run of cfg and plan.
+func openReuse(cfg Config, p *plan) (*reuseSource, error) {
+	if store.IsURL(cfg.Reuse) {
+		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: --reuse reads a local result directory; reading one from a URL is not built yet", store.Redact(cfg.Reuse))}
+	}
+	if sameDir(cfg.Reuse, cfg.Out) {
+		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s is the output directory; reuse the results of another run", cfg.Reuse)}
+	}
+	m, err := readManifest(filepath.Join(cfg.Reuse, manifestFile))
+	if err != nil {
+		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: not a result directory (%v)", cfg.Reuse, err)}
+	}
+	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{}}
+	old := map[string]string{}
+	for _, v := range m.Verifiers {
+		old[v.ID] = v.Fingerprint
+	}
+	for _, v := range cfg.Verifiers {
+		if !v.Judged && old[v.ID] == p.judging.fingerprint(v) {
+			rs.reusable[v.ID] = true
+		}
+	}
+	for _, in := range m.Inputs {
+		if in.Complete {
+			rs.parts[unitKey(in.Path, in.FirstRowGroup, in.RowGroups)] = in.Part
+		}
+	}
+	rs.noHash = !rs.hasInputHash()
+	return rs, nil
+}
+
+// hasInputHash reports whether the earlier run's rewards have input_hash:
+// the first row of its first complete part with a verifier has one.
+func (rs *reuseSource) hasInputHash() bool {
+	for _, in := range rs.manifest.Inputs {
+		if !in.Complete {
+			continue
+		}
+		rr, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", in.Part), []string{"status", columnar.ColumnInputHash})
+		if err != nil {
+			continue
+		}
+		for {
+			c, err := rr.Next()
+			if err != nil {
+				break
+			}
+			if string(c[0].Data) == verifiers.StatusError {
+				continue
+			}
+			rr.Close()
+			return c[1].Kind != columnar.CellNull
+		}
+		rr.Close()
+	}
+	return true // nothing to reuse either way
+}
+
+// prevRow is a rollout of the earlier run: its verdict and check rows.
+type prevRow struct {
+	id         string
+	sourceRow  int64
+	hash       uint64
+	hashValid  bool
+	verifierID string
+	rw         columnar.RewardRow // the verdict's fields
+	checks     []columnar.CheckRow
+}
+
+// Columns read from the earlier run.
+var (
+	prevRewardCols = []string{"rollout_id", "verifier_id", "status", "passed", "reward", "checks_total", "checks_passed",
+		"required_total", "required_passed", "error_kind", "error", "source_row", columnar.ColumnInputHash}
+	prevCheckCols = []string{"rollout_id", "check_index", "check_id", "label", "required", "status", "detail",
+		"actual", "expected", "score", "suggestion"}
+)
+
+// prevUnit reads the earlier run's part of one unit in step with its rows.
+type prevUnit struct {
+	rewards, checks *columnar.ResultReader
+	next            *prevRow // read and not yet matched
+	done            bool
+}
+
+// open returns the reader of the earlier part of unit u (nil: none).
+func (rs *reuseSource) open(u *Unit) *prevUnit {
+	if rs == nil || rs.noHash || len(rs.reusable) == 0 {
+		return nil
+	}
+	part, ok := rs.parts[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
+	if !ok {
+		return nil
+	}
+	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), prevRewardCols)
+	if err != nil {
+		return nil
+	}
+	ck, err := columnar.OpenResult(filepath.Join(rs.dir, "checks", part), prevCheckCols)
+	if err != nil {
+		rw.Close()
+		return nil
+	}
+	return &prevUnit{rewards: rw, checks: ck}
+}
+
+func (pu *prevUnit) close() {
+	if pu != nil {
+		pu.rewards.Close()
+		pu.checks.Close()
+	}
+}
+
+// rows returns the earlier rows of the rows of b, aligned (nil where
+// there is none), reading on in step.
+func (pu *prevUnit) rows(b *columnar.Batch) []*prevRow {
+	if pu == nil || pu.done {
+		return nil
+	}
+	out := make([]*prevRow, len(b.Rows))
+	for i := range b.Rows {
+		idx := b.Rows[i].Index
+		for {
+			if pu.next == nil {
+				var err error
+				if pu.next, err = pu.read(); err != nil {
+					pu.done = true
+					return out
+				}
+			}
+			if pu.next.sourceRow > idx {
+				break
+			}
+			if pu.next.sourceRow == idx {
+				out[i] = pu.next
+			}
+			pu.next = nil
+			if out[i] != nil {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// read reads the next earlier rollout with its check rows.
+func (pu *prevUnit) read() (*prevRow, error) {
+	c, err := pu.rewards.Next()
+	if err != nil {
+		return nil, err
+	}
+	p := &prevRow{id: string(c[0].Data)}
+	var bad error
+	num := func(cell columnar.Cell) int64 {
+		v, err := strconv.ParseInt(string(cell.Data), 10, 64)
+		if err != nil {
+			bad = err
+		}
+		return v
+	}
+	nstr := func(cell columnar.Cell) columnar.NullString {
+		if cell.Kind == columnar.CellNull {
+			return columnar.NullString{}
+		}
+		return columnar.Str(string(cell.Data))
+	}
+	if c[1].Kind != columnar.CellNull {
+		p.verifierID = string(c[1].Data)
+	}
+	rw := &p.rw
+	rw.Status = string(c[2].Data)
+	if c[3].Kind != columnar.CellNull {
+		rw.Passed, rw.PassedValid = string(c[3].Data) == "true", true
+	}
+	if c[4].Kind != columnar.CellNull {
+		if rw.Reward, err = strconv.ParseFloat(string(c[4].Data), 64); err != nil {
+			bad = err
+		}
+		rw.RewardValid = true
+	}
+	rw.ChecksTotal = int32(num(c[5]))
+	rw.ChecksPassed = int32(num(c[6]))
+	rw.RequiredTotal = int32(num(c[7]))
+	rw.RequiredPassed = int32(num(c[8]))
+	rw.ErrorKind, rw.Error = nstr(c[9]), nstr(c[10])
+	p.sourceRow = num(c[11])
+	if c[12].Kind != columnar.CellNull {
+		if p.hash, err = strconv.ParseUint(string(c[12].Data), 16, 64); err != nil {
+			bad = err
+		}
+		p.hashValid = true
+	}
+	if bad != nil || rw.ChecksTotal < 0 {
+		return nil, errors.New("unreadable row")
+	}
+	for range rw.ChecksTotal {
+		cc, err := pu.checks.Next()
+		if err != nil {
+			return nil, err
+		}
+		if string(cc[0].Data) != p.id {
+			return nil, errors.New("checks out of step")
+		}
+		cr := columnar.CheckRow{CheckIndex: int32(num(cc[1])), CheckID: string(cc[2].Data), Label: string(cc[3].Data),
+			Required: string(cc[4].Data) == "true", Status: string(cc[5].Data), Detail: string(cc[6].Data),
+			Actual: nstr(cc[7]), Expected: nstr(cc[8])}
+		if cc[9].Kind != columnar.CellNull || cc[10].Kind != columnar.CellNull {
+			p.hashValid = false // a judged check: its issues cannot be read back from every format
+		}
+		if bad != nil {
+			return nil, errors.New("unreadable check row")
+		}
+		p.checks = append(p.checks, cr)
+	}
+	return p, nil
+}
+
+// take fills rw and out with the earlier results of the row just decoded
+// into rw, bound to v, when they may be reused, and reports whether they
+// were.
+func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow, out *results) bool {
+	rs := g.plan.reuse
+	if p == nil || v == nil || !p.hashValid || !rw.InputHashValid || p.hash != rw.InputHash || p.id != rw.RolloutID ||
+		p.verifierID != v.ID || !rs.reusable[v.ID] || p.rw.Status == verifiers.StatusError {
+		return false
+	}
+	rw.Status, rw.Passed, rw.PassedValid = p.rw.Status, p.rw.Passed, p.rw.PassedValid
+	rw.Reward, rw.RewardValid = p.rw.Reward, p.rw.RewardValid
+	rw.ChecksTotal, rw.ChecksPassed = p.rw.ChecksTotal, p.rw.ChecksPassed
+	rw.RequiredTotal, rw.RequiredPassed = p.rw.RequiredTotal, p.rw.RequiredPassed
+	rw.ErrorKind, rw.Error = p.rw.ErrorKind, p.rw.Error
+	for _, c := range p.checks {
+		c.RolloutID, c.TaskID, c.VerifierID = rw.RolloutID, rw.TaskID, rw.VerifierID
+		out.checks = append(out.checks, c)
+	}
+	return true
+}
+
+// ReuseSummary counts what a run with Config.Reuse took from the earlier
+// run.
+type ReuseSummary struct {
+	// Reused counts the rollouts whose results were taken from the
+	// earlier run, those of units copied whole included; Graded the
+	// others.
+	Reused int64 `json:"reused"`
+	Graded int64 `json:"graded"`
+	// CopiedParts counts the parts copied whole.
+	CopiedParts int64 `json:"copied_parts"`
+	// Note says why nothing could be reused, when nothing could.
+	Note string `json:"note,omitempty"`
+}
+
+// summary returns the counts of rs (nil when rs is nil).
+func (rs *reuseSource) summary() *ReuseSummary {
+	if rs == nil {
+		return nil
+	}
+	s := &ReuseSummary{Reused: rs.reused.Load(), Graded: rs.graded.Load(), CopiedParts: rs.copied.Load()}
+	if rs.noHash {
+		s.Note = rs.dir + " predates input_hash: every rollout was graded"
+	}
+	return s
+}
+
+// digestBytes is how much of each end of a file inputDigest reads.
+const digestBytes = 1 << 20
+
+// inputDigest returns the modification time of the file at path, of size
+// bytes, and a fast digest of its content: XXH64 of its size, its first
+// and its last MiB (a Parquet file's footer among them). Both are "" when
+// the file cannot be read.
+func inputDigest(path string, size int64) (modTime, digest string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
+		return "", ""
+	}
+	h := xxhash.New()
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], uint64(size))
+	h.Write(buf[:])
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, min(size, digestBytes))); err != nil {
+		return "", ""
+	}
+	if size > digestBytes {
+		from := max(size-digestBytes, digestBytes)
+		if _, err := io.Copy(h, io.NewSectionReader(f, from, size-from)); err != nil {
+			return "", ""
+		}
+	}
+	return fi.ModTime().UTC().Format(time.RFC3339Nano), fmt.Sprintf("xxh64:%016x", h.Sum64())
+}
+
+// copyUnits copies whole the earlier parts of this process's units whose
+// input file, size, modification time and digest are unchanged, when the
+// earlier run had the same gavel, verifiers (ids, tasks and
+// fingerprints) and configuration, and no tasks table (whose content the
+// manifest does not identify). The copied units are complete.
+func (r *runner) copyUnits() error {
+	rs := r.plan.reuse
+	if rs == nil || rs.noHash || !rs.sameRun(r.manifest) {
+		return nil
+	}
+	old := map[string]*ManifestInput{}
+	for i := range rs.manifest.Inputs {
+		in := &rs.manifest.Inputs[i]
+		if in.Complete && in.Rows != nil && in.Digest != "" {
+			old[unitKey(in.Path, in.FirstRowGroup, in.RowGroups)] = in
+		}
+	}
+	for i := range r.units {
+		u := &r.units[i]
+		cur := &r.manifest.Inputs[i]
+		o := old[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
+		if !r.cfg.Shard.Has(i) || r.stats[i] != nil || o == nil || o.Part != cur.Part || o.Size != cur.Size ||
+			o.ModTime != cur.ModTime || o.Digest != cur.Digest || cur.Digest == "" {
+			continue
+		}
+		ps, err := rs.copyUnit(r.cfg.Out, rs.unitIndex(o), i, cur.Part)
+		if err != nil {
+			return err
+		}
+		if ps == nil {
+			continue
+		}
+		r.stats[i] = ps
+		r.manifest.complete(i, ps.Rows)
+		rs.copied.Add(1)
+		rs.reused.Add(ps.Rows)
+		if rp, ok := r.cfg.Progress.(ReuseProgress); ok {
+			rp.Reused(int(ps.Rows))
+		}
+	}
+	return r.writeManifest()
+}
+
+// sameRun reports whether the earlier run is the run m describes but for
+// its inputs' state.
+func (rs *reuseSource) sameRun(m *Manifest) bool {
+	o := rs.manifest
+	if o.Version != m.Version || o.Config.TasksFile != "" || len(o.Verifiers) != len(m.Verifiers) ||
+		len(m.Config.differences(&o.Config)) > 0 {
+		return false
+	}
+	for i, v := range m.Verifiers {
+		w := o.Verifiers[i]
+		if v.ID != w.ID || v.Fingerprint != w.Fingerprint || !slices.Equal(v.Tasks, w.Tasks) {
+			return false
+		}
+	}
+	return true
+}
+
+// unitIndex returns the index of the earlier unit in, the number of its
+// part.
+func (rs *reuseSource) unitIndex(in *ManifestInput) int {
+	for i := range rs.manifest.Inputs {
+		if &rs.manifest.Inputs[i] == in {
+			return i
+		}
+	}
+	return -1
+}
+
+// copyUnit copies the part of the earlier unit from into dir as the part
+// of unit to, in the order a run completes a part: statistics, checks,
+// then rewards. It returns the part's statistics, or nil when the earlier
+// part is not complete.
+func (rs *reuseSource) copyUnit(dir string, from, to int, part string) (*partStats, error) {
+	if from != to {
+		return nil, nil // the part's name is its unit's number: same units only
+	}
+	ps := partDone(rs.dir, from, part)
+	if ps == nil {
+		return nil, nil
+	}
+	files := [][2]string{{statsPath(rs.dir, from), statsPath(dir, to)}}
+	if _, err := os.Stat(idsPath(rs.dir, from)); err == nil {
+		files = append(files, [2]string{idsPath(rs.dir, from), idsPath(dir, to)})
+	}
+	for _, sub := range []string{"checks", "rewards"} {
+		files = append(files, [2]string{filepath.Join(rs.dir, sub, part), filepath.Join(dir, sub, part)})
+	}
+	for _, f := range files {
+		if err := copyFile(f[0], f[1]); err != nil {
+			removeUnit(dir, to)
+			return nil, fmt.Errorf("reuse: %w", err)
+		}
+	}
+	return ps, nil
+}

@@ -1,0 +1,219 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// countedVerifiers returns copies of the built-in verifiers whose calls are
+// counted in calls, by verifier id.
+func countedVerifiers(calls map[string]*atomic.Int64) []*verifiers.Verifier {
+	var vs []*verifiers.Verifier
+	for _, b := range verifiers.Builtin() {
+		v := *b
+		n := calls[v.ID]
+		if n == nil {
+			n = new(atomic.Int64)
+			calls[v.ID] = n
+		}
+		grade := b.Grade
+		v.Grade = func(r *verifiers.Rollout, c *verifiers.Checks) error {
+			n.Add(1)
+			return grade(r, c)
+		}
+		vs = append(vs, &v)
+	}
+	return vs
+}
+
+// sameFiles fails unless the rewards and checks parts of dirs a and b are
+// byte-identical.
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	for _, table := range []string{"rewards", "checks"} {
+		parts, err := filepath.Glob(filepath.Join(a, table, "part-*"))
+		if err != nil || len(parts) == 0 {
+			t.Fatalf("no %s parts in %s", table, a)
+		}
+		for _, p := range parts {
+			x, errX := os.ReadFile(p)
+			y, errY := os.ReadFile(filepath.Join(b, table, filepath.Base(p)))
+			if errX != nil || errY != nil {
+				t.Fatalf("read %s: %v %v", p, errX, errY)
+			}
+			if !bytes.Equal(x, y) {
+				t.Errorf("%s/%s differs between the reusing run and a full run", table, filepath.Base(p))
+			}
+		}
+	}
+}
+
+// TestReuse grades a generated dataset, changes one rollout's final state
+// and one verifier's version, grades again reusing the first run, and
+// checks that exactly the rows of the changed rollout, of the changed
+// verifier and with verifier errors ran their verifier, and that the parts
+// are those of a full run.
+func TestReuse(t *testing.T) {
+	for _, format := range []string{columnar.FormatParquet, columnar.FormatJSONL} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "rollouts.jsonl")
+			if _, err := gen.Run(context.Background(), gen.Config{Out: data, Rollouts: 600, Seed: 5, BadShare: 0.05}); err != nil {
+				t.Fatalf("gen: %v", err)
+			}
+			first := filepath.Join(dir, "first")
+			calls := map[string]*atomic.Int64{}
+			grade(t, Config{Inputs: []string{data}, Out: first, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(calls)})
+
+			// Nothing changed: the part is copied whole.
+			same := filepath.Join(dir, "same")
+			calls = map[string]*atomic.Int64{}
+			res := grade(t, Config{Inputs: []string{data}, Out: same, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(calls), Reuse: first})
+			sameFiles(t, same, first)
+			if ru := res.Summary.Reuse; ru == nil || ru.CopiedParts != 1 || ru.Reused != res.Summary.Rollouts || ru.Graded != 0 {
+				t.Errorf("unchanged: reuse summary %+v, want the part copied", ru)
+			}
+			for id, n := range calls {
+				if n.Load() != 0 {
+					t.Errorf("unchanged: verifier %s ran %d times", id, n.Load())
+				}
+			}
+
+			// Change one passed or failed rollout's final state.
+			lines := readLines(t, data)
+			mutated := ""
+			for i, l := range lines {
+				var m map[string]any
+				if json.Unmarshal(l, &m) != nil || m["final_state"] == nil || m["rollout_id"] == nil || i < 100 {
+					continue
+				}
+				m["final_state"] = map[string]any{"changed": true}
+				mutated = m["rollout_id"].(string)
+				lines[i], _ = json.Marshal(m)
+				break
+			}
+			if err := os.WriteFile(data, append(bytes.Join(lines, []byte("\n")), '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			// Change one verifier.
+			calls = map[string]*atomic.Int64{}
+			vs := countedVerifiers(calls)
+			bumped := vs[1].ID
+			vs[1].Version++
+
+			again := filepath.Join(dir, "again")
+			res = grade(t, Config{Inputs: []string{data}, Out: again, Format: format, Workers: 2, BatchSize: 50, Verifiers: vs, Reuse: first})
+			full := filepath.Join(dir, "full")
+			grade(t, Config{Inputs: []string{data}, Out: full, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(map[string]*atomic.Int64{})})
+			sameFiles(t, again, full)
+
+			// Which rows should have run their verifier, from the full run.
+			want := map[string]int64{}
+			var graded, total int64
+			scanRewards(t, full, func(id, verifier, status, kind string) {
+				total++
+				if verifier == "" || status == verifiers.StatusError || id == mutated || verifier == bumped {
+					graded++
+				}
+				if verifier != "" && kind != "input" && (verifier == bumped || kind == "verifier" || id == mutated) {
+					want[verifier]++
+				}
+			})
+			for id, n := range calls {
+				if got := n.Load(); got != want[id] {
+					t.Errorf("verifier %s ran %d times, want %d", id, got, want[id])
+				}
+			}
+			ru := res.Summary.Reuse
+			if ru == nil || ru.Graded != graded || ru.Reused != total-graded || ru.Reused == 0 || ru.CopiedParts != 0 {
+				t.Errorf("reuse summary %+v, want graded %d of %d", ru, graded, total)
+			}
+		})
+	}
+}
+
+// readLines returns the lines of a file.
+func readLines(t *testing.T, path string) [][]byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		out = append(out, append([]byte(nil), sc.Bytes()...))
+	}
+	return out
+}
+
+// scanRewards calls fn with the id, verifier, status and error kind of
+// every rewards row of dir.
+func scanRewards(t *testing.T, dir string, fn func(id, verifier, status, kind string)) {
+	t.Helper()
+	parts, _ := filepath.Glob(filepath.Join(dir, "rewards", "part-*"))
+	for _, p := range parts {
+		rr, err := columnar.OpenResult(p, []string{"rollout_id", "verifier_id", "status", "error_kind"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			c, err := rr.Next()
+			if err != nil {
+				break
+			}
+			fn(string(c[0].Data), string(c[1].Data), string(c[2].Data), string(c[3].Data))
+		}
+		rr.Close()
+	}
+}
+
+// TestReuseRefused checks that --reuse naming --out is refused and that an
+// earlier run without input_hash is graded in full, with a note.
+func TestReuseRefused(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "rollouts.jsonl")
+	if _, err := gen.Run(context.Background(), gen.Config{Out: data, Rollouts: 100, Seed: 3}); err != nil {
+		t.Fatalf("gen: %v", err)
+	}
+	out := filepath.Join(dir, "out")
+	grade(t, Config{Inputs: []string{data}, Out: out, Format: columnar.FormatJSONL, Workers: 2})
+	_, err := Run(context.Background(), Config{Inputs: []string{data}, Out: out, Verifiers: verifiers.Builtin(), Reuse: out + "/."})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Reuse" {
+		t.Fatalf("--reuse naming --out: err %v, want a ConfigError of Reuse", err)
+	}
+
+	// Remove input_hash from the earlier rewards.
+	part := filepath.Join(out, "rewards", "part-00000.jsonl")
+	var lines [][]byte
+	for _, l := range readLines(t, part) {
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "input_hash")
+		l, _ = json.Marshal(m)
+		lines = append(lines, l)
+	}
+	if err := os.WriteFile(part, append(bytes.Join(lines, []byte("\n")), '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := grade(t, Config{Inputs: []string{data}, Out: filepath.Join(dir, "again"), Format: columnar.FormatJSONL, Workers: 2, Reuse: out})
+	if ru := res.Summary.Reuse; ru == nil || ru.Reused != 0 || ru.Graded != 100 || ru.Note == "" {
+		t.Errorf("reuse summary %+v, want 100 graded and a note", ru)
+	}
+}
