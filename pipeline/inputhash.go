@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/binary"
 	"unsafe"
 
@@ -81,25 +80,25 @@ func (h *inputHasher) sum(r *verifiers.Rollout, initial jsonview.Value, cached b
 	b = appendField(b, 't', hashString, xxhash.Sum64String(r.TaskID))
 	initialSum, initialKind := uint64(0), byte(hashAbsent)
 	if !initial.IsNull() {
-		initialSum, initialKind = h.initial(initial.Raw(), cached), hashJSON
+		initialSum, initialKind = h.initial(initial, cached), hashJSON
 	}
 	b = appendField(b, 'i', initialKind, initialSum)
-	switch final := r.Final.Raw(); {
+	switch {
 	case r.Final.IsNull():
 		b = appendField(b, 'f', hashAbsent, 0)
-	case initialKind == hashJSON && sameBytes(final, initial.Raw()):
+	case initialKind == hashJSON && sameBytes(r.Final.Raw(), initial.Raw()):
 		// A world left unchanged shares the initial state's index.
 		b = appendField(b, 'f', hashJSON, initialSum)
 	default:
-		b = appendField(b, 'f', hashJSON, h.json(final))
+		b = appendField(b, 'f', hashJSON, h.value(r.Final))
 	}
 	b = appendField(b, 'o', hashString, xxhash.Sum64String(r.Output))
 	if r.Log.IsNull() {
 		b = appendField(b, 'l', hashAbsent, 0)
 	} else {
-		b = appendField(b, 'l', hashJSON, h.json(r.Log.Raw()))
+		b = appendField(b, 'l', hashJSON, h.value(r.Log))
 	}
-	b = appendField(b, 'm', hashJSON, h.json(r.Meta.Raw()))
+	b = appendField(b, 'm', hashJSON, h.value(r.Meta))
 	if t == nil {
 		b = appendField(b, 'k', hashAbsent, 0)
 	} else {
@@ -115,22 +114,32 @@ func appendField(b []byte, tag, kind byte, sum uint64) []byte {
 	return binary.LittleEndian.AppendUint64(b, sum)
 }
 
-// initial returns the content hash of an initial state's text, kept when
-// the text is cached.
-func (h *inputHasher) initial(text []byte, cached bool) uint64 {
+// initial returns the content hash of an initial state, kept when its
+// text is cached.
+func (h *inputHasher) initial(v jsonview.Value, cached bool) uint64 {
+	text := v.Raw()
 	if !cached || len(text) == 0 {
-		return h.json(text)
+		return h.value(v)
 	}
 	p := unsafe.SliceData(text)
 	if k, ok := h.known[p]; ok && k.n == len(text) {
 		return k.hash
 	}
-	sum := h.json(text)
+	sum := h.value(v)
 	if h.known == nil || len(h.known) >= maxKnown {
 		h.known = make(map[*byte]knownHash)
 	}
 	h.known[p] = knownHash{len(text), sum}
 	return sum
+}
+
+// value returns the XXH64 of v's text as a compact token stream. The
+// parser recorded where the text has whitespace, so the text is not
+// scanned again.
+func (h *inputHasher) value(v jsonview.Value) uint64 {
+	h.d.Reset()
+	v.WriteCompact(&h.d)
+	return h.d.Sum64()
 }
 
 // json returns the XXH64 of text, a valid JSON value, as a compact token
@@ -156,48 +165,8 @@ func sameBytes(a, b []byte) bool {
 }
 
 // writeCompact writes text, valid JSON, to d without the whitespace outside
-// its strings. Compact text is written in one piece; strings are skipped
-// with bytes.IndexByte, so the cost is mostly the scan for quotes.
-func writeCompact(d *xxhash.Digest, text []byte) {
-	start := 0
-	for i := 0; i < len(text); {
-		switch text[i] {
-		case '"':
-			i = stringEnd(text, i+1)
-		case ' ', '\t', '\n', '\r':
-			d.Write(text[start:i])
-			for i++; i < len(text) && isSpace(text[i]); i++ {
-			}
-			start = i
-		default:
-			i++
-		}
-	}
-	d.Write(text[start:])
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// stringEnd returns the index after the closing quote of the string whose
-// content starts at i (len(text) when it has none). A quote is escaped
-// when an odd number of backslashes precede it.
-func stringEnd(text []byte, i int) int {
-	for {
-		j := bytes.IndexByte(text[i:], '"')
-		if j < 0 {
-			return len(text)
-		}
-		j += i
-		k := j
-		for k > i && text[k-1] == '\\' {
-			k--
-		}
-		if (j-k)%2 == 0 {
-			return j + 1
-		}
-		i = j + 1
-	}
-}
+// its strings.
+func writeCompact(d *xxhash.Digest, text []byte) { jsonview.WriteCompactText(d, text) }
 
 // taskHash returns the content hash of a task row, the object fields, whose
 // member initialName is the task's initial state: when that member is a

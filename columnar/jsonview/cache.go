@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -26,7 +27,11 @@ import (
 // A text is admitted on its second sighting, so that a dataset of unique
 // states fills neither the cache nor the heap; admitted texts are kept
 // until the Cache holds MaxBytes of them, after which no more are
-// admitted (rows then parse as without a cache). Values returned by Parse
+// admitted (rows then parse as without a cache). After missRun lookups in
+// a row that neither found nor admitted a text (a dataset whose states do
+// not repeat), only one lookup in reprobe is made, the others missing at
+// once without hashing anything, until one finds or admits a text again.
+// Values returned by Parse
 // for cached texts are shared and read-only, like every Value after Parse.
 //
 // A Cache is safe for concurrent use. The zero value is not: use
@@ -35,6 +40,10 @@ type Cache struct {
 	seed     maphash.Seed
 	seed64   uint64 // derived from seed, for the sampled key
 	maxBytes int
+
+	// misses counts the lookups in a row that neither found nor admitted
+	// a text; probes counts the lookups since it reached missRun.
+	misses, probes atomic.Int64
 
 	mu    sync.RWMutex
 	docs  map[uint64][]*cachedText
@@ -66,6 +75,12 @@ type cachedText struct {
 
 // maxSeen bounds the set of hashes seen once; it is cleared when full.
 const maxSeen = 1 << 14
+
+// After missRun misses in a row, only one lookup in reprobe is made.
+const (
+	missRun = 1 << 12
+	reprobe = 64
+)
 
 // maxChain bounds the cached texts that share a key.
 const maxChain = 8
@@ -141,6 +156,22 @@ func (c *Cache) Lookup(data []byte) (Value, bool) {
 }
 
 func (c *Cache) lookup(data []byte, stable bool) (Value, bool) {
+	if c.misses.Load() >= missRun && c.probes.Add(1)%reprobe != 0 {
+		return Value{}, false
+	}
+	v, found, admitted := c.find(data, stable)
+	switch {
+	case !found && !admitted:
+		c.misses.Add(1)
+	case c.misses.Load() != 0:
+		c.misses.Store(0)
+	}
+	return v, found
+}
+
+// find returns the cached index of data, or counts a sighting of data and
+// reports whether it was admitted.
+func (c *Cache) find(data []byte, stable bool) (v Value, found, admitted bool) {
 	stable = stable && len(data) > 0
 	var addr uintptr
 	if stable {
@@ -150,7 +181,7 @@ func (c *Cache) lookup(data []byte, stable bool) (Value, bool) {
 		a, ok := c.byAddr[addr]
 		c.mu.RUnlock()
 		if ok && a.n == len(data) && a.p.Value() == p {
-			return a.text.root, true
+			return a.text.root, true, false
 		}
 	}
 	h := c.key(data)
@@ -167,7 +198,7 @@ func (c *Cache) lookup(data []byte, stable bool) (Value, bool) {
 				c.byAddr[addr] = addrEntry{p: weak.Make(unsafe.SliceData(data)), n: len(data), text: e}
 				c.mu.Unlock()
 			}
-			return e.root, true
+			return e.root, true, false
 		}
 	}
 	c.mu.Lock()
@@ -179,11 +210,11 @@ func (c *Cache) lookup(data []byte, stable bool) (Value, bool) {
 			clear(c.seen)
 		}
 		c.seen[h] = struct{}{}
-		return Value{}, false
+		return Value{}, false, false
 	}
 	for _, e := range chain {
 		if bytes.Equal(e.data, data) { // admitted by another goroutine meanwhile
-			return e.root, true
+			return e.root, true, false
 		}
 	}
 	// Second sighting: keep an indexed copy for the rows to come.
@@ -191,7 +222,7 @@ func (c *Cache) lookup(data []byte, stable bool) (Value, bool) {
 	doc := new(Doc)
 	root, err := doc.Parse(own)
 	if err != nil {
-		return Value{}, false
+		return Value{}, false, false
 	}
 	doc.Share()
 	e := &cachedText{data: own, root: root}
@@ -206,7 +237,7 @@ func (c *Cache) lookup(data []byte, stable bool) (Value, bool) {
 	c.bytes += len(own)
 	c.texts++
 	delete(c.seen, h)
-	return Value{}, false
+	return Value{}, false, true
 }
 
 // prefixLen is the length of the beginning of a text that MatchPrefix

@@ -231,3 +231,29 @@ func TestSharedDocRefusesParse(t *testing.T) {
 	}()
 	_, _ = d.Parse([]byte(`[]`))
 }
+
+// TestCacheMissRun: after missRun texts that do not repeat, lookups miss
+// without looking, but for one in reprobe; a text that repeats is still
+// admitted by those, and its hits make every lookup look again.
+func TestCacheMissRun(t *testing.T) {
+	c := NewCache(0)
+	for i := range missRun {
+		c.Lookup(fmt.Appendf(nil, `{"unique":%d}`, i))
+	}
+	a := []byte(`{"repeats":true}`)
+	n := 0
+	for ; n < 4*reprobe; n++ {
+		if _, ok := c.Lookup(a); ok {
+			break
+		}
+	}
+	if n < reprobe || n == 4*reprobe {
+		t.Fatalf("a repeated text was found on lookup %d after the miss run, want between %d and %d", n+1, reprobe+1, 4*reprobe)
+	}
+	b := []byte(`{"repeats":"too"}`)
+	for i := range 3 {
+		if _, ok := c.Lookup(b); ok != (i == 2) {
+			t.Errorf("after a hit, lookup %d of a new text: found %v, want %v", i+1, ok, i == 2)
+		}
+	}
+}

@@ -68,6 +68,12 @@ type Doc struct {
 	nodes  []node
 	stack  []frame
 	shared bool // see Share
+	// spaces holds the whitespace runs between tokens, as pairs of
+	// offsets [start, end) in document order, so that a value's compact
+	// text (WriteCompact) is its text between them. partial reports that
+	// ParseSkipping left a member out: the runs in it are not known.
+	spaces  []int32
+	partial bool
 	// ParseSkipping's request and results.
 	sk                  Skips
 	scanned, matched    Skipped
@@ -137,6 +143,8 @@ func (d *Doc) Reset() {
 	d.data = nil
 	d.nodes = d.nodes[:0]
 	d.stack = d.stack[:0]
+	d.spaces = d.spaces[:0]
+	d.partial = false
 }
 
 // Parse indexes data (which the Doc does not copy: data must stay unchanged
@@ -218,7 +226,10 @@ func (d *Doc) skipMember(data []byte, i int, key []byte) int {
 	default:
 		return 0
 	}
-	i = skipSpace(data, i)
+	if j := skipSpace(data, i); j > i {
+		d.spaces = append(d.spaces, int32(i), int32(j))
+		i = j
+	}
 	if i >= len(data) || (data[i] != '{' && data[i] != '[') {
 		return 0
 	}
@@ -235,6 +246,7 @@ func (d *Doc) skipMember(data []byte, i int, key []byte) int {
 	if j <= 0 {
 		return 0
 	}
+	d.partial = true
 	if scan {
 		d.scanned = Skipped{Text: data[i:j:j], Cached: v}
 	} else {
@@ -252,6 +264,8 @@ func (d *Doc) parse(data []byte, skipping bool) (Value, error) {
 		return Value{}, &SyntaxError{Offset: maxText, Msg: "text too large"}
 	}
 	d.data = nil
+	d.partial = false
+	spaces := d.spaces[:0]
 	nodes := d.nodes[:0]
 	stack := append(d.stack[:0], frame{node: -1})
 	n := len(data)
@@ -272,7 +286,9 @@ func (d *Doc) parse(data []byte, skipping bool) (Value, error) {
 
 value:
 	if i < n && data[i] <= ' ' {
-		i = skipSpace(data, i)
+		j = skipSpace(data, i)
+		spaces = append(spaces, int32(i), int32(j))
+		i = j
 	}
 	if i >= n {
 		goto eof
@@ -308,7 +324,7 @@ value:
 		}
 		j, flags, code = scanString(data, i+1)
 		if code != errNone {
-			return d.fail(nodes, stack, j, code, data)
+			return d.fail(nodes, stack, spaces, j, code, data)
 		}
 		nd.kind, nd.end = String, int32(j)
 		nd.flags |= flags
@@ -316,7 +332,7 @@ value:
 		goto afterValue
 	case '{', '[':
 		if len(stack) > MaxDepth {
-			return d.fail(nodes, stack, i, errDepth, data)
+			return d.fail(nodes, stack, spaces, i, errDepth, data)
 		}
 		kind = Array
 		if c == '{' {
@@ -326,7 +342,9 @@ value:
 		stack = append(stack, frame{node: idx, kind: kind})
 		i++
 		if i < n && data[i] <= ' ' {
-			i = skipSpace(data, i)
+			j = skipSpace(data, i)
+			spaces = append(spaces, int32(i), int32(j))
+			i = j
 		}
 		if i >= n {
 			goto eof
@@ -349,11 +367,11 @@ value:
 		kind, j = Null, 4
 	default:
 		if c != '-' && (c < '0' || c > '9') {
-			return d.fail(nodes, stack, i, errValueStart, data)
+			return d.fail(nodes, stack, spaces, i, errValueStart, data)
 		}
 		j, code = scanNumber(data, i)
 		if code != errNone {
-			return d.fail(nodes, stack, j, code, data)
+			return d.fail(nodes, stack, spaces, j, code, data)
 		}
 		nd.kind, nd.end = Number, int32(j)
 		i = j
@@ -362,7 +380,7 @@ value:
 	// A literal: kind and its length j.
 	if i+j > n || string(data[i:i+j]) != literals[kind] {
 		j, code = literalError(data, i, literals[kind])
-		return d.fail(nodes, stack, j, code, data)
+		return d.fail(nodes, stack, spaces, j, code, data)
 	}
 	nd.kind, nd.end = kind, int32(i+j)
 	i += j
@@ -374,7 +392,9 @@ afterValue:
 		goto end
 	}
 	if i < n && data[i] <= ' ' {
-		i = skipSpace(data, i)
+		j = skipSpace(data, i)
+		spaces = append(spaces, int32(i), int32(j))
+		i = j
 	}
 	if i >= n {
 		goto eof
@@ -391,12 +411,12 @@ afterValue:
 		if c == '}' {
 			goto closeContainer
 		}
-		return d.fail(nodes, stack, i, errAfterMember, data)
+		return d.fail(nodes, stack, spaces, i, errAfterMember, data)
 	}
 	if c == ']' {
 		goto closeContainer
 	}
-	return d.fail(nodes, stack, i, errAfterElement, data)
+	return d.fail(nodes, stack, spaces, i, errAfterElement, data)
 
 closeContainer:
 	// data[i] closes the container on top of the stack.
@@ -413,13 +433,15 @@ closeContainer:
 
 key:
 	if i < n && data[i] <= ' ' {
-		i = skipSpace(data, i)
+		j = skipSpace(data, i)
+		spaces = append(spaces, int32(i), int32(j))
+		i = j
 	}
 	if i >= n {
 		goto eof
 	}
 	if data[i] != '"' {
-		return d.fail(nodes, stack, i, errKeyStart, data)
+		return d.fail(nodes, stack, spaces, i, errKeyStart, data)
 	}
 	kflags = flagMember
 	if i+9 <= n {
@@ -433,7 +455,7 @@ key:
 	}
 	j, flags, code = scanString(data, i+1)
 	if code != errNone {
-		return d.fail(nodes, stack, j, code, data)
+		return d.fail(nodes, stack, spaces, j, code, data)
 	}
 	ks, ke = int32(i+1), int32(j-1)
 	if flags != 0 {
@@ -443,17 +465,22 @@ key:
 
 colon:
 	if i < n && data[i] <= ' ' {
-		i = skipSpace(data, i)
+		j = skipSpace(data, i)
+		spaces = append(spaces, int32(i), int32(j))
+		i = j
 	}
 	if i >= n {
 		goto eof
 	}
 	if data[i] != ':' {
-		return d.fail(nodes, stack, i, errAfterKey, data)
+		return d.fail(nodes, stack, spaces, i, errAfterKey, data)
 	}
 	i++
 	if skipping && len(stack) == 2 && kflags == flagMember {
-		if j = d.skipMember(data, i, data[ks:ke]); j > 0 {
+		d.spaces = spaces
+		j = d.skipMember(data, i, data[ks:ke])
+		spaces = d.spaces
+		if j > 0 {
 			kflags = 0
 			i = j
 			goto afterValue
@@ -466,14 +493,14 @@ end:
 		i = skipSpace(data, i)
 	}
 	if i < n {
-		return d.fail(nodes, stack, i, errAfterTop, data)
+		return d.fail(nodes, stack, spaces, i, errAfterTop, data)
 	}
 	nodes[0].flags |= flagLast
-	d.data, d.nodes, d.stack = data, nodes, stack[:0]
+	d.data, d.nodes, d.stack, d.spaces = data, nodes, stack[:0], spaces
 	return Value{d: d, i: 0}, nil
 
 eof:
-	return d.fail(nodes, stack, n, errEOF, data)
+	return d.fail(nodes, stack, spaces, n, errEOF, data)
 }
 
 // literals holds the text of the literal kinds.
@@ -481,8 +508,8 @@ var literals = [...]string{Null: "null", False: "false", True: "true"}
 
 // fail keeps the buffers for reuse, leaves the Doc empty and returns the
 // error for code at offset off.
-func (d *Doc) fail(nodes []node, stack []frame, off int, code errCode, data []byte) (Value, error) {
-	d.data, d.nodes, d.stack = nil, nodes[:0], stack[:0]
+func (d *Doc) fail(nodes []node, stack []frame, spaces []int32, off int, code errCode, data []byte) (Value, error) {
+	d.data, d.nodes, d.stack, d.spaces, d.partial = nil, nodes[:0], stack[:0], spaces[:0], false
 	return Value{}, &SyntaxError{Offset: int64(off), Msg: code.message(data, off)}
 }
 
