@@ -88,7 +88,8 @@ bench: build
 BENCH_COMPARE_SIZES ?= 1000000
 bench-compare: build
 	$(GO) build -trimpath -o bin/bench-splitparquet ./bench/cmd/splitparquet
-	bench/compare.sh $(BIN) bin/bench-splitparquet $(BENCH_DATA)/compare $(BENCH_COMPARE_SIZES)
+	$(GO) build -trimpath -o bin/bench-rewardsgen ./bench/cmd/rewardsgen
+	bench/compare.sh $(BIN) bin/bench-splitparquet bin/bench-rewardsgen $(BENCH_DATA)/compare $(BENCH_COMPARE_SIZES)
 
 # `make loadtest` starts `gavel serve` on 127.0.0.1, drives it with bounded
 # load (each phase ends after LOADTEST_DURATION or its request cap), stops it
