@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bufio"
-	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/gavelhq/gavel/internal/atomicfile"
+	"github.com/gavelhq/gavel/internal/kmerge"
 	"github.com/gavelhq/gavel/internal/mix"
 )
 
@@ -158,23 +158,10 @@ func (ru *idRun) next() (bool, error) {
 	return true, nil
 }
 
-type runHeap []*idRun
-
-func (h runHeap) Len() int           { return len(h) }
-func (h runHeap) Less(i, j int) bool { return h[i].cur < h[j].cur }
-func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)        { *h = append(*h, x.(*idRun)) }
-func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
 // repeatedHashes returns the id hashes that occur more than once in the
 // rewards parts of units, whose rows are given.
 func repeatedHashes(dir, format string, units []int, rows []int64) (map[uint64]bool, error) {
-	var runs runHeap
+	var runs []*idRun
 	var files []*os.File
 	defer func() {
 		for _, f := range files {
@@ -212,37 +199,20 @@ func repeatedHashes(dir, format string, units []int, rows []int64) (map[uint64]b
 			runs = append(runs, &idRun{r: bufio.NewReaderSize(sr, 4096), left: m})
 		}
 	}
-	live := runs[:0]
-	for _, ru := range runs {
-		ok, err := ru.next()
-		if err != nil {
-			return nil, fmt.Errorf("read rollout id hashes: %w", err)
-		}
-		if ok {
-			live = append(live, ru)
-		}
-	}
-	runs = live
-	heap.Init(&runs)
 	repeated := map[uint64]bool{}
 	var prev uint64
 	first := true
-	for len(runs) > 0 {
-		ru := runs[0]
-		h := ru.cur
-		if !first && h == prev {
-			repeated[h] = true
-		}
-		prev, first = h, false
-		ok, err := ru.next()
-		if err != nil {
-			return nil, fmt.Errorf("read rollout id hashes: %w", err)
-		}
-		if ok {
-			heap.Fix(&runs, 0)
-		} else {
-			heap.Pop(&runs)
-		}
+	err := kmerge.Merge(runs, (*idRun).next,
+		func(a, b *idRun) bool { return a.cur < b.cur },
+		func(ru *idRun) error {
+			if !first && ru.cur == prev {
+				repeated[ru.cur] = true
+			}
+			prev, first = ru.cur, false
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("read rollout id hashes: %w", err)
 	}
 	return repeated, nil
 }

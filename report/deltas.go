@@ -2,13 +2,14 @@ package report
 
 import (
 	"bufio"
-	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+
+	"github.com/gavelhq/gavel/internal/kmerge"
 )
 
 // deltaRuns keeps the reward deltas of the pairs a diff joined in
@@ -66,36 +67,17 @@ func (r *deltaRuns) sum(fn func(verifier int, delta float64)) error {
 	if err := r.w.Flush(); err != nil {
 		return fmt.Errorf("diff: write deltas: %w", err)
 	}
-	h := make(runHeap, 0, len(r.runs))
+	cursors := make([]*runCursor, len(r.runs))
 	for i, start := range r.runs {
 		end := r.bytes
 		if i+1 < len(r.runs) {
 			end = r.runs[i+1]
 		}
-		c := &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, start, end-start), 4<<10)}
-		ok, err := c.next()
-		if err != nil {
-			return err
-		}
-		if ok {
-			h = append(h, c)
-		}
+		cursors[i] = &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, start, end-start), 4<<10)}
 	}
-	heap.Init(&h)
-	for len(h) > 0 {
-		c := h[0]
-		fn(c.verifier, c.delta)
-		ok, err := c.next()
-		if err != nil {
-			return err
-		}
-		if ok {
-			heap.Fix(&h, 0)
-		} else {
-			heap.Pop(&h)
-		}
-	}
-	return nil
+	return kmerge.Merge(cursors, (*runCursor).next,
+		func(a, b *runCursor) bool { return a.ordinal < b.ordinal },
+		func(c *runCursor) error { fn(c.verifier, c.delta); return nil })
 }
 
 func (r *deltaRuns) close() {
@@ -123,17 +105,4 @@ func (c *runCursor) next() (bool, error) {
 	c.verifier = int(binary.LittleEndian.Uint32(b[8:]))
 	c.delta = math.Float64frombits(binary.LittleEndian.Uint64(b[12:]))
 	return true, nil
-}
-
-type runHeap []*runCursor
-
-func (h runHeap) Len() int           { return len(h) }
-func (h runHeap) Less(i, j int) bool { return h[i].ordinal < h[j].ordinal }
-func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)        { *h = append(*h, x.(*runCursor)) }
-func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
