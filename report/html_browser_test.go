@@ -27,6 +27,49 @@ func findChromium() string {
 	return ""
 }
 
+// renderInBrowser checks that html holds none of the strings bad (a
+// page must be self-contained and readable without script; the SVG
+// namespace aside), then loads it, with probe added before </body>, in
+// headless Chromium at 1280 × 900 pixels and returns the DOM it ends
+// with. The test skips when no Chromium is installed, unless
+// requireBrowserEnv is set.
+func renderInBrowser(t *testing.T, html, probe string, bad ...string) string {
+	t.Helper()
+	for _, b := range bad {
+		if strings.Contains(strings.ReplaceAll(html, `xmlns="http://www.w3.org/2000/svg"`, ""), b) {
+			t.Errorf("page holds %q: it must be self-contained and readable without script", b)
+		}
+	}
+	browser := findChromium()
+	if browser == "" {
+		if os.Getenv(requireBrowserEnv) == "1" {
+			t.Fatalf("%s=1 but no chromium is installed (apt-get install chromium)", requireBrowserEnv)
+		}
+		t.Skipf("chromium not installed: skipping the browser test (install Debian's chromium package, or set %s=1 to make this a failure)", requireBrowserEnv)
+	}
+	tmp := t.TempDir()
+	path := filepath.Join(tmp, "page.html")
+	if err := os.WriteFile(path, []byte(strings.Replace(html, "</body>", probe+"</body>", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+		"--window-size=1280,900", "--user-data-dir="+filepath.Join(tmp, "profile"), "--dump-dom", "file://"+path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", browser, err, stderr.String())
+	}
+	dom := string(out)
+	if !strings.Contains(dom, `data-probed="yes"`) {
+		t.Fatalf("the page did not finish rendering; DOM:\n%s", dom)
+	}
+	return dom
+}
+
 // probeScript runs in a copy of the page (the page itself has no script)
 // and records what the browser laid out: each bar's and whisker's
 // rendered width, and each table row's rendered height.
@@ -44,13 +87,6 @@ document.body.setAttribute("data-probed", "yes");
 // Chromium and checks the rendered table rows and the SVG bars and
 // whiskers.
 func TestLeaderboardHTMLInBrowser(t *testing.T) {
-	browser := findChromium()
-	if browser == "" {
-		if os.Getenv(requireBrowserEnv) == "1" {
-			t.Fatalf("%s=1 but no chromium is installed (apt-get install chromium)", requireBrowserEnv)
-		}
-		t.Skipf("chromium not installed: skipping the browser test (install Debian's chromium package, or set %s=1 to make this a failure)", requireBrowserEnv)
-	}
 	dir := writeResults(t, leaderboardRows(), map[string]string{"V": "x"}, map[string]int64{"in.jsonl": 1})
 	lb, err := BuildLeaderboard([]string{dir}, LeaderboardConfig{K: []int{1, 2}})
 	if err != nil {
@@ -60,32 +96,7 @@ func TestLeaderboardHTMLInBrowser(t *testing.T) {
 	if err := lb.WriteHTML(&page); err != nil {
 		t.Fatal(err)
 	}
-	html := page.String()
-	for _, bad := range []string{"<script", "http://", "https://", "<link"} {
-		if strings.Contains(strings.ReplaceAll(html, `xmlns="http://www.w3.org/2000/svg"`, ""), bad) {
-			t.Errorf("page holds %q: it must be self-contained and readable without script", bad)
-		}
-	}
-	tmp := t.TempDir()
-	path := filepath.Join(tmp, "leaderboard.html")
-	if err := os.WriteFile(path, []byte(strings.Replace(html, "</body>", probeScript+"</body>", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+filepath.Join(tmp, "profile"), "--dump-dom", "file://"+path)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", browser, err, stderr.String())
-	}
-	dom := string(out)
-	if !strings.Contains(dom, `data-probed="yes"`) {
-		t.Fatalf("the page did not finish rendering; DOM:\n%s", dom)
-	}
+	dom := renderInBrowser(t, page.String(), probeScript, "<script", "http://", "https://", "<link")
 
 	rows := regexp.MustCompile(`(?s)<tr class="entry" data-rendered-height="([0-9.]+)">(.*?)</tr>`).FindAllStringSubmatch(dom, -1)
 	if len(rows) != 2 {
