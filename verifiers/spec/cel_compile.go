@@ -141,6 +141,12 @@ func costExceeded(err error) bool {
 func (p *program) eval(r *verifiers.Rollout, s *scratch, use func(ref.Val) error) error {
 	act := s.cel.bind(r)
 	defer s.cel.reset()
+	return p.run(act, use)
+}
+
+// run evaluates the program on the bound activation act and hands the
+// result to use; exceeding the cost limit is an error that says so.
+func (p *program) run(act interpreter.Activation, use func(ref.Val) error) error {
 	out, _, err := p.prg.Eval(act)
 	if err != nil && costExceeded(err) {
 		return fmt.Errorf("expression exceeded the cost limit (%d)", CostLimit)

@@ -226,14 +226,7 @@ func (p *program) evalChange(r *verifiers.Rollout, s *scratch, record jsonview.V
 	act := s.cel.bind(r)
 	act.change = s.cel.obj(record)
 	defer s.cel.reset()
-	out, _, err := p.prg.Eval(act)
-	if err != nil && costExceeded(err) {
-		return fmt.Errorf("expression exceeded the cost limit (%d)", CostLimit)
-	}
-	if err != nil {
-		return err
-	}
-	return use(out)
+	return p.run(act, use)
 }
 
 // appendChange appends a change record as JSON text.
