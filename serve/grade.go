@@ -97,6 +97,10 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 						writeError(w, http.StatusBadRequest, fmt.Sprintf("keep %s: %s is a rollout field, not metadata", name, name), "?keep=model,run_id")
 						return
 					}
+					if name == columnar.ColumnInputHash {
+						writeError(w, http.StatusBadRequest, fmt.Sprintf("keep %s: %s is a rewards column (the hash of each rollout's input), not metadata", name, name), "?keep=model,run_id")
+						return
+					}
 					g.keep = append(g.keep, name)
 				}
 			}

@@ -102,6 +102,7 @@ func TestRoutes(t *testing.T) {
 		{"grade too large", "POST", "/v1/grade", "application/json", big, 413, "over 4096 bytes"},
 		{"grade array too large", "POST", "/v1/grade", "application/json", "[" + big + "]", 413, "over 4096 bytes"},
 		{"grade keep a rollout field", "POST", "/v1/grade?keep=output", "", `{"task_id": "T"}`, 400, "rollout field"},
+		{"grade keep input_hash", "POST", "/v1/grade?keep=model,input_hash", "", `{"task_id": "T"}`, 400, "rewards column"},
 		{"verifier too large", "POST", "/verifier", "application/json", big, 413, "over 4096 bytes"},
 		{"verifier malformed", "POST", "/verifier", "application/json", `{"sessionId": "s", "checks": [}`, 400, "invalid JSON at byte"},
 		{"verifier no session id", "POST", "/verifier", "", `{"checks": []}`, 400, "sessionId"},
