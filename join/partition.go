@@ -34,61 +34,55 @@ const bytesPerRow = 512
 // (each with a 16 KiB buffer).
 const maxPartitions = 1024
 
+// partitionCount returns the number of partitions that spreads about rows
+// rows (-1 when unknown) so that one partition's fit in budget bytes.
+func partitionCount(rows, budget int64) int {
+	n := int64(1)
+	if rows > 0 {
+		n = (rows*bytesPerRow + budget - 1) / budget
+	}
+	return int(max(1, min(n, maxPartitions)))
+}
+
 // partitioned spills the rows left on both sides (about rows of them, -1
 // when unknown) into partitions and joins them one at a time.
 //
-// A partition file holds records: a tag byte (side and table), for a
-// rewards row its ordinal (uvarint), then each value: its kind byte and,
-// unless null, its length (uvarint) and bytes. Each side's rewards rows
-// are written before its check rows, each in the order read, so a
-// partition keeps the order of each side.
+// A partition file holds records (spill.write): a tag byte (side and
+// table), for a rewards row its ordinal (uvarint), then each value: its
+// kind byte and, unless null, its length (uvarint) and bytes. Each side's
+// rewards rows are written before its check rows, each in the order read,
+// so a partition keeps the order of each side.
 func (j *joiner) partitioned(ctx context.Context, rows int64) error {
-	n := int64(1)
-	if rows > 0 {
-		n = (rows*bytesPerRow + j.cfg.MemoryBudget - 1) / j.cfg.MemoryBudget
-	}
-	n = max(1, min(n, maxPartitions))
+	n := partitionCount(rows, j.cfg.MemoryBudget)
 	dir, err := os.MkdirTemp(j.cfg.TempDir, "gavel-join-")
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	sp := &spill{files: make([]*os.File, n), w: make([]*bufio.Writer, n), seed: maphash.MakeSeed()}
-	defer sp.close()
-	for i := range sp.files {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("p%05d", i)))
-		if err != nil {
-			return fmt.Errorf("join: %w", err)
-		}
-		sp.files[i] = f
-		sp.w[i] = bufio.NewWriterSize(f, 16<<10)
+	sp, err := newSpill(dir, "p", n, maphash.MakeSeed())
+	if err != nil {
+		return err
 	}
+	defer sp.close()
 	for i, s := range j.sides {
 		if err := j.spillSide(ctx, sp, s, byte(2*i)); err != nil {
 			return err
 		}
 	}
-	for i, w := range sp.w {
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("join: write partition: %w", err)
-		}
-		if err := sp.files[i].Close(); err != nil {
-			return fmt.Errorf("join: write partition: %w", err)
-		}
-		sp.files[i] = nil
+	if err := sp.finish(); err != nil {
+		return err
 	}
-	j.stats.Partitions = int(n)
+	j.stats.Partitions = n
 	j.stats.DiskBytes = sp.bytes
 	var p partition
-	for i := range int(n) {
+	for i := range n {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		path := filepath.Join(dir, fmt.Sprintf("p%05d", i))
-		if err := p.load(path, len(j.cfg.Rewards), len(j.cfg.Checks)); err != nil {
+		if err := p.load(sp.path(i), len(j.cfg.Rewards), len(j.cfg.Checks)); err != nil {
 			return fmt.Errorf("join: %w", err)
 		}
-		os.Remove(path)
+		os.Remove(sp.path(i))
 		if err := j.joinPartition(&p, i); err != nil {
 			return err
 		}
@@ -104,13 +98,51 @@ func (j *joiner) flushProgress() {
 	}
 }
 
-// spill is the partition files being written.
+// spill is the partition files being written: records sent to a file by
+// a hash of their rollout id. Two spills made with the same seed and
+// number of files send an id to the same partition.
 type spill struct {
-	files []*os.File
-	w     []*bufio.Writer
-	seed  maphash.Seed
-	buf   []byte
-	bytes int64
+	dir, prefix string
+	files       []*os.File
+	w           []*bufio.Writer
+	seed        maphash.Seed
+	buf         []byte
+	bytes       int64
+}
+
+// newSpill creates n partition files in dir, named prefix and the
+// partition's number.
+func newSpill(dir, prefix string, n int, seed maphash.Seed) (*spill, error) {
+	sp := &spill{dir: dir, prefix: prefix, files: make([]*os.File, n), w: make([]*bufio.Writer, n), seed: seed}
+	for i := range sp.files {
+		f, err := os.Create(sp.path(i))
+		if err != nil {
+			sp.close()
+			return nil, fmt.Errorf("join: %w", err)
+		}
+		sp.files[i] = f
+		sp.w[i] = bufio.NewWriterSize(f, 16<<10)
+	}
+	return sp, nil
+}
+
+// path is the file of partition i.
+func (sp *spill) path(i int) string {
+	return filepath.Join(sp.dir, fmt.Sprintf("%s%05d", sp.prefix, i))
+}
+
+// finish flushes and closes the partition files.
+func (sp *spill) finish() error {
+	for i, w := range sp.w {
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("join: write partition: %w", err)
+		}
+		if err := sp.files[i].Close(); err != nil {
+			return fmt.Errorf("join: write partition: %w", err)
+		}
+		sp.files[i] = nil
+	}
+	return nil
 }
 
 func (sp *spill) close() {
@@ -121,12 +153,30 @@ func (sp *spill) close() {
 	}
 }
 
-// write appends one record to the partition of id.
+// write appends one row record to the partition of id.
 func (sp *spill) write(id []byte, tag byte, ordinal int64, vals []Value) error {
 	b := append(sp.buf[:0], tag)
 	if tag == tagLeftReward || tag == tagRightReward {
 		b = binary.AppendUvarint(b, uint64(ordinal))
 	}
+	b = appendValues(b, vals)
+	sp.buf = b
+	return sp.writeRecord(id, b)
+}
+
+// writeRecord appends the record b to the partition of id.
+func (sp *spill) writeRecord(id, b []byte) error {
+	p := maphash.Bytes(sp.seed, id) % uint64(len(sp.w))
+	sp.bytes += int64(len(b))
+	if _, err := sp.w[p].Write(b); err != nil {
+		return fmt.Errorf("join: write partition: %w", err)
+	}
+	return nil
+}
+
+// appendValues appends the encoding of vals to b: each value's kind byte
+// and, unless null, its length (uvarint) and bytes.
+func appendValues(b []byte, vals []Value) []byte {
 	for _, v := range vals {
 		b = append(b, byte(v.Kind))
 		if !v.Null() {
@@ -134,13 +184,7 @@ func (sp *spill) write(id []byte, tag byte, ordinal int64, vals []Value) error {
 			b = append(b, v.Data...)
 		}
 	}
-	sp.buf = b
-	p := maphash.Bytes(sp.seed, id) % uint64(len(sp.w))
-	sp.bytes += int64(len(b))
-	if _, err := sp.w[p].Write(b); err != nil {
-		return fmt.Errorf("join: write partition: %w", err)
-	}
-	return nil
+	return b
 }
 
 // spillSide writes the rows left on side s: its rewards rows, then the
