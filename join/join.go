@@ -1,9 +1,11 @@
 // Package join pairs the rollouts of two result directories by rollout_id
 // in bounded memory: each rollout's rewards row with its checks, the
-// left's with the right's. gavel diff, grade --baseline and the reuse of
-// an earlier run's results rest on it.
+// left's with the right's. gavel diff and grade --baseline rest on Join;
+// Match, the same join of a result directory with the rollout ids of a new
+// run, finds the rows that grade --reuse may take from an earlier run
+// whose units do not line up with the new run's.
 //
-// Two paths lead to the same pairs:
+// Join takes two paths to the same pairs:
 //
 //   - The aligned path. When both manifests name the same input units
 //     (path, size, row groups, rows, part) and both summaries count no
@@ -17,6 +19,9 @@
 //     hash of rollout_id, files under Config.TempDir sized so that one
 //     partition's rows fit in Config.MemoryBudget, and the partitions are
 //     joined one at a time in memory.
+//
+// Match takes the partitioned path only, the new run's ids spilled to the
+// same partitions as the directory's rows.
 //
 // A rollout id seen twice on one side keeps its first row (in part order,
 // then row order); the others are counted as duplicates. A rollout's checks
@@ -217,14 +222,14 @@ func (j *joiner) openSide(d *Dir, name string) (*side, error) {
 	s := &side{name: name}
 	parts, err := Parts(d.Path, Rewards)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, s.errorf(err)
 	}
 	cols := append([]string{"rollout_id", "checks_total"}, j.cfg.Rewards...)
 	s.rewards = newTableReader(parts, cols)
 	if j.cfg.Checks != nil {
 		parts, err := Parts(d.Path, Checks)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, s.errorf(err)
 		}
 		s.checks = newTableReader(parts, append([]string{"rollout_id"}, j.cfg.Checks...))
 	}
@@ -238,8 +243,13 @@ func (s *side) close() {
 	}
 }
 
-// errorf wraps err with the side's name.
-func (s *side) errorf(err error) error { return fmt.Errorf("%s: %w", s.name, err) }
+// errorf wraps err with the side's name, when it has one.
+func (s *side) errorf(err error) error {
+	if s.name == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", s.name, err)
+}
 
 // nextReward reads the next rewards row: its values, or io.EOF.
 func (s *side) nextReward() ([]Value, error) {
