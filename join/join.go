@@ -39,8 +39,8 @@ import (
 )
 
 // Progress receives the progress of a join in rows: the rewards rows of
-// both sides read, and again those joined in partitions. It is called from
-// the goroutine that called Join.
+// both sides read, and again those joined in partitions (for Match, see
+// there). It is called from the goroutine that called Join or Match.
 type Progress interface {
 	SetTotal(total int64)
 	Add(n int)

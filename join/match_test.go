@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -34,7 +35,7 @@ func emitKeys(ks []key) func(emit func(int, int64, []byte) error) error {
 // of ids: each rewards row numbered n in the directory's order, with
 // checks_total check rows of its own (0 to 2, by n), one with a null
 // status.
-func writeParts(t *testing.T, parts ...[]string) string {
+func writeParts(t testing.TB, parts ...[]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	var inputs []string
@@ -183,6 +184,32 @@ func TestMatch(t *testing.T) {
 			}
 			if got := readMatches(t, m, 4, true); !slices.Equal(got, want) {
 				t.Errorf("units read in reverse: %d matches, want %d\n%s", len(got), len(want), lineDiff(got, want))
+			}
+			// Each unit read by a goroutine of its own.
+			var wg sync.WaitGroup
+			perUnit := make([][]string, 4)
+			for u := range perUnit {
+				wg.Go(func() {
+					um, err := m.Unit(u)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for {
+						row, r, err := um.Next()
+						if err != nil {
+							if !errors.Is(err, io.EOF) {
+								t.Error(err)
+							}
+							return
+						}
+						perUnit[u] = append(perUnit[u], fmt.Sprintf("%d/%d %s %s %s", u, row, r.ID, r.Values[0].Data, checksText(r.Checks)))
+					}
+				})
+			}
+			wg.Wait()
+			if got := slices.Concat(perUnit...); !slices.Equal(got, want) {
+				t.Errorf("units read at once: %d matches, want %d\n%s", len(got), len(want), lineDiff(got, want))
 			}
 			if err := m.Close(); err != nil {
 				t.Fatal(err)
@@ -367,5 +394,59 @@ func TestMatchCancelKeys(t *testing.T) {
 	_, err = Match(ctx, d, keys, cfg)
 	if !errors.Is(err, context.Canceled) || emitted > 10+1024 {
 		t.Errorf("Match canceled after %d keys: error %v after %d keys, want context.Canceled within 1024", 10, err, emitted)
+	}
+}
+
+// BenchmarkMatch matches a new run of 200,000 rows, in reverse order and
+// three units, with a directory of as many, in one partition and in many.
+func BenchmarkMatch(b *testing.B) {
+	const rows = 200_000
+	d, err := Open(writeParts(b, ids("r", rows/2), ids("s", rows/2)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := func(emit func(int, int64, []byte) error) error {
+		id := make([]byte, 0, 8)
+		for i := range rows {
+			k := rows - 1 - i
+			prefix := byte('r')
+			if k >= rows/2 {
+				prefix, k = 's', k-rows/2
+			}
+			id = fmt.Appendf(id[:0], "%c%04d", prefix, k)
+			if err := emit(i/(rows/3+1), int64(i), id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, budget := range []int64{16 << 20, 1 << 20} {
+		b.Run(fmt.Sprintf("rows=200k/budget=%dMiB", budget>>20), func(b *testing.B) {
+			cfg := matchCfg
+			cfg.MemoryBudget, cfg.TempDir = budget, b.TempDir()
+			b.ReportAllocs()
+			for b.Loop() {
+				m, err := Match(context.Background(), d, keys, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				for u := range 3 {
+					um, _ := m.Unit(u)
+					for {
+						_, _, err := um.Next()
+						if err != nil {
+							break
+						}
+						n++
+					}
+				}
+				m.Close()
+				if n != rows {
+					b.Fatalf("%d matches, want %d", n, rows)
+				}
+			}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
 	}
 }
