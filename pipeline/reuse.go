@@ -41,12 +41,22 @@ type reuseSource struct {
 	reusable map[string]bool
 	// parts are the earlier part names by unit key (unitKey).
 	parts map[string]string
+	// inputs are the earlier complete units whose input was digested,
+	// by unit key.
+	inputs map[string]*ManifestInput
+	// setup is set, before any unit is read, when the earlier run had the
+	// same gavel, verifiers (ids and tasks) and configuration as this one
+	// and no tasks table (sameSetup), whatever its fingerprints.
+	setup bool
 	// noHash is set when the earlier run predates input_hash: nothing is
 	// reused.
 	noHash bool
 
 	reused, graded atomic.Int64
-	copied         atomic.Int64 // units copied whole
+	// undecoded counts the reused rollouts taken without decoding their
+	// input (grader.takeUnchanged), among reused.
+	undecoded atomic.Int64
+	copied    atomic.Int64 // units copied whole
 }
 
 // unitKey identifies an input unit across runs.
@@ -66,7 +76,8 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 	if err != nil {
 		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: not a result directory (%v)", cfg.Reuse, err)}
 	}
-	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{}}
+	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{},
+		inputs: map[string]*ManifestInput{}}
 	old := map[string]string{}
 	for _, v := range m.Verifiers {
 		old[v.ID] = v.Fingerprint
@@ -76,9 +87,15 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 			rs.reusable[v.ID] = true
 		}
 	}
-	for _, in := range m.Inputs {
-		if in.Complete {
-			rs.parts[unitKey(in.Path, in.FirstRowGroup, in.RowGroups)] = in.Part
+	for i := range m.Inputs {
+		in := &m.Inputs[i]
+		if !in.Complete {
+			continue
+		}
+		key := unitKey(in.Path, in.FirstRowGroup, in.RowGroups)
+		rs.parts[key] = in.Part
+		if in.Rows != nil && in.Digest != "" {
+			rs.inputs[key] = in
 		}
 	}
 	rs.noHash = !rs.hasInputHash()
@@ -121,6 +138,10 @@ type prevRow struct {
 	verifierID string
 	rw         columnar.RewardRow // the verdict's fields
 	checks     []columnar.CheckRow
+	// keep are the kept columns' values; sameInput is set when the unit's
+	// input is the earlier run's, byte for byte (reuseSource.unchanged).
+	keep      []columnar.NullString
+	sameInput bool
 }
 
 // Columns read from the earlier run.
@@ -136,10 +157,14 @@ type prevUnit struct {
 	rewards, checks *columnar.ResultReader
 	next            *prevRow // read and not yet matched
 	done            bool
+	keep            int  // the number of kept columns, read after prevRewardCols
+	sameInput       bool // see prevRow
+	strs            interner
 }
 
-// open returns the reader of the earlier part of unit u (nil: none).
-func (rs *reuseSource) open(u *Unit) *prevUnit {
+// open returns the reader of the earlier part of unit u (nil: none). cur
+// is the unit's entry in this run's manifest.
+func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUnit {
 	if rs == nil || rs.noHash || len(rs.reusable) == 0 {
 		return nil
 	}
@@ -147,7 +172,7 @@ func (rs *reuseSource) open(u *Unit) *prevUnit {
 	if !ok {
 		return nil
 	}
-	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), prevRewardCols)
+	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), append(slices.Clip(prevRewardCols), keep...))
 	if err != nil {
 		return nil
 	}
@@ -156,7 +181,7 @@ func (rs *reuseSource) open(u *Unit) *prevUnit {
 		rw.Close()
 		return nil
 	}
-	return &prevUnit{rewards: rw, checks: ck}
+	return &prevUnit{rewards: rw, checks: ck, keep: len(keep), sameInput: rs.unchanged(u, cur) != nil, strs: interner{}}
 }
 
 func (pu *prevUnit) close() {
@@ -204,7 +229,7 @@ func (pu *prevUnit) read() (*prevRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &prevRow{id: string(c[0].Data)}
+	p := &prevRow{id: string(c[0].Data), sameInput: pu.sameInput}
 	var bad error
 	num := func(cell columnar.Cell) int64 {
 		v, err := strconv.ParseInt(string(cell.Data), 10, 64)
@@ -220,10 +245,10 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		return columnar.Str(string(cell.Data))
 	}
 	if c[1].Kind != columnar.CellNull {
-		p.verifierID = string(c[1].Data)
+		p.verifierID = pu.strs.get(c[1].Data)
 	}
 	rw := &p.rw
-	rw.Status = string(c[2].Data)
+	rw.Status = pu.strs.get(c[2].Data)
 	if c[3].Kind != columnar.CellNull {
 		rw.Passed, rw.PassedValid = string(c[3].Data) == "true", true
 	}
@@ -245,9 +270,16 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		}
 		p.hashValid = true
 	}
+	if pu.keep > 0 {
+		p.keep = make([]columnar.NullString, pu.keep)
+		for j := range p.keep {
+			p.keep[j] = nstr(c[len(prevRewardCols)+j])
+		}
+	}
 	if bad != nil || rw.ChecksTotal < 0 {
 		return nil, errors.New("unreadable row")
 	}
+	p.checks = make([]columnar.CheckRow, 0, rw.ChecksTotal)
 	for range rw.ChecksTotal {
 		cc, err := pu.checks.Next()
 		if err != nil {
@@ -256,8 +288,8 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		if string(cc[0].Data) != p.id {
 			return nil, errors.New("checks out of step")
 		}
-		cr := columnar.CheckRow{CheckIndex: int32(num(cc[1])), CheckID: string(cc[2].Data), Label: string(cc[3].Data),
-			Required: string(cc[4].Data) == "true", Status: string(cc[5].Data), Detail: string(cc[6].Data),
+		cr := columnar.CheckRow{CheckIndex: int32(num(cc[1])), CheckID: pu.strs.get(cc[2].Data), Label: pu.strs.get(cc[3].Data),
+			Required: string(cc[4].Data) == "true", Status: pu.strs.get(cc[5].Data), Detail: string(cc[6].Data),
 			Actual: nstr(cc[7]), Expected: nstr(cc[8])}
 		if cc[9].Kind != columnar.CellNull || cc[10].Kind != columnar.CellNull {
 			p.hashValid = false // a judged check: its issues cannot be read back from every format
@@ -279,6 +311,47 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 		p.verifierID != v.ID || !rs.reusable[v.ID] || p.rw.Status == verifiers.StatusError {
 		return false
 	}
+	p.fill(rw, out)
+	return true
+}
+
+// takeUnchanged fills rw and out with the earlier results of row without
+// decoding it, when its unit's input is the earlier run's byte for byte
+// (prevRow.sameInput), its rollout id and task line up with p's, and its
+// verifier may be reused; it reports whether they were taken. The row's
+// input hash is then the earlier one: the same bytes read with the same
+// configuration, in a run without a tasks table. A row this cannot settle
+// (an id or task that is not plain text, a fallback id, a JSON Lines line,
+// whose ids are only known once it is parsed) goes through grade, which
+// may still take p once it has hashed the row.
+func (g *grader) takeUnchanged(u *Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *results) bool {
+	rs := g.plan.reuse
+	if p == nil || !p.sameInput || !p.hashValid || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
+		row.Task.Kind != columnar.CellString || p.rw.Status == verifiers.StatusError || len(p.keep) != len(g.plan.keep) ||
+		string(row.ID.Data) != p.id {
+		return false
+	}
+	v := g.plan.bindings[string(row.Task.Data)]
+	if v == nil || v.Judged || p.verifierID != v.ID || !rs.reusable[v.ID] {
+		return false
+	}
+	rw.RolloutID = p.id
+	for _, t := range v.Tasks {
+		if t == string(row.Task.Data) {
+			rw.TaskID = t
+		}
+	}
+	rw.VerifierID = columnar.Str(v.ID)
+	copy(rw.Keep, p.keep)
+	rw.InputHash, rw.InputHashValid = p.hash, true
+	p.fill(rw, out)
+	g.undecoded++
+	return true
+}
+
+// fill copies the earlier verdict of p into rw and its check rows, bound
+// to rw's ids, to out.
+func (p *prevRow) fill(rw *columnar.RewardRow, out *results) {
 	rw.Status, rw.Passed, rw.PassedValid = p.rw.Status, p.rw.Passed, p.rw.PassedValid
 	rw.Reward, rw.RewardValid = p.rw.Reward, p.rw.RewardValid
 	rw.ChecksTotal, rw.ChecksPassed = p.rw.ChecksTotal, p.rw.ChecksPassed
@@ -288,7 +361,6 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 		c.RolloutID, c.TaskID, c.VerifierID = rw.RolloutID, rw.TaskID, rw.VerifierID
 		out.checks = append(out.checks, c)
 	}
-	return true
 }
 
 // ReuseSummary counts what a run with Config.Reuse took from the earlier
@@ -303,6 +375,9 @@ type ReuseSummary struct {
 	CopiedParts int64 `json:"copied_parts"`
 	// Note says why nothing could be reused, when nothing could.
 	Note string `json:"note,omitempty"`
+
+	// undecoded counts the reused rollouts taken without decoding.
+	undecoded int64
 }
 
 // summary returns the counts of rs (nil when rs is nil).
@@ -310,7 +385,7 @@ func (rs *reuseSource) summary() *ReuseSummary {
 	if rs == nil {
 		return nil
 	}
-	s := &ReuseSummary{Reused: rs.reused.Load(), Graded: rs.graded.Load(), CopiedParts: rs.copied.Load()}
+	s := &ReuseSummary{Reused: rs.reused.Load(), Graded: rs.graded.Load(), CopiedParts: rs.copied.Load(), undecoded: rs.undecoded.Load()}
 	if rs.noHash {
 		s.Note = rs.dir + " predates input_hash: every rollout was graded"
 	}
@@ -357,22 +432,18 @@ func inputDigest(path string, size int64) (modTime, digest string) {
 // manifest does not identify). The copied units are complete.
 func (r *runner) copyUnits() error {
 	rs := r.plan.reuse
-	if rs == nil || rs.noHash || !rs.sameRun(r.manifest) {
+	if rs == nil || rs.noHash {
 		return nil
 	}
-	old := map[string]*ManifestInput{}
-	for i := range rs.manifest.Inputs {
-		in := &rs.manifest.Inputs[i]
-		if in.Complete && in.Rows != nil && in.Digest != "" {
-			old[unitKey(in.Path, in.FirstRowGroup, in.RowGroups)] = in
-		}
+	rs.setup = rs.sameSetup(r.manifest)
+	if !rs.setup || !rs.sameFingerprints(r.manifest) {
+		return nil
 	}
 	for i := range r.units {
 		u := &r.units[i]
 		cur := &r.manifest.Inputs[i]
-		o := old[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
-		if !r.cfg.Shard.Has(i) || r.stats[i] != nil || o == nil || o.Part != cur.Part || o.Size != cur.Size ||
-			o.ModTime != cur.ModTime || o.Digest != cur.Digest || cur.Digest == "" {
+		o := rs.unchanged(u, cur)
+		if !r.cfg.Shard.Has(i) || r.stats[i] != nil || o == nil {
 			continue
 		}
 		ps, err := rs.copyUnit(r.cfg.Out, rs.unitIndex(o), i, cur.Part)
@@ -393,9 +464,26 @@ func (r *runner) copyUnits() error {
 	return r.writeManifest()
 }
 
-// sameRun reports whether the earlier run is the run m describes but for
-// its inputs' state.
-func (rs *reuseSource) sameRun(m *Manifest) bool {
+// unchanged returns the earlier unit of u, whose entry in this run's
+// manifest is cur, when the earlier run had this run's setup (sameSetup)
+// and read the same input: the same file, size, modification time and
+// digest, and the same part. It returns nil otherwise.
+func (rs *reuseSource) unchanged(u *Unit, cur *ManifestInput) *ManifestInput {
+	if rs == nil || !rs.setup || cur == nil || cur.Digest == "" {
+		return nil
+	}
+	o := rs.inputs[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
+	if o == nil || o.Part != cur.Part || o.Size != cur.Size || o.ModTime != cur.ModTime || o.Digest != cur.Digest {
+		return nil
+	}
+	return o
+}
+
+// sameSetup reports whether the earlier run is the run m describes but
+// for its inputs' state and its verifiers' fingerprints: the same gavel,
+// verifiers (ids and tasks) and configuration, and no tasks table (whose
+// content the manifest does not identify).
+func (rs *reuseSource) sameSetup(m *Manifest) bool {
 	o := rs.manifest
 	if o.Version != m.Version || o.Config.TasksFile != "" || len(o.Verifiers) != len(m.Verifiers) ||
 		len(m.Config.differences(&o.Config)) > 0 {
@@ -403,7 +491,22 @@ func (rs *reuseSource) sameRun(m *Manifest) bool {
 	}
 	for i, v := range m.Verifiers {
 		w := o.Verifiers[i]
-		if v.ID != w.ID || v.Fingerprint != w.Fingerprint || !slices.Equal(v.Tasks, w.Tasks) {
+		if v.ID != w.ID || !slices.Equal(v.Tasks, w.Tasks) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameFingerprints reports whether the earlier run's verifiers have the
+// fingerprints of those of the run m describes, in the same order.
+func (rs *reuseSource) sameFingerprints(m *Manifest) bool {
+	o := rs.manifest
+	if len(o.Verifiers) != len(m.Verifiers) {
+		return false
+	}
+	for i, v := range m.Verifiers {
+		if v.Fingerprint != o.Verifiers[i].Fingerprint {
 			return false
 		}
 	}
