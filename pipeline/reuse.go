@@ -148,19 +148,32 @@ type prevRow struct {
 var (
 	prevRewardCols = []string{"rollout_id", "verifier_id", "status", "passed", "reward", "checks_total", "checks_passed",
 		"required_total", "required_passed", "error_kind", "error", "source_row", columnar.ColumnInputHash}
-	prevCheckCols = []string{"rollout_id", "check_index", "check_id", "label", "required", "status", "detail",
+	prevCheckCols = []string{"check_index", "check_id", "label", "required", "status", "detail",
 		"actual", "expected", "score", "suggestion"}
 )
 
 // prevUnit reads the earlier run's part of one unit in step with its rows.
+// A goroutine of its own reads the earlier rows ahead (readAhead), so that
+// decoding them overlaps with reading the unit's input.
 type prevUnit struct {
 	rewards, checks *columnar.ResultReader
-	next            *prevRow // read and not yet matched
-	done            bool
 	keep            int  // the number of kept columns, read after prevRewardCols
 	sameInput       bool // see prevRow
 	strs            interner
+
+	ahead   chan []*prevRow // filled by readAhead; closed at the end or on an error
+	stop    chan struct{}   // closed by close
+	stopped chan struct{}   // closed when readAhead returned
+	pending []*prevRow      // received from ahead and not yet matched
+	done    bool
 }
+
+// prevAhead is the number of earlier rows readAhead sends at once; it
+// keeps prevAheadChunks of them ready.
+const (
+	prevAhead       = 256
+	prevAheadChunks = 4
+)
 
 // open returns the reader of the earlier part of unit u (nil: none). cur
 // is the unit's entry in this run's manifest.
@@ -181,14 +194,58 @@ func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUni
 		rw.Close()
 		return nil
 	}
-	return &prevUnit{rewards: rw, checks: ck, keep: len(keep), sameInput: rs.unchanged(u, cur) != nil, strs: interner{}}
+	pu := &prevUnit{rewards: rw, checks: ck, keep: len(keep), sameInput: rs.unchanged(u, cur) != nil, strs: interner{},
+		ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
+	go pu.readAhead()
+	return pu
 }
 
+// readAhead reads the earlier rows in order and sends them in chunks,
+// until the part ends, a row cannot be read or close is called.
+func (pu *prevUnit) readAhead() {
+	defer close(pu.stopped)
+	defer close(pu.ahead)
+	chunk := make([]*prevRow, 0, prevAhead)
+	for {
+		p, err := pu.read()
+		if err == nil {
+			chunk = append(chunk, p)
+		}
+		if len(chunk) == prevAhead || err != nil && len(chunk) > 0 {
+			select {
+			case pu.ahead <- chunk:
+			case <-pu.stop:
+				return
+			}
+			chunk = make([]*prevRow, 0, prevAhead)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// close stops readAhead and closes the parts.
 func (pu *prevUnit) close() {
 	if pu != nil {
+		close(pu.stop)
+		<-pu.stopped
 		pu.rewards.Close()
 		pu.checks.Close()
 	}
+}
+
+// next returns the next earlier row, or nil at the end.
+func (pu *prevUnit) next() *prevRow {
+	for len(pu.pending) == 0 {
+		chunk, ok := <-pu.ahead
+		if !ok {
+			pu.done = true
+			return nil
+		}
+		pu.pending = chunk
+	}
+	return pu.pending[0]
 }
 
 // rows returns the earlier rows of the rows of b, aligned (nil where
@@ -201,21 +258,16 @@ func (pu *prevUnit) rows(b *columnar.Batch) []*prevRow {
 	for i := range b.Rows {
 		idx := b.Rows[i].Index
 		for {
-			if pu.next == nil {
-				var err error
-				if pu.next, err = pu.read(); err != nil {
-					pu.done = true
-					return out
-				}
+			p := pu.next()
+			if p == nil {
+				return out
 			}
-			if pu.next.sourceRow > idx {
+			if p.sourceRow > idx {
 				break
 			}
-			if pu.next.sourceRow == idx {
-				out[i] = pu.next
-			}
-			pu.next = nil
-			if out[i] != nil {
+			pu.pending = pu.pending[1:]
+			if p.sourceRow == idx {
+				out[i] = p
 				break
 			}
 		}
@@ -280,18 +332,20 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		return nil, errors.New("unreadable row")
 	}
 	p.checks = make([]columnar.CheckRow, 0, rw.ChecksTotal)
-	for range rw.ChecksTotal {
+	// A rollout's check rows follow the previous rollout's, numbered from
+	// 0 (see readChecks); the numbering keeps the two parts in step.
+	for k := range rw.ChecksTotal {
 		cc, err := pu.checks.Next()
 		if err != nil {
 			return nil, err
 		}
-		if string(cc[0].Data) != p.id {
+		cr := columnar.CheckRow{CheckIndex: int32(num(cc[0])), CheckID: pu.strs.get(cc[1].Data), Label: pu.strs.get(cc[2].Data),
+			Required: string(cc[3].Data) == "true", Status: pu.strs.get(cc[4].Data), Detail: string(cc[5].Data),
+			Actual: nstr(cc[6]), Expected: nstr(cc[7])}
+		if cr.CheckIndex != k {
 			return nil, errors.New("checks out of step")
 		}
-		cr := columnar.CheckRow{CheckIndex: int32(num(cc[1])), CheckID: pu.strs.get(cc[2].Data), Label: pu.strs.get(cc[3].Data),
-			Required: string(cc[4].Data) == "true", Status: pu.strs.get(cc[5].Data), Detail: string(cc[6].Data),
-			Actual: nstr(cc[7]), Expected: nstr(cc[8])}
-		if cc[9].Kind != columnar.CellNull || cc[10].Kind != columnar.CellNull {
+		if cc[8].Kind != columnar.CellNull || cc[9].Kind != columnar.CellNull {
 			p.hashValid = false // a judged check: its issues cannot be read back from every format
 		}
 		if bad != nil {
