@@ -39,7 +39,7 @@ run() {
 	set -- $(tail -n 1 "$data/time.txt") # after GNU time's note of the exit status
 	wall=$1 cpu=$(echo "$2 + $3" | bc)
 }
-ratio() { echo "scale=2; $1 / $2" | bc; }
+ratio() { echo "scale=3; $1 / $2" | bc; }
 
 run full "$gavel" grade --quiet --out "$data/full" "$data/rollouts.parquet"
 full_wall=$wall full_cpu=$cpu
