@@ -7,7 +7,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build demo test test-slurm vet fmt-check fuzz bench bench-compare bench-s3 loadtest clean
+.PHONY: build demo test test-slurm vet fmt-check fuzz bench bench-reuse bench-compare bench-s3 loadtest clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/gavel
@@ -78,6 +78,16 @@ bench: build
 	cd bench/duckdb && CGO_ENABLED=1 $(GO) build -trimpath -o ../../bin/bench-duckdb .
 	cd bench/duckdb && $(GO) build -trimpath -o ../../bin/bench-pqarrowfloor ./pqarrowfloor
 	bin/bench-run -rollouts $(BENCH_ROLLOUTS) -data $(BENCH_DATA) -bin bin -json $(BENCH_DATA)/results.json
+	$(MAKE) bench-reuse
+
+# `make bench-reuse` (part of `make bench`) times, back to back on
+# $(BENCH_ROLLOUTS) generated rollouts, a full grade, grade --reuse with
+# nothing changed and with one of the five CRM verifiers changed (a gavel
+# built with VER-002's Version raised), and gavel rescore with the
+# formulas unchanged and with all five changed, and prints each against
+# the full grade and its target (bench/README.md).
+bench-reuse: build
+	bench/reuse.sh $(GO) $(BIN) $(BENCH_DATA)/reuse $(BENCH_ROLLOUTS)
 
 # `make bench-compare` times gavel diff and gavel leaderboard on two runs of
 # the same generated rollouts, graded from the same file (aligned) and from

@@ -291,13 +291,13 @@ func (r *ParquetReader) planColumns(fields FieldNames, size int64, only []string
 		}
 		kind, scale, ok := pqKindOf(col)
 		if !ok && (!col.Leaf() || col.Repeated() || col.MaxRepetitionLevel() > 0) {
+			meta := len(slots) == 0
+			if meta && only != nil && !slices.Contains(only, name) {
+				continue // not read: no nested reader for it (one without columns reads them all)
+			}
 			n, err := nested()
 			if err != nil {
 				return err
-			}
-			meta := len(slots) == 0
-			if meta && only != nil && !slices.Contains(only, name) {
-				continue
 			}
 			if meta {
 				slots = append(slots, numFieldSlots+len(r.metaNames))

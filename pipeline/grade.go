@@ -89,8 +89,9 @@ type grader struct {
 	// prev are the earlier run's rows of the batch, aligned with its rows
 	// (see reuseSource; nil: none).
 	prev []*prevRow
-	// reused counts the rows of the batch whose results were reused.
-	reused int
+	// reused counts the rows of the batch whose results were reused,
+	// undecoded those of them taken without decoding the row.
+	reused, undecoded int
 
 	// row is the index in its batch of the row being graded; timedOut is
 	// the index of a row whose verifier ran past the timeout in an
@@ -138,7 +139,7 @@ func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *results, from int) 
 			g.keepIdx = append(g.keepIdx, idx)
 		}
 	}
-	g.reused = 0
+	g.reused, g.undecoded = 0, 0
 	for i := from; i < len(b.Rows); i++ {
 		g.row = i
 		g.gradeRow(u, b, &b.Rows[i], out)
@@ -146,6 +147,7 @@ func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *results, from int) 
 	out.reused += g.reused
 	if rs := g.plan.reuse; rs != nil {
 		rs.reused.Add(int64(g.reused))
+		rs.undecoded.Add(int64(g.undecoded))
 		rs.graded.Add(int64(len(b.Rows) - from - g.reused))
 	}
 }
@@ -158,6 +160,11 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 	var prev *prevRow
 	if g.row < len(g.prev) {
 		prev = g.prev[g.row]
+	}
+	if g.takeUnchanged(u, b, row, prev, &rw, out) {
+		g.reused++
+		out.rewards = append(out.rewards, rw)
+		return
 	}
 	v, verdict, checks, reused := g.grade(u, b, row, &rw, prev, out)
 	if reused {

@@ -315,6 +315,20 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 		return nil, err
 	}
 
+	// A part none of whose verifiers' formulas changed is copied whole:
+	// rescoring it would write the same bytes.
+	if old, err := readStats(cfg.Dir, i); err == nil && old.Rows == derefRows(in.Rows) &&
+		!slices.ContainsFunc(sortedKeys(old.Verifiers), func(id string) bool { return !formulas[id].Equal(m.Config.Rewards[id]) }) {
+		if err := copyFile(statsPath(cfg.Dir, i), statsPath(cfg.Out, i)); err != nil {
+			return nil, err
+		}
+		if err := copyFile(filepath.Join(cfg.Dir, "rewards", in.Part), filepath.Join(cfg.Out, "rewards", in.Part)); err != nil {
+			os.Remove(statsPath(cfg.Out, i))
+			return nil, err
+		}
+		return old, nil
+	}
+
 	keep := m.Config.Keep
 	rr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "rewards", in.Part), append(slices.Clip(rescoreRewardCols), keep...))
 	if err != nil {
@@ -399,6 +413,14 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 		return nil, err
 	}
 	return ps, nil
+}
+
+// derefRows returns *rows, or -1 when rows is nil.
+func derefRows(rows *int64) int64 {
+	if rows == nil {
+		return -1
+	}
+	return *rows
 }
 
 // copyFile copies src to dst byte for byte, written under another name

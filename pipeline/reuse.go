@@ -41,12 +41,22 @@ type reuseSource struct {
 	reusable map[string]bool
 	// parts are the earlier part names by unit key (unitKey).
 	parts map[string]string
+	// inputs are the earlier complete units whose input was digested,
+	// by unit key.
+	inputs map[string]*ManifestInput
+	// setup is set, before any unit is read, when the earlier run had the
+	// same gavel, verifiers (ids and tasks) and configuration as this one
+	// and no tasks table (sameSetup), whatever its fingerprints.
+	setup bool
 	// noHash is set when the earlier run predates input_hash: nothing is
 	// reused.
 	noHash bool
 
 	reused, graded atomic.Int64
-	copied         atomic.Int64 // units copied whole
+	// undecoded counts the reused rollouts taken without decoding their
+	// input (grader.takeUnchanged), among reused.
+	undecoded atomic.Int64
+	copied    atomic.Int64 // units copied whole
 }
 
 // unitKey identifies an input unit across runs.
@@ -66,7 +76,8 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 	if err != nil {
 		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: not a result directory (%v)", cfg.Reuse, err)}
 	}
-	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{}}
+	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{},
+		inputs: map[string]*ManifestInput{}}
 	old := map[string]string{}
 	for _, v := range m.Verifiers {
 		old[v.ID] = v.Fingerprint
@@ -76,9 +87,15 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 			rs.reusable[v.ID] = true
 		}
 	}
-	for _, in := range m.Inputs {
-		if in.Complete {
-			rs.parts[unitKey(in.Path, in.FirstRowGroup, in.RowGroups)] = in.Part
+	for i := range m.Inputs {
+		in := &m.Inputs[i]
+		if !in.Complete {
+			continue
+		}
+		key := unitKey(in.Path, in.FirstRowGroup, in.RowGroups)
+		rs.parts[key] = in.Part
+		if in.Rows != nil && in.Digest != "" {
+			rs.inputs[key] = in
 		}
 	}
 	rs.noHash = !rs.hasInputHash()
@@ -121,25 +138,46 @@ type prevRow struct {
 	verifierID string
 	rw         columnar.RewardRow // the verdict's fields
 	checks     []columnar.CheckRow
+	// keep are the kept columns' values; sameInput is set when the unit's
+	// input is the earlier run's, byte for byte (reuseSource.unchanged).
+	keep      []columnar.NullString
+	sameInput bool
 }
 
 // Columns read from the earlier run.
 var (
 	prevRewardCols = []string{"rollout_id", "verifier_id", "status", "passed", "reward", "checks_total", "checks_passed",
 		"required_total", "required_passed", "error_kind", "error", "source_row", columnar.ColumnInputHash}
-	prevCheckCols = []string{"rollout_id", "check_index", "check_id", "label", "required", "status", "detail",
+	prevCheckCols = []string{"check_index", "check_id", "label", "required", "status", "detail",
 		"actual", "expected", "score", "suggestion"}
 )
 
 // prevUnit reads the earlier run's part of one unit in step with its rows.
+// A goroutine of its own reads the earlier rows ahead (readAhead), so that
+// decoding them overlaps with reading the unit's input.
 type prevUnit struct {
 	rewards, checks *columnar.ResultReader
-	next            *prevRow // read and not yet matched
-	done            bool
+	keep            int  // the number of kept columns, read after prevRewardCols
+	sameInput       bool // see prevRow
+	strs            interner
+
+	ahead   chan []*prevRow // filled by readAhead; closed at the end or on an error
+	stop    chan struct{}   // closed by close
+	stopped chan struct{}   // closed when readAhead returned
+	pending []*prevRow      // received from ahead and not yet matched
+	done    bool
 }
 
-// open returns the reader of the earlier part of unit u (nil: none).
-func (rs *reuseSource) open(u *Unit) *prevUnit {
+// prevAhead is the number of earlier rows readAhead sends at once; it
+// keeps prevAheadChunks of them ready.
+const (
+	prevAhead       = 256
+	prevAheadChunks = 4
+)
+
+// open returns the reader of the earlier part of unit u (nil: none). cur
+// is the unit's entry in this run's manifest.
+func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUnit {
 	if rs == nil || rs.noHash || len(rs.reusable) == 0 {
 		return nil
 	}
@@ -147,7 +185,7 @@ func (rs *reuseSource) open(u *Unit) *prevUnit {
 	if !ok {
 		return nil
 	}
-	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), prevRewardCols)
+	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), append(slices.Clip(prevRewardCols), keep...))
 	if err != nil {
 		return nil
 	}
@@ -156,14 +194,58 @@ func (rs *reuseSource) open(u *Unit) *prevUnit {
 		rw.Close()
 		return nil
 	}
-	return &prevUnit{rewards: rw, checks: ck}
+	pu := &prevUnit{rewards: rw, checks: ck, keep: len(keep), sameInput: rs.unchanged(u, cur) != nil, strs: interner{},
+		ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
+	go pu.readAhead()
+	return pu
 }
 
+// readAhead reads the earlier rows in order and sends them in chunks,
+// until the part ends, a row cannot be read or close is called.
+func (pu *prevUnit) readAhead() {
+	defer close(pu.stopped)
+	defer close(pu.ahead)
+	chunk := make([]*prevRow, 0, prevAhead)
+	for {
+		p, err := pu.read()
+		if err == nil {
+			chunk = append(chunk, p)
+		}
+		if len(chunk) == prevAhead || err != nil && len(chunk) > 0 {
+			select {
+			case pu.ahead <- chunk:
+			case <-pu.stop:
+				return
+			}
+			chunk = make([]*prevRow, 0, prevAhead)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// close stops readAhead and closes the parts.
 func (pu *prevUnit) close() {
 	if pu != nil {
+		close(pu.stop)
+		<-pu.stopped
 		pu.rewards.Close()
 		pu.checks.Close()
 	}
+}
+
+// next returns the next earlier row, or nil at the end.
+func (pu *prevUnit) next() *prevRow {
+	for len(pu.pending) == 0 {
+		chunk, ok := <-pu.ahead
+		if !ok {
+			pu.done = true
+			return nil
+		}
+		pu.pending = chunk
+	}
+	return pu.pending[0]
 }
 
 // rows returns the earlier rows of the rows of b, aligned (nil where
@@ -176,21 +258,16 @@ func (pu *prevUnit) rows(b *columnar.Batch) []*prevRow {
 	for i := range b.Rows {
 		idx := b.Rows[i].Index
 		for {
-			if pu.next == nil {
-				var err error
-				if pu.next, err = pu.read(); err != nil {
-					pu.done = true
-					return out
-				}
+			p := pu.next()
+			if p == nil {
+				return out
 			}
-			if pu.next.sourceRow > idx {
+			if p.sourceRow > idx {
 				break
 			}
-			if pu.next.sourceRow == idx {
-				out[i] = pu.next
-			}
-			pu.next = nil
-			if out[i] != nil {
+			pu.pending = pu.pending[1:]
+			if p.sourceRow == idx {
+				out[i] = p
 				break
 			}
 		}
@@ -204,7 +281,7 @@ func (pu *prevUnit) read() (*prevRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &prevRow{id: string(c[0].Data)}
+	p := &prevRow{id: string(c[0].Data), sameInput: pu.sameInput}
 	var bad error
 	num := func(cell columnar.Cell) int64 {
 		v, err := strconv.ParseInt(string(cell.Data), 10, 64)
@@ -220,10 +297,10 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		return columnar.Str(string(cell.Data))
 	}
 	if c[1].Kind != columnar.CellNull {
-		p.verifierID = string(c[1].Data)
+		p.verifierID = pu.strs.get(c[1].Data)
 	}
 	rw := &p.rw
-	rw.Status = string(c[2].Data)
+	rw.Status = pu.strs.get(c[2].Data)
 	if c[3].Kind != columnar.CellNull {
 		rw.Passed, rw.PassedValid = string(c[3].Data) == "true", true
 	}
@@ -245,21 +322,30 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		}
 		p.hashValid = true
 	}
+	if pu.keep > 0 {
+		p.keep = make([]columnar.NullString, pu.keep)
+		for j := range p.keep {
+			p.keep[j] = nstr(c[len(prevRewardCols)+j])
+		}
+	}
 	if bad != nil || rw.ChecksTotal < 0 {
 		return nil, errors.New("unreadable row")
 	}
-	for range rw.ChecksTotal {
+	p.checks = make([]columnar.CheckRow, 0, rw.ChecksTotal)
+	// A rollout's check rows follow the previous rollout's, numbered from
+	// 0 (see readChecks); the numbering keeps the two parts in step.
+	for k := range rw.ChecksTotal {
 		cc, err := pu.checks.Next()
 		if err != nil {
 			return nil, err
 		}
-		if string(cc[0].Data) != p.id {
+		cr := columnar.CheckRow{CheckIndex: int32(num(cc[0])), CheckID: pu.strs.get(cc[1].Data), Label: pu.strs.get(cc[2].Data),
+			Required: string(cc[3].Data) == "true", Status: pu.strs.get(cc[4].Data), Detail: string(cc[5].Data),
+			Actual: nstr(cc[6]), Expected: nstr(cc[7])}
+		if cr.CheckIndex != k {
 			return nil, errors.New("checks out of step")
 		}
-		cr := columnar.CheckRow{CheckIndex: int32(num(cc[1])), CheckID: string(cc[2].Data), Label: string(cc[3].Data),
-			Required: string(cc[4].Data) == "true", Status: string(cc[5].Data), Detail: string(cc[6].Data),
-			Actual: nstr(cc[7]), Expected: nstr(cc[8])}
-		if cc[9].Kind != columnar.CellNull || cc[10].Kind != columnar.CellNull {
+		if cc[8].Kind != columnar.CellNull || cc[9].Kind != columnar.CellNull {
 			p.hashValid = false // a judged check: its issues cannot be read back from every format
 		}
 		if bad != nil {
@@ -279,6 +365,47 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 		p.verifierID != v.ID || !rs.reusable[v.ID] || p.rw.Status == verifiers.StatusError {
 		return false
 	}
+	p.fill(rw, out)
+	return true
+}
+
+// takeUnchanged fills rw and out with the earlier results of row without
+// decoding it, when its unit's input is the earlier run's byte for byte
+// (prevRow.sameInput), its rollout id and task line up with p's, and its
+// verifier may be reused; it reports whether they were taken. The row's
+// input hash is then the earlier one: the same bytes read with the same
+// configuration, in a run without a tasks table. A row this cannot settle
+// (an id or task that is not plain text, a fallback id, a JSON Lines line,
+// whose ids are only known once it is parsed) goes through grade, which
+// may still take p once it has hashed the row.
+func (g *grader) takeUnchanged(u *Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *results) bool {
+	rs := g.plan.reuse
+	if p == nil || !p.sameInput || !p.hashValid || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
+		row.Task.Kind != columnar.CellString || p.rw.Status == verifiers.StatusError || len(p.keep) != len(g.plan.keep) ||
+		string(row.ID.Data) != p.id {
+		return false
+	}
+	v := g.plan.bindings[string(row.Task.Data)]
+	if v == nil || v.Judged || p.verifierID != v.ID || !rs.reusable[v.ID] {
+		return false
+	}
+	rw.RolloutID = p.id
+	for _, t := range v.Tasks {
+		if t == string(row.Task.Data) {
+			rw.TaskID = t
+		}
+	}
+	rw.VerifierID = columnar.Str(v.ID)
+	copy(rw.Keep, p.keep)
+	rw.InputHash, rw.InputHashValid = p.hash, true
+	p.fill(rw, out)
+	g.undecoded++
+	return true
+}
+
+// fill copies the earlier verdict of p into rw and its check rows, bound
+// to rw's ids, to out.
+func (p *prevRow) fill(rw *columnar.RewardRow, out *results) {
 	rw.Status, rw.Passed, rw.PassedValid = p.rw.Status, p.rw.Passed, p.rw.PassedValid
 	rw.Reward, rw.RewardValid = p.rw.Reward, p.rw.RewardValid
 	rw.ChecksTotal, rw.ChecksPassed = p.rw.ChecksTotal, p.rw.ChecksPassed
@@ -288,7 +415,6 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 		c.RolloutID, c.TaskID, c.VerifierID = rw.RolloutID, rw.TaskID, rw.VerifierID
 		out.checks = append(out.checks, c)
 	}
-	return true
 }
 
 // ReuseSummary counts what a run with Config.Reuse took from the earlier
@@ -303,6 +429,9 @@ type ReuseSummary struct {
 	CopiedParts int64 `json:"copied_parts"`
 	// Note says why nothing could be reused, when nothing could.
 	Note string `json:"note,omitempty"`
+
+	// undecoded counts the reused rollouts taken without decoding.
+	undecoded int64
 }
 
 // summary returns the counts of rs (nil when rs is nil).
@@ -310,7 +439,7 @@ func (rs *reuseSource) summary() *ReuseSummary {
 	if rs == nil {
 		return nil
 	}
-	s := &ReuseSummary{Reused: rs.reused.Load(), Graded: rs.graded.Load(), CopiedParts: rs.copied.Load()}
+	s := &ReuseSummary{Reused: rs.reused.Load(), Graded: rs.graded.Load(), CopiedParts: rs.copied.Load(), undecoded: rs.undecoded.Load()}
 	if rs.noHash {
 		s.Note = rs.dir + " predates input_hash: every rollout was graded"
 	}
@@ -357,22 +486,18 @@ func inputDigest(path string, size int64) (modTime, digest string) {
 // manifest does not identify). The copied units are complete.
 func (r *runner) copyUnits() error {
 	rs := r.plan.reuse
-	if rs == nil || rs.noHash || !rs.sameRun(r.manifest) {
+	if rs == nil || rs.noHash {
 		return nil
 	}
-	old := map[string]*ManifestInput{}
-	for i := range rs.manifest.Inputs {
-		in := &rs.manifest.Inputs[i]
-		if in.Complete && in.Rows != nil && in.Digest != "" {
-			old[unitKey(in.Path, in.FirstRowGroup, in.RowGroups)] = in
-		}
+	rs.setup = rs.sameSetup(r.manifest)
+	if !rs.setup || !rs.sameFingerprints(r.manifest) {
+		return nil
 	}
 	for i := range r.units {
 		u := &r.units[i]
 		cur := &r.manifest.Inputs[i]
-		o := old[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
-		if !r.cfg.Shard.Has(i) || r.stats[i] != nil || o == nil || o.Part != cur.Part || o.Size != cur.Size ||
-			o.ModTime != cur.ModTime || o.Digest != cur.Digest || cur.Digest == "" {
+		o := rs.unchanged(u, cur)
+		if !r.cfg.Shard.Has(i) || r.stats[i] != nil || o == nil {
 			continue
 		}
 		ps, err := rs.copyUnit(r.cfg.Out, rs.unitIndex(o), i, cur.Part)
@@ -393,9 +518,26 @@ func (r *runner) copyUnits() error {
 	return r.writeManifest()
 }
 
-// sameRun reports whether the earlier run is the run m describes but for
-// its inputs' state.
-func (rs *reuseSource) sameRun(m *Manifest) bool {
+// unchanged returns the earlier unit of u, whose entry in this run's
+// manifest is cur, when the earlier run had this run's setup (sameSetup)
+// and read the same input: the same file, size, modification time and
+// digest, and the same part. It returns nil otherwise.
+func (rs *reuseSource) unchanged(u *Unit, cur *ManifestInput) *ManifestInput {
+	if rs == nil || !rs.setup || cur == nil || cur.Digest == "" {
+		return nil
+	}
+	o := rs.inputs[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
+	if o == nil || o.Part != cur.Part || o.Size != cur.Size || o.ModTime != cur.ModTime || o.Digest != cur.Digest {
+		return nil
+	}
+	return o
+}
+
+// sameSetup reports whether the earlier run is the run m describes but
+// for its inputs' state and its verifiers' fingerprints: the same gavel,
+// verifiers (ids and tasks) and configuration, and no tasks table (whose
+// content the manifest does not identify).
+func (rs *reuseSource) sameSetup(m *Manifest) bool {
 	o := rs.manifest
 	if o.Version != m.Version || o.Config.TasksFile != "" || len(o.Verifiers) != len(m.Verifiers) ||
 		len(m.Config.differences(&o.Config)) > 0 {
@@ -403,7 +545,22 @@ func (rs *reuseSource) sameRun(m *Manifest) bool {
 	}
 	for i, v := range m.Verifiers {
 		w := o.Verifiers[i]
-		if v.ID != w.ID || v.Fingerprint != w.Fingerprint || !slices.Equal(v.Tasks, w.Tasks) {
+		if v.ID != w.ID || !slices.Equal(v.Tasks, w.Tasks) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameFingerprints reports whether the earlier run's verifiers have the
+// fingerprints of those of the run m describes, in the same order.
+func (rs *reuseSource) sameFingerprints(m *Manifest) bool {
+	o := rs.manifest
+	if len(o.Verifiers) != len(m.Verifiers) {
+		return false
+	}
+	for i, v := range m.Verifiers {
+		if v.Fingerprint != o.Verifiers[i].Fingerprint {
 			return false
 		}
 	}

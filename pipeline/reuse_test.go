@@ -90,6 +90,17 @@ func TestReuse(t *testing.T) {
 				}
 			}
 
+			// Change one verifier only: its rows are graded, the others
+			// are taken as they are, without decoding their input.
+			calls = map[string]*atomic.Int64{}
+			vs := countedVerifiers(calls)
+			bumped := vs[1].ID
+			vs[1].Version++
+			oneVerifier := filepath.Join(dir, "one-verifier")
+			res = grade(t, Config{Inputs: []string{data}, Out: oneVerifier, Format: format, Workers: 2, BatchSize: 50, Verifiers: vs, Reuse: first})
+			sameFiles(t, oneVerifier, first) // only a version changed: the same results
+			checkRegraded(t, first, res.Summary, calls, func(id, verifier string) bool { return verifier == bumped })
+
 			// Change one passed or failed rollout's final state.
 			lines := readLines(t, data)
 			mutated := ""
@@ -107,10 +118,9 @@ func TestReuse(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			// Change one verifier.
+			// Change one verifier too.
 			calls = map[string]*atomic.Int64{}
-			vs := countedVerifiers(calls)
-			bumped := vs[1].ID
+			vs = countedVerifiers(calls)
 			vs[1].Version++
 
 			again := filepath.Join(dir, "again")
@@ -119,26 +129,77 @@ func TestReuse(t *testing.T) {
 			grade(t, Config{Inputs: []string{data}, Out: full, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(map[string]*atomic.Int64{})})
 			sameFiles(t, again, full)
 
-			// Which rows should have run their verifier, from the full run.
-			want := map[string]int64{}
-			var graded, total int64
-			scanRewards(t, full, func(id, verifier, status, kind string) {
-				total++
-				if verifier == "" || status == verifiers.StatusError || id == mutated || verifier == bumped {
-					graded++
-				}
-				if verifier != "" && kind != "input" && (verifier == bumped || kind == "verifier" || id == mutated) {
-					want[verifier]++
+			checkRegraded(t, full, res.Summary, calls, func(id, verifier string) bool { return verifier == bumped || id == mutated })
+		})
+	}
+}
+
+// checkRegraded checks, against the results in full of the same input,
+// that a run reusing an earlier one ran the verifiers of exactly the rows
+// changed reports changed and of those with a verifier error (calls, by
+// verifier id), and that its summary counts those, the rows without a
+// verifier and those in error as graded, and no part as copied.
+func checkRegraded(t *testing.T, full string, s *Summary, calls map[string]*atomic.Int64, changed func(id, verifier string) bool) {
+	t.Helper()
+	want := map[string]int64{}
+	var graded, total int64
+	scanRewards(t, full, func(id, verifier, status, kind string) {
+		total++
+		if verifier == "" || status == verifiers.StatusError || changed(id, verifier) {
+			graded++
+		}
+		if verifier != "" && kind != "input" && (kind == "verifier" || changed(id, verifier)) {
+			want[verifier]++
+		}
+	})
+	for id, n := range calls {
+		if got := n.Load(); got != want[id] {
+			t.Errorf("verifier %s ran %d times, want %d", id, got, want[id])
+		}
+	}
+	ru := s.Reuse
+	if ru == nil || ru.Graded != graded || ru.Reused != total-graded || ru.Reused == 0 || ru.CopiedParts != 0 {
+		t.Errorf("reuse summary %+v, want graded %d of %d", ru, graded, total)
+	}
+}
+
+// TestReuseOneVerifier grades a generated Parquet file, raises one
+// verifier's version and grades it again reusing the first run: the
+// other verifiers' rows are taken without decoding their input, only the
+// changed verifier's rows (and those with verifier errors) run, and the
+// parts are those of a full run.
+func TestReuseOneVerifier(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "rollouts.parquet")
+	if _, err := gen.Run(context.Background(), gen.Config{Out: data, Rollouts: 600, Seed: 7, BadShare: 0.05}); err != nil {
+		t.Fatalf("gen: %v", err)
+	}
+	for _, format := range []string{columnar.FormatParquet, columnar.FormatJSONL} {
+		t.Run(format, func(t *testing.T) {
+			first := filepath.Join(dir, format, "first")
+			grade(t, Config{Inputs: []string{data}, Out: first, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(map[string]*atomic.Int64{})})
+			calls := map[string]*atomic.Int64{}
+			vs := countedVerifiers(calls)
+			bumped := vs[2].ID
+			vs[2].Version++
+			again := filepath.Join(dir, format, "again")
+			res := grade(t, Config{Inputs: []string{data}, Out: again, Format: format, Workers: 2, BatchSize: 50, Verifiers: vs, Reuse: first})
+			sameFiles(t, again, first)
+			checkRegraded(t, first, res.Summary, calls, func(id, verifier string) bool { return verifier == bumped })
+			// The rows graded again are the bumped verifier's and those
+			// in error: every other reused row was taken undecoded.
+			rs := res.Summary.Reuse
+			var bumpedRows int64
+			scanRewards(t, first, func(id, verifier, status, kind string) {
+				if verifier == bumped && status != verifiers.StatusError {
+					bumpedRows++
 				}
 			})
-			for id, n := range calls {
-				if got := n.Load(); got != want[id] {
-					t.Errorf("verifier %s ran %d times, want %d", id, got, want[id])
-				}
+			if rs.Reused == 0 || bumpedRows == 0 {
+				t.Fatalf("reuse summary %+v, %d rows of %s: want both", rs, bumpedRows, bumped)
 			}
-			ru := res.Summary.Reuse
-			if ru == nil || ru.Graded != graded || ru.Reused != total-graded || ru.Reused == 0 || ru.CopiedParts != 0 {
-				t.Errorf("reuse summary %+v, want graded %d of %d", ru, graded, total)
+			if got := rs.undecoded; got != rs.Reused {
+				t.Errorf("%d rows taken without decoding, want all %d reused", got, rs.Reused)
 			}
 		})
 	}

@@ -613,7 +613,7 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 		return 0, err, true
 	}
 	defer rd.Close()
-	prev := r.plan.reuse.open(u)
+	prev := r.plan.reuse.open(u, &r.manifest.Inputs[u.Index], r.plan.keep)
 	defer prev.close()
 	for {
 		b, err := rd.Next(r.cfg.BatchSize)
