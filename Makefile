@@ -28,10 +28,13 @@ test: fmt-check vet
 
 # `make test-slurm` runs deploy/slurm-array.sh, unchanged, as a 4-task array
 # on a single-node Slurm cluster it starts on 127.0.0.1 (installing
-# slurm-wlm and munge when missing; root only, skipped otherwise), requeues
-# a task mid-run, commits in a dependent job and compares the results with
-# a single process's (deploy/test-slurm.sh). CI runs it after `make test`.
+# slurm-wlm and munge when missing; root only, skipped otherwise), reading
+# and writing an S3 server on 127.0.0.1 (s3fake), requeues a task mid-run,
+# commits in a dependent job and compares the results with a single
+# process's (deploy/test-slurm.sh). CI runs it after `make test`.
 test-slurm: build
+	$(GO) build -trimpath -o bin/s3fake ./internal/cmd/s3fake
+	$(GO) build -trimpath -o bin/blobcp ./internal/cmd/blobcp
 	timeout -k 60 600 deploy/test-slurm.sh
 
 vet:
