@@ -25,7 +25,18 @@ import (
 // run as processes on 127.0.0.1 for the length of a test and stopped by
 // process id. Each test finds its emulator on PATH or in an environment
 // variable (AZURITE_BLOB, FAKE_GCS_SERVER; `make test-emulators` installs
-// both) and skips, saying so, when it is not there or does not start.
+// both) and skips, saying so, when it is not there or does not start
+// (fails instead with GAVEL_REQUIRE_EMULATORS=1).
+
+// noEmulator skips the test, saying why, or fails it when
+// GAVEL_REQUIRE_EMULATORS=1 (make test-emulators, which installs them).
+func noEmulator(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("GAVEL_REQUIRE_EMULATORS") == "1" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
 
 // emulatorTimeout bounds the life of an emulator a test starts.
 const emulatorTimeout = 5 * time.Minute
@@ -39,7 +50,7 @@ func findEmulator(t *testing.T, env, name, install string) string {
 	}
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("%s not found: set %s or put it on PATH (%s)", name, env, install)
+		noEmulator(t, "%s not found: set %s or put it on PATH (%s)", name, env, install)
 	}
 	return p
 }
@@ -57,7 +68,7 @@ func startEmulator(t *testing.T, name string, args ...string) (stdout io.Reader,
 	cmd.Stdout = pw
 	if err := cmd.Start(); err != nil {
 		cancel()
-		t.Skipf("%s does not start: %v", name, err)
+		noEmulator(t, "%s does not start: %v", name, err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -202,7 +213,7 @@ func TestAzblobOnAzurite(t *testing.T) {
 	case <-time.After(60 * time.Second):
 	}
 	if host == "" {
-		t.Skipf("Azurite did not start listening within 60s:\n%s", log)
+		noEmulator(t, "Azurite did not start listening within 60s:\n%s", log)
 	}
 
 	const account = "devstoreaccount1"
@@ -246,7 +257,7 @@ func TestGCSOnFakeGCSServer(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Skipf("fake-gcs-server did not answer on %s within 60s: %v\n%s", host, err, log)
+			noEmulator(t, "fake-gcs-server did not answer on %s within 60s: %v\n%s", host, err, log)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
