@@ -7,7 +7,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build demo test test-slurm vet fmt-check fuzz bench bench-reuse bench-compare bench-s3 loadtest clean
+.PHONY: build demo test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-compare bench-s3 loadtest clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/gavel
@@ -28,11 +28,27 @@ test: fmt-check vet
 
 # `make test-slurm` runs deploy/slurm-array.sh, unchanged, as a 4-task array
 # on a single-node Slurm cluster it starts on 127.0.0.1 (installing
-# slurm-wlm and munge when missing; root only, skipped otherwise), requeues
-# a task mid-run, commits in a dependent job and compares the results with
-# a single process's (deploy/test-slurm.sh). CI runs it after `make test`.
+# slurm-wlm and munge when missing; root only, skipped otherwise), reading
+# and writing an S3 server on 127.0.0.1 (s3fake), requeues a task mid-run,
+# commits in a dependent job and compares the results with a single
+# process's (deploy/test-slurm.sh). CI runs it after `make test`.
 test-slurm: build
+	$(GO) build -trimpath -o bin/s3fake ./internal/cmd/s3fake
+	$(GO) build -trimpath -o bin/blobcp ./internal/cmd/blobcp
 	timeout -k 60 600 deploy/test-slurm.sh
+
+# `make test-emulators` installs Azurite (npm) and fake-gcs-server (go
+# install, outside gavel's module) under $(EMU) when missing, and runs the
+# azblob:// and gs:// tests against them, failing rather than skipping when
+# an emulator does not start. Not in CI: the two installs take minutes.
+EMU ?= bin/emulators
+test-emulators:
+	mkdir -p $(EMU)
+	[ -x $(EMU)/node_modules/.bin/azurite-blob ] || npm install --prefix $(EMU) --no-audit --no-fund --silent azurite@3.35.0
+	[ -x $(EMU)/fake-gcs-server ] || GOBIN=$(abspath $(EMU)) $(GO) install github.com/fsouza/fake-gcs-server@v1.56.1
+	GAVEL_REQUIRE_EMULATORS=1 AZURITE_BLOB=$(abspath $(EMU))/node_modules/.bin/azurite-blob \
+	  FAKE_GCS_SERVER=$(abspath $(EMU))/fake-gcs-server \
+	  $(GO) test -count=1 -run 'TestAzblobOnAzurite|TestGCSOnFakeGCSServer' -v ./cmd/gavel/
 
 vet:
 	$(GO) vet ./...

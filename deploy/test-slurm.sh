@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
 # make test-slurm: runs deploy/slurm-array.sh, unchanged, on a real
-# single-node Slurm cluster started for the test on 127.0.0.1 only.
+# single-node Slurm cluster started for the test on 127.0.0.1 only, reading
+# its rollouts from and writing its results to an S3 server on 127.0.0.1.
 #
 # It installs Debian's slurm-wlm and munge when missing, writes a cluster
 # configuration for this machine into a temporary directory (no cgroups:
 # proctrack/linuxproc, task/none), starts munged, slurmctld and slurmd, and
-# then:
+# an S3 server (internal/cmd/s3fake), uploads the generated rollouts to it,
+# and then:
 #
-#   1. grades the generated rollouts in one process (the reference);
-#   2. submits slurm-array.sh as an array of 4 tasks, and `gavel commit` as a
+#   1. grades the rollouts from the S3 server in one process, into a local
+#      directory (the reference);
+#   2. submits slurm-array.sh as an array of 4 tasks reading s3://gavel/in/
+#      and writing s3://gavel/results, and `gavel commit` of that URL as a
 #      job that depends on it (afterok);
-#   3. once one task has written some of its parts, suspends it, checks that
+#   3. once one task has uploaded some of its parts, suspends it, checks that
 #      it is mid-run, and requeues it (scontrol requeue): Slurm kills it and
-#      runs it again, and gavel --resume must keep the parts it had written;
-#   4. checks that the commit job ran and that the committed results equal
-#      the reference byte for byte (the timing fields of summary.json aside).
+#      runs it again, and gavel --resume must keep the parts it had uploaded
+#      (found by listing the bucket) and upload only the others;
+#   4. checks that the commit job ran, downloads the committed results and
+#      checks that they equal the reference byte for byte (the timing fields
+#      of summary.json aside).
 #
-# Every daemon the test started is stopped by process id on exit, whatever
-# the outcome. The whole test is bounded by TEST_SLURM_TIMEOUT seconds.
+# Every daemon the test started, the S3 server too, is stopped by process
+# id on exit, whatever the outcome. The whole test is bounded by TEST_SLURM_TIMEOUT seconds.
 # TEST_SLURM_KEEP=1 keeps the temporary directory (configuration, logs,
 # results), as does a failure.
 #
@@ -27,6 +33,8 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 GAVEL_BIN=${GAVEL_BIN:-$root/bin/gavel}
+S3FAKE_BIN=${S3FAKE_BIN:-$root/bin/s3fake}   # the S3 server (internal/cmd/s3fake)
+BLOBCP_BIN=${BLOBCP_BIN:-$root/bin/blobcp}   # uploads, lists, downloads (internal/cmd/blobcp)
 ROLLOUTS=${TEST_SLURM_ROLLOUTS:-32768}   # 1,024 row groups of 32 rows: 64 units, 16 a task
 ROW_GROUP_ROWS=32
 TASKS=4
@@ -44,7 +52,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	say "SKIP: needs root (it installs slurm-wlm and munge and runs munged, slurmctld and slurmd as root)"
 	exit 0
 fi
-[ -x "$GAVEL_BIN" ] || fail "$GAVEL_BIN: no gavel binary (make build)"
+for b in "$GAVEL_BIN" "$S3FAKE_BIN" "$BLOBCP_BIN"; do
+	[ -x "$b" ] || fail "$b: no such program (make test-slurm builds them)"
+done
 
 if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null ||
 	! command -v sbatch >/dev/null || ! command -v munged >/dev/null; then
@@ -206,34 +216,42 @@ node_idle() { [ "$(sinfo -h -n localhost -o %t 2>/dev/null)" = idle ]; }
 until_true "the node to be idle" node_idle
 say "cluster up: slurmctld on 127.0.0.1:$ctld_port, slurmd on 127.0.0.1:$slurmd_port ($(field CPUs) CPUs)"
 
-# --- Storage: where the array reads its inputs (IN) and writes its results
-# (OUT). Local paths here. To use an S3 server on 127.0.0.1 instead: start it
-# here (recording its pid with start), upload $tmp/in to it in put_inputs,
-# set IN and OUT to s3:// URLs, export AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
-# AWS_SECRET_ACCESS_KEY and AWS_REGION (sbatch passes the environment to the
-# tasks), list the parts' objects with their ETags in parts_of, and download
-# OUT to GOT in get_results.
-IN=$tmp/in/
-OUT=$tmp/results
-GOT=$OUT              # the results as local files, once get_results ran
+# --- Storage: the array reads its inputs from, and writes its results to,
+# an S3 server on 127.0.0.1 (s3fake, keeping its bucket under $tmp/s3),
+# through the AWS SDK as it would on AWS: AWS_ENDPOINT_URL names the
+# server, and sbatch passes the environment to the tasks. The keys are
+# dummies; the server checks no signature. blobcp uploads, lists and
+# downloads through the same code as gavel.
+start s3fake "$S3FAKE_BIN" -bucket gavel -dir "$tmp/s3" -timeout "${TEST_SLURM_TIMEOUT}s" \
+	-addr-file "$tmp/s3.addr"
+until_true "the S3 server" test -s "$tmp/s3.addr"
+export AWS_ENDPOINT_URL
+AWS_ENDPOINT_URL=$(cat "$tmp/s3.addr")
+export AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=gavel-test AWS_SECRET_ACCESS_KEY=gavel-test
+say "S3 server at $AWS_ENDPOINT_URL"
+IN=s3://gavel/in/
+OUT=s3://gavel/results
+GOT=$tmp/got          # the results as local files, once get_results ran
 REF=$tmp/reference    # the reference run's results
-put_inputs() { :; }
-# parts_of I prints the parts task I has written so far, each with its inode
-# number and modification time: a part graded again would be a new file.
+put_inputs() { "$BLOBCP_BIN" "$tmp/in" "$IN"; }
+# parts_of I prints the parts task I has written so far, each with its size
+# and the time the server stored it (to the millisecond): a part graded and
+# uploaded again would have a new time.
 parts_of() {
-	local f n
-	for f in "$OUT"/rewards/part-*.parquet; do
-		[ -e "$f" ] || continue
-		n=${f##*/part-}
+	local name size mtime n
+	"$BLOBCP_BIN" -l "$OUT/rewards/" | while read -r name size mtime; do
+		case $name in part-*.parquet) ;; *) continue ;; esac
+		n=${name#part-}
 		n=$((10#${n%.parquet}))
 		if [ $((n % TASKS)) -eq "$1" ]; then
-			echo "$(stat -c "%i %.9Y" "$f") ${f##*/}"
+			echo "$mtime $size $name"
 		fi
 	done
 }
-get_results() { :; }
+get_results() { "$BLOBCP_BIN" "$OUT" "$GOT"; }
 
-# --- Data, and the reference: one process grading everything.
+# --- Data, and the reference: one process grading everything from the S3
+# server into a local directory.
 "$GAVEL_BIN" gen --quiet --out "$tmp/in/rollouts.parquet" --expected "$tmp/expected.json" \
 	--rollouts "$ROLLOUTS" --row-group-rows "$ROW_GROUP_ROWS" --seed 7 --bad-share 0.01 >/dev/null
 put_inputs
@@ -297,8 +315,8 @@ s=$(state_of "$commit")
 [ "$s" = COMPLETED ] || fail "commit job $commit: ${s:-never ran} ($(cat "$tmp"/jobs/commit-*.log 2>/dev/null))"
 cat "$tmp/jobs/commit-$commit.log"
 
-# The requeued task resumed: every part it had written is still there, the
-# same file, and the rest of its parts were added.
+# The requeued task resumed: every part it had uploaded is still there, the
+# same object, and the rest of its parts were added.
 after=$(parts_of "$REQUEUED")
 kept=$(comm -12 <(sort <<<"$before") <(sort <<<"$after") | wc -l)
 [ "$kept" -eq "$have" ] || fail "task $task graded again parts it had written before the requeue:

@@ -124,6 +124,8 @@ type Object struct {
 	Key string
 	// Size is its size in bytes.
 	Size int64
+	// ModTime is when it was last written, as the listing reports it.
+	ModTime time.Time
 }
 
 // Attributes returns the size and ETag of the object key, or an error
@@ -172,7 +174,7 @@ func (l *Location) List(ctx context.Context, prefix string) ([]Object, error) {
 		}
 		for _, o := range page {
 			if !o.IsDir {
-				out = append(out, Object{Key: o.Key, Size: o.Size})
+				out = append(out, Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
 			}
 		}
 	}
