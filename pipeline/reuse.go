@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,7 +16,9 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/internal/store"
+	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -26,8 +29,11 @@ import (
 // the one the earlier manifest records. The earlier rows are read in one
 // streaming pass per unit, aligned with the unit's rows (the parts of a
 // unit follow its rows in order): a row that does not line up is graded.
-// A unit the earlier run did not grade from the same input unit is graded
-// in full.
+// The units the earlier run did not grade from the same input unit (a
+// re-sharded archive, renamed or split files) have their rollout ids read
+// first and matched with the earlier run's rows by join.Match, the bounded
+// join of result directories, whose matches come back in the units' row
+// order and are then taken as an aligned part's are.
 //
 // The rows of judged verifiers are always graded: the judge's cache answers
 // the verdicts it already gave. Rows with status error are graded too.
@@ -51,6 +57,12 @@ type reuseSource struct {
 	// noHash is set when the earlier run predates input_hash: nothing is
 	// reused.
 	noHash bool
+
+	// matches are the earlier rows join.Match found for the units with no
+	// earlier part of their own, and matchUnit their key unit by unit
+	// index (nil: none).
+	matches   *join.Matches
+	matchUnit map[int]int
 
 	reused, graded atomic.Int64
 	// undecoded counts the reused rollouts taken without decoding their
@@ -157,9 +169,15 @@ var (
 // decoding them overlaps with reading the unit's input.
 type prevUnit struct {
 	rewards, checks *columnar.ResultReader
-	keep            int  // the number of kept columns, read after prevRewardCols
-	sameInput       bool // see prevRow
-	strs            interner
+	// matched, when set, replaces rewards and checks: the earlier rows
+	// join.Match found for the unit, in its row order.
+	matched   *join.UnitMatches
+	queued    [][]join.Value // the check rows of the matched row being read
+	cells     []columnar.Cell
+	matchRow  int64 // the row of this unit the matched row was found for
+	keep      int   // the number of kept columns, read after prevRewardCols
+	sameInput bool  // see prevRow
+	strs      interner
 
 	ahead   chan []*prevRow // filled by readAhead; closed at the end or on an error
 	stop    chan struct{}   // closed by close
@@ -183,7 +201,18 @@ func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUni
 	}
 	part, ok := rs.parts[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
 	if !ok {
-		return nil
+		k, ok := rs.matchUnit[u.Index]
+		if !ok {
+			return nil
+		}
+		um, err := rs.matches.Unit(k)
+		if err != nil {
+			return nil
+		}
+		pu := &prevUnit{matched: um, keep: len(keep), strs: interner{},
+			ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
+		go pu.readAhead()
+		return pu
 	}
 	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), append(slices.Clip(prevRewardCols), keep...))
 	if err != nil {
@@ -230,8 +259,10 @@ func (pu *prevUnit) close() {
 	if pu != nil {
 		close(pu.stop)
 		<-pu.stopped
-		pu.rewards.Close()
-		pu.checks.Close()
+		if pu.matched == nil {
+			pu.rewards.Close()
+			pu.checks.Close()
+		}
 	}
 }
 
@@ -277,7 +308,7 @@ func (pu *prevUnit) rows(b *columnar.Batch) []*prevRow {
 
 // read reads the next earlier rollout with its check rows.
 func (pu *prevUnit) read() (*prevRow, error) {
-	c, err := pu.rewards.Next()
+	c, err := pu.nextReward()
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +347,9 @@ func (pu *prevUnit) read() (*prevRow, error) {
 	rw.RequiredPassed = int32(num(c[8]))
 	rw.ErrorKind, rw.Error = nstr(c[9]), nstr(c[10])
 	p.sourceRow = num(c[11])
+	if pu.matched != nil {
+		p.sourceRow = pu.matchRow // the row of this run it was found for
+	}
 	if c[12].Kind != columnar.CellNull {
 		if p.hash, err = strconv.ParseUint(string(c[12].Data), 16, 64); err != nil {
 			bad = err
@@ -335,7 +369,7 @@ func (pu *prevUnit) read() (*prevRow, error) {
 	// A rollout's check rows follow the previous rollout's, numbered from
 	// 0 (see readChecks); the numbering keeps the two parts in step.
 	for k := range rw.ChecksTotal {
-		cc, err := pu.checks.Next()
+		cc, err := pu.nextCheck()
 		if err != nil {
 			return nil, err
 		}
@@ -354,6 +388,143 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		p.checks = append(p.checks, cr)
 	}
 	return p, nil
+}
+
+// nextReward returns the next earlier rewards row, in the columns
+// prevRewardCols and the kept ones.
+func (pu *prevUnit) nextReward() ([]columnar.Cell, error) {
+	if pu.matched == nil {
+		return pu.rewards.Next()
+	}
+	row, r, err := pu.matched.Next()
+	if err != nil {
+		return nil, err
+	}
+	pu.matchRow, pu.queued = row, r.Checks
+	return pu.toCells(r.Values), nil
+}
+
+// nextCheck returns the next earlier check row, in the columns
+// prevCheckCols.
+func (pu *prevUnit) nextCheck() ([]columnar.Cell, error) {
+	if pu.matched == nil {
+		return pu.checks.Next()
+	}
+	if len(pu.queued) == 0 {
+		return nil, errors.New("fewer check rows than checks_total")
+	}
+	vals := pu.queued[0]
+	pu.queued = pu.queued[1:]
+	return pu.toCells(vals), nil
+}
+
+// toCells returns a matched row's values as cells, in a buffer reused
+// from row to row (read copies what it keeps).
+func (pu *prevUnit) toCells(vals []join.Value) []columnar.Cell {
+	pu.cells = pu.cells[:0]
+	for _, v := range vals {
+		pu.cells = append(pu.cells, columnar.Cell{Kind: v.Kind, Data: v.Data})
+	}
+	return pu.cells
+}
+
+// match reads the rollout ids of the units this process grades whose
+// input the earlier run did not grade as a unit of its own, and finds
+// their earlier rows with join.Match (see reuseSource). A unit that cannot
+// be read is left out: grading it reports the error.
+func (r *runner) match(ctx context.Context) error {
+	rs := r.plan.reuse
+	if rs == nil || rs.noHash || len(rs.reusable) == 0 {
+		return nil
+	}
+	var units []*Unit
+	for _, u := range r.todo() {
+		if _, ok := rs.parts[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]; !ok && u.Path != Stdin {
+			units = append(units, u)
+		}
+	}
+	if len(units) == 0 {
+		return nil
+	}
+	dir, err := join.Open(rs.dir)
+	if err != nil {
+		return fmt.Errorf("reuse %s: %w", rs.dir, err)
+	}
+	opts := columnar.Options{Fields: r.plan.fields, MaxLineBytes: r.cfg.MaxLineBytes, Columns: []string{}}
+	keys := func(emit func(unit int, row int64, id []byte) error) error {
+		for k, u := range units {
+			rd, err := r.open(u, opts)
+			if err != nil {
+				continue
+			}
+			err = r.plan.eachID(u, rd, func(row int64, id []byte) error { return emit(k, row, id) })
+			rd.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	cfg := join.Config{Rewards: append(slices.Clip(prevRewardCols), r.plan.keep...), Checks: prevCheckCols, LeftName: rs.dir}
+	m, err := join.Match(ctx, dir, keys, cfg)
+	if err != nil {
+		return fmt.Errorf("reuse: %w", err)
+	}
+	rs.matches, rs.matchUnit = m, make(map[int]int, len(units))
+	for k, u := range units {
+		rs.matchUnit[u.Index] = k
+	}
+	return nil
+}
+
+// eachID calls fn with the row and the rollout id grading gives each row
+// of the unit read by rd (grader.decode), until the unit ends or it
+// cannot be read (the rows after are graded in full).
+func (p *plan) eachID(u *Unit, rd columnar.Reader, fn func(row int64, id []byte) error) error {
+	var line, initial jsonview.Doc
+	var meta []byte
+	for {
+		b, err := rd.Next(1024)
+		if err != nil {
+			return nil
+		}
+		for i := range b.Rows {
+			row := &b.Rows[i]
+			var id []byte
+			problem := ""
+			if b.JSONLines {
+				if meta, err = columnar.DecodeLineCached(row, &p.fields, p.skips, &line, &initial, meta[:0]); err != nil {
+					problem = "undecodable"
+					if row.Err != nil {
+						if text, pr := idText(row.ID); pr == "" && len(text) > 0 {
+							id, problem = text, ""
+						}
+					}
+				}
+			}
+			if problem == "" && id == nil {
+				id, problem = idText(row.ID)
+				if row.ID.Kind == columnar.CellNull {
+					problem = "null"
+				}
+			}
+			if problem != "" {
+				id = []byte(fallbackID(u, row))
+			}
+			if err := fn(row.Index, id); err != nil {
+				b.Release()
+				return err
+			}
+		}
+		b.Release()
+	}
+}
+
+// closeMatches removes the files of the earlier rows matched.
+func (rs *reuseSource) closeMatches() {
+	if rs != nil && rs.matches != nil {
+		rs.matches.Close()
+	}
 }
 
 // take fills rw and out with the earlier results of the row just decoded

@@ -134,6 +134,59 @@ func TestReuse(t *testing.T) {
 	}
 }
 
+// TestReuseNotAligned grades a generated dataset, then the same rollouts
+// split into two files listed in the other order, with one rollout
+// changed and one verifier's version raised, reusing the first run: its
+// units do not line up with the earlier ones, so the earlier rows are
+// found by join.Match; exactly the changed rows are graded again and the
+// parts are those of a full run of the split files.
+func TestReuseNotAligned(t *testing.T) {
+	for _, format := range []string{columnar.FormatParquet, columnar.FormatJSONL} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "rollouts.jsonl")
+			if _, err := gen.Run(context.Background(), gen.Config{Out: data, Rollouts: 600, Seed: 9, BadShare: 0.05}); err != nil {
+				t.Fatalf("gen: %v", err)
+			}
+			first := filepath.Join(dir, "first")
+			grade(t, Config{Inputs: []string{data}, Out: first, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(map[string]*atomic.Int64{})})
+
+			lines := readLines(t, data)
+			mutated := ""
+			for i, l := range lines {
+				var m map[string]any
+				if json.Unmarshal(l, &m) != nil || m["final_state"] == nil || m["rollout_id"] == nil || i < 450 {
+					continue
+				}
+				m["final_state"] = map[string]any{"changed": true}
+				mutated = m["rollout_id"].(string)
+				lines[i], _ = json.Marshal(m)
+				break
+			}
+			split := filepath.Join(dir, "split")
+			if err := os.MkdirAll(split, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// The later rows come first.
+			for name, part := range map[string][][]byte{"0.jsonl": lines[300:], "1.jsonl": lines[:300]} {
+				if err := os.WriteFile(filepath.Join(split, name), append(bytes.Join(part, []byte("\n")), '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			calls := map[string]*atomic.Int64{}
+			vs := countedVerifiers(calls)
+			bumped := vs[3].ID
+			vs[3].Version++
+			again := filepath.Join(dir, "again")
+			res := grade(t, Config{Inputs: []string{split}, Out: again, Format: format, Workers: 2, BatchSize: 50, Verifiers: vs, Reuse: first})
+			full := filepath.Join(dir, "full")
+			grade(t, Config{Inputs: []string{split}, Out: full, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(map[string]*atomic.Int64{})})
+			sameFiles(t, again, full)
+			checkRegraded(t, full, res.Summary, calls, func(id, verifier string) bool { return verifier == bumped || id == mutated })
+		})
+	}
+}
+
 // checkRegraded checks, against the results in full of the same input,
 // that a run reusing an earlier one ran the verifiers of exactly the rows
 // changed reports changed and of those with a verifier error (calls, by

@@ -428,6 +428,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := r.copyUnits(); err != nil {
 		return nil, err
 	}
+	if err := r.match(ctx); err != nil {
+		return nil, err
+	}
+	defer r.plan.reuse.closeMatches()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
