@@ -8,11 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 
 	"github.com/gavelhq/gavel/columnar"
-	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 // Tables of a result directory.
@@ -158,26 +156,21 @@ func Scan(dir, table string, cols []string, fn func(vals []Value) error) error {
 }
 
 // tableReader reads the rows of a list of part files one at a time, the
-// columns cols of each, by name.
+// columns cols of each, by name, through columnar.ResultReader.
 type tableReader struct {
-	parts  []string
-	cols   []string
-	vals   []Value
-	idx    []int
-	doc    jsonview.Doc
-	fields columnar.FieldNames
+	parts []string
+	cols  []string
+	vals  []Value
 
 	part int // index in parts of the open reader
-	r    columnar.Reader
-	b    *columnar.Batch
-	i    int // next row of b
+	r    *columnar.ResultReader
+	row  int64 // rows read from the open part
 	// back makes the next call of next return the current row again.
 	back bool
 }
 
 func newTableReader(parts, cols []string) *tableReader {
-	return &tableReader{parts: parts, cols: cols, vals: make([]Value, len(cols)),
-		fields: columnar.FieldNames{}.WithDefaults(), part: -1}
+	return &tableReader{parts: parts, cols: cols, vals: make([]Value, len(cols)), part: -1}
 }
 
 // path is the part being read.
@@ -190,10 +183,10 @@ func (t *tableReader) path() string {
 
 // rowError wraps err with the current row's place.
 func (t *tableReader) rowError(err error) error {
-	if t.b == nil || t.i == 0 {
+	if t.row == 0 {
 		return fmt.Errorf("read %s: %w", t.path(), err)
 	}
-	return fmt.Errorf("read %s row %d: %w", t.path(), t.b.Rows[t.i-1].Index, err)
+	return fmt.Errorf("read %s row %d: %w", t.path(), t.row-1, err)
 }
 
 // unread makes the next call of next return the current row again.
@@ -206,101 +199,39 @@ func (t *tableReader) next() ([]Value, error) {
 		t.back = false
 		return t.vals, nil
 	}
-	for t.b == nil || t.i >= len(t.b.Rows) {
-		if err := t.nextBatch(); err != nil {
-			return nil, err
-		}
-	}
-	row := &t.b.Rows[t.i]
-	t.i++
-	if t.b.JSONLines {
-		root, err := columnar.DecodeLine(row, &t.fields, &t.doc)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", t.path(), err)
-		}
-		for j, c := range t.cols {
-			t.vals[j] = jsonValue(root.Get(c))
-		}
-		return t.vals, nil
-	}
-	for j, c := range t.cols {
-		switch {
-		case c == columnar.FieldID:
-			t.vals[j] = Value{row.ID.Kind, row.ID.Data}
-		case c == columnar.FieldTask:
-			t.vals[j] = Value{row.Task.Kind, row.Task.Data}
-		case t.idx[j] >= 0:
-			cell := row.Meta[t.idx[j]]
-			t.vals[j] = Value{cell.Kind, cell.Data}
-		default:
-			t.vals[j] = Value{}
-		}
-	}
-	return t.vals, nil
-}
-
-// nextBatch releases the current batch and reads the next, opening the
-// next part when the current one is done.
-func (t *tableReader) nextBatch() error {
-	if t.b != nil {
-		t.b.Release()
-		t.b, t.i = nil, 0
-	}
 	for {
 		if t.r == nil {
 			if t.part+1 >= len(t.parts) {
 				t.part = len(t.parts)
-				return io.EOF
+				return nil, io.EOF
 			}
 			t.part++
-			r, err := columnar.Open(t.parts[t.part], columnar.Options{Columns: t.cols})
+			r, err := columnar.OpenResult(t.parts[t.part], t.cols)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			t.r = r
+			t.r, t.row = r, 0
 		}
-		b, err := t.r.Next(1024)
+		cells, err := t.r.Next()
 		if errors.Is(err, io.EOF) {
 			t.r.Close()
 			t.r = nil
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("read %s: %w", t.path(), err)
+			return nil, err
 		}
-		if !b.JSONLines {
-			t.idx = t.idx[:0]
-			for _, c := range t.cols {
-				t.idx = append(t.idx, slices.Index(b.MetaNames, c))
-			}
+		t.row++
+		for j, c := range cells {
+			t.vals[j] = Value{c.Kind, c.Data}
 		}
-		t.b = b
-		return nil
+		return t.vals, nil
 	}
 }
 
 func (t *tableReader) close() {
-	if t.b != nil {
-		t.b.Release()
-		t.b = nil
-	}
 	if t.r != nil {
 		t.r.Close()
 		t.r = nil
 	}
-}
-
-func jsonValue(v jsonview.Value) Value {
-	switch v.Kind() {
-	case jsonview.String:
-		s, _ := v.Str()
-		return Value{columnar.CellString, s}
-	case jsonview.Number:
-		return Value{columnar.CellNumber, v.Raw()}
-	case jsonview.True, jsonview.False:
-		return Value{columnar.CellBool, v.Raw()}
-	case jsonview.Object, jsonview.Array:
-		return Value{columnar.CellJSON, v.Raw()}
-	}
-	return Value{}
 }
