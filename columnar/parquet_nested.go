@@ -69,7 +69,7 @@ func openPQNested(f io.ReaderAt, size int64) (*pqNested, error) {
 	if err != nil {
 		return nil, err
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: pqNestedBatchRows}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: pqNestedBatchRows}, new(poolAllocator))
 	if err != nil {
 		return nil, err
 	}
