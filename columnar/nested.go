@@ -622,6 +622,9 @@ type arrowCol struct {
 	path   []string // struct fields from the column to the value
 	slots  []int
 	nested bool // values are rendered as JSON text
+	// memo keeps the texts of repeated values of the initial state's
+	// column, nil for other columns.
+	memo *nestedMemo
 
 	// Bound to the current record batch (bind).
 	leaf    arrow.Array
@@ -644,6 +647,9 @@ func (c *arrowCol) bind(rec arrow.RecordBatch) {
 	c.leaf, c.enc = arr, nil
 	if c.nested {
 		c.enc = newJSONEnc(arr)
+		if c.memo == nil && slices.Contains(c.slots, slotInitial) {
+			c.memo = newNestedMemo()
+		}
 	}
 }
 
@@ -671,6 +677,14 @@ func colCell[H any](c *arrowCol, cb *chunkBatch[H], i int, copyStrings bool) (Ce
 		}
 		return cell, nil
 	}
+	var h uint64
+	memo := false
+	if c.memo != nil {
+		var text []byte
+		if text, h, memo = c.memo.lookup(c.leaf, i); text != nil {
+			return Cell{Kind: CellJSON, Stable: true, Data: text}, nil
+		}
+	}
 	start := len(cb.arena)
 	var err error
 	cb.arena, err = c.enc.append(cb.arena, i)
@@ -681,7 +695,14 @@ func colCell[H any](c *arrowCol, cb *chunkBatch[H], i int, copyStrings bool) (Ce
 		}
 		return Cell{}, err
 	}
-	return Cell{Kind: CellJSON, Data: cb.arena[start:len(cb.arena):len(cb.arena)]}, nil
+	text := cb.arena[start:len(cb.arena):len(cb.arena)]
+	if memo {
+		if own := c.memo.admit(h, text); own != nil {
+			cb.arena = cb.arena[:start]
+			return Cell{Kind: CellJSON, Stable: true, Data: own}, nil
+		}
+	}
+	return Cell{Kind: CellJSON, Data: text}, nil
 }
 
 // fillCols fills rows from rows first.. of the record batch the columns

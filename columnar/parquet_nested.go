@@ -25,6 +25,11 @@ import (
 // batches are rendered, not retained: every cell they give is copied or
 // rendered into the batch's arena, so a record batch is dropped as soon as
 // its rows are filled.
+//
+// pqarrow assembles the record batches ahead of fill in a goroutine of its
+// own (readAhead), up to pqNestedAhead of them, so that decoding the leaves
+// overlaps rendering and grading; it ends after the last row group or at
+// close, which waits for it.
 type pqNested struct {
 	fr     *pqarrow.FileReader
 	schema *arrow.Schema
@@ -32,13 +37,27 @@ type pqNested struct {
 	tops   []int // the top-level field each column is in, by cols index
 	leaves []int // leaf columns to read
 
-	rr  pqarrow.RecordReader // nil before the first fill
-	rec arrow.RecordBatch    // current record batch, owned by rr
-	pos int64                // next row of rec
+	rr   pqarrow.RecordReader // nil before the first fill
+	recs chan pqRecord        // from readAhead; closed after the last
+	stop chan struct{}        // closed by close to end readAhead
+	done chan struct{}        // closed when readAhead has returned
+	rec  arrow.RecordBatch    // current record batch, retained
+	pos  int64                // next row of rec
 }
 
-// pqNestedBatchRows is how many rows pqarrow assembles at a time.
-const pqNestedBatchRows = 256
+// pqRecord is a record batch readAhead assembled, or the error that ended
+// it.
+type pqRecord struct {
+	rec arrow.RecordBatch
+	err error
+}
+
+const (
+	// pqNestedBatchRows is how many rows pqarrow assembles at a time.
+	pqNestedBatchRows = 256
+	// pqNestedAhead is how many record batches readAhead may hold ready.
+	pqNestedAhead = 2
+)
 
 // openPQNested reads the footer of the Parquet file f, of size bytes, for
 // pqarrow, and its Arrow schema.
@@ -50,7 +69,7 @@ func openPQNested(f io.ReaderAt, size int64) (*pqNested, error) {
 	if err != nil {
 		return nil, err
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: pqNestedBatchRows}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: pqNestedBatchRows}, new(poolAllocator))
 	if err != nil {
 		return nil, err
 	}
@@ -125,20 +144,62 @@ func (n *pqNested) start(first, end int) error {
 		return err
 	}
 	n.rr = rr
+	n.recs = make(chan pqRecord, pqNestedAhead)
+	n.stop, n.done = make(chan struct{}), make(chan struct{})
+	go n.readAhead()
 	return nil
+}
+
+// readAhead sends the record batches of n.rr, retained, until the last or
+// until stop is closed; a failure, or a panic of the decoder on a corrupt
+// file, is sent as an error and ends it.
+func (n *pqNested) readAhead() {
+	defer close(n.done)
+	defer close(n.recs)
+	send := func(r pqRecord) bool {
+		select {
+		case n.recs <- r:
+			return true
+		case <-n.stop:
+			if r.rec != nil {
+				r.rec.Release()
+			}
+			return false
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			send(pqRecord{err: fmt.Errorf("corrupt nested column: %v", p)})
+		}
+	}()
+	for n.rr.Next() {
+		rec := n.rr.RecordBatch()
+		rec.Retain()
+		if !send(pqRecord{rec: rec}) {
+			return
+		}
+	}
+	if err := n.rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		send(pqRecord{err: err})
+	}
 }
 
 // fill fills the nested columns of rows, the next rows of the file.
 func (n *pqNested) fill(rows []Row, cb *pqBatch) error {
 	for done := 0; done < len(rows); {
 		if n.rec == nil || n.pos == n.rec.NumRows() {
-			if !n.rr.Next() {
-				if err := n.rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-					return fmt.Errorf("nested columns: %w", err)
-				}
-				return errors.New("nested columns end before the row groups")
+			if n.rec != nil {
+				n.rec.Release()
+				n.rec = nil
 			}
-			n.rec, n.pos = n.rr.RecordBatch(), 0
+			r, ok := <-n.recs
+			switch {
+			case !ok:
+				return errors.New("nested columns end before the row groups")
+			case r.err != nil:
+				return fmt.Errorf("nested columns: %w", r.err)
+			}
+			n.rec, n.pos = r.rec, 0
 			for _, c := range n.cols {
 				c.bind(n.rec)
 			}
@@ -151,10 +212,22 @@ func (n *pqNested) fill(rows []Row, cb *pqBatch) error {
 	return nil
 }
 
-// close releases the record reader.
+// close ends readAhead and releases the record batches and the record
+// reader.
 func (n *pqNested) close() {
-	if n.rr != nil {
-		n.rr.Release()
-		n.rr, n.rec = nil, nil
+	if n.rr == nil {
+		return
 	}
+	close(n.stop)
+	<-n.done
+	for r := range n.recs {
+		if r.rec != nil {
+			r.rec.Release()
+		}
+	}
+	if n.rec != nil {
+		n.rec.Release()
+	}
+	n.rr.Release()
+	n.rr, n.rec = nil, nil
 }
