@@ -147,15 +147,29 @@ func newNestedDatasetWriter(w io.Writer, columns []DatasetColumn, groupRows int)
 		fields[i] = arrow.Field{Name: c.Name, Type: dt, Nullable: true}
 	}
 	schema := arrow.NewSchema(fields, nil)
-	props := parquet.NewWriterProperties(
+	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithMaxRowGroupLength(int64(groupRows)),
 		parquet.WithDictionaryDefault(false),
 		parquet.WithStats(false),
-		parquet.WithDataPageSize(1<<20),
+		parquet.WithDataPageSize(1 << 20),
 		parquet.WithCreatedBy("gavel"),
-	)
-	fw, err := pqarrow.NewFileWriter(schema, writeOnly{w}, props, pqarrow.DefaultWriterProps())
+	}
+	// A Dictionary column has every leaf dictionary-encoded, as pyarrow
+	// writes nested columns by default.
+	ps, err := pqarrow.ToParquet(schema, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, fmt.Errorf("dataset writer: %w", err)
+	}
+	for i := range ps.NumColumns() {
+		path := ps.Column(i).ColumnPath()
+		for _, c := range columns {
+			if c.Dictionary && c.Name == path[0] {
+				opts = append(opts, parquet.WithDictionaryPath(path, true))
+			}
+		}
+	}
+	fw, err := pqarrow.NewFileWriter(schema, writeOnly{w}, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
 	if err != nil {
 		return nil, fmt.Errorf("dataset writer: %w", err)
 	}

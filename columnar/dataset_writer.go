@@ -88,7 +88,8 @@ type DatasetColumn struct {
 	Name string
 	// Type is the column's type.
 	Type DatasetColumnType
-	// Dictionary asks Parquet to dictionary-encode the column. Use it for
+	// Dictionary asks Parquet to dictionary-encode the column (every leaf
+	// of a nested column). Use it for
 	// columns with few distinct values (task ids, model names, initial states
 	// shared by many rows); JSON Lines ignores it.
 	Dictionary bool

@@ -650,6 +650,9 @@ func (c *arrowCol) bind(rec arrow.RecordBatch) {
 		if c.memo == nil && slices.Contains(c.slots, slotInitial) {
 			c.memo = newNestedMemo()
 		}
+		if c.memo != nil {
+			c.memo.bind(arr)
+		}
 	}
 }
 

@@ -29,10 +29,18 @@ import (
 // admitted a text (a column whose values do not repeat), only one row in
 // memoReprobe is looked up, until one is found again.
 //
+// A dictionary array (a Parquet leaf read as a dictionary, or an Arrow
+// dictionary column) is keyed by its indices, which say which value only
+// together with the dictionary: a dictionary may change from one record
+// batch to the next (each Parquet row group has its own). So bind gives
+// each distinct dictionary an id, found by comparing its whole content with
+// the dictionaries seen before, and every key begins with the ids of the
+// dictionaries of the record batch. A new dictionary makes the texts of the
+// old ones unreachable in practice, so it empties the memo.
+//
 // Rejected: hashing the leaf ranges alone (a collision would hand a row
-// another row's state) and keying by Parquet dictionary indices (most
-// writers of nested columns fall back to plain pages, and Arrow IPC has
-// none).
+// another row's state), and a dictionary's address as its identity (the
+// buffers of released record batches are reused).
 type nestedMemo struct {
 	seed   maphash.Seed
 	key    []byte // scratch: the key of the current row
@@ -40,19 +48,95 @@ type nestedMemo struct {
 	bytes  int
 	misses int // rows in a row that neither found nor admitted a text
 	rows   int
+
+	// Dictionaries: prefix begins every key of the bound record batch,
+	// off is set when its keys cannot be made.
+	prefix []byte
+	off    bool
+	dicts  map[uint64][]memoDict // the dictionaries seen, by content hash
+	dictsN int                   // bytes held by dicts
+	nextID uint64
 }
 
 type memoText struct{ key, text []byte }
+
+// memoDict is a dictionary seen: its content as appendMemoKey keys all its
+// values, and its id.
+type memoDict struct {
+	content []byte
+	id      uint64
+}
 
 const (
 	nestedMemoBytes = 4 << 20
 	memoMaxChain    = 4
 	memoMissRun     = 256
 	memoReprobe     = 64
+	// memoDictBytes bounds the contents of the dictionaries remembered;
+	// past it they are forgotten (a dictionary seen again gets a new id).
+	memoDictBytes = 4 << 20
 )
 
 func newNestedMemo() *nestedMemo {
-	return &nestedMemo{seed: maphash.MakeSeed(), texts: map[uint64][]memoText{}}
+	return &nestedMemo{seed: maphash.MakeSeed(), texts: map[uint64][]memoText{}, dicts: map[uint64][]memoDict{}}
+}
+
+// bind prepares the keys of the values of arr, a record batch's array of
+// the column: the ids of its dictionaries.
+func (m *nestedMemo) bind(arr arrow.Array) {
+	m.prefix, m.off = m.prefix[:0], false
+	var found []*array.Dictionary
+	collectDicts(&found, arr)
+	fresh := false
+	for _, d := range found {
+		var ok bool
+		if m.key, ok = appendMemoKey(m.key[:0], d.Dictionary(), 0, d.Dictionary().Len()); !ok {
+			m.off = true
+			return
+		}
+		id, isNew := m.dictID(m.key)
+		fresh = fresh || isNew
+		m.prefix = binary.LittleEndian.AppendUint64(m.prefix, id)
+	}
+	if fresh && m.bytes > 0 {
+		clear(m.texts)
+		m.bytes = 0
+	}
+}
+
+// dictID returns the id of the dictionary whose content is content, and
+// whether it was not seen before.
+func (m *nestedMemo) dictID(content []byte) (id uint64, isNew bool) {
+	h := maphash.Bytes(m.seed, content)
+	for _, d := range m.dicts[h] {
+		if bytes.Equal(d.content, content) {
+			return d.id, false
+		}
+	}
+	if m.dictsN+len(content) > memoDictBytes {
+		clear(m.dicts)
+		m.dictsN = 0
+	}
+	m.nextID++
+	m.dicts[h] = append(m.dicts[h], memoDict{content: bytes.Clone(content), id: m.nextID})
+	m.dictsN += len(content)
+	return m.nextID, true
+}
+
+// collectDicts appends the dictionary arrays in arr to dst, in the order
+// appendMemoKey meets them, and those in their dictionaries.
+func collectDicts(dst *[]*array.Dictionary, arr arrow.Array) {
+	switch a := arr.(type) {
+	case *array.Struct:
+		for k := range a.NumField() {
+			collectDicts(dst, a.Field(k))
+		}
+	case array.ListLike:
+		collectDicts(dst, a.ListValues())
+	case *array.Dictionary:
+		*dst = append(*dst, a)
+		collectDicts(dst, a.Dictionary())
+	}
 }
 
 // find returns the text of the value whose key m.key holds, or nil; h is
@@ -74,8 +158,11 @@ func (m *nestedMemo) lookup(arr arrow.Array, i int) (text []byte, h uint64, try 
 	if m.misses >= memoMissRun && m.rows%memoReprobe != 0 {
 		return nil, 0, false
 	}
+	if m.off {
+		return nil, 0, false
+	}
 	var ok bool
-	m.key, ok = appendMemoKey(m.key[:0], arr, i, i+1)
+	m.key, ok = appendMemoKey(append(m.key[:0], m.prefix...), arr, i, i+1)
 	if !ok {
 		return nil, 0, false
 	}
@@ -106,7 +193,9 @@ func (m *nestedMemo) admit(h uint64, text []byte) []byte {
 }
 
 // appendMemoKey appends the key of rows [s, e) of arr to dst. ok is false
-// for a type it does not cover.
+// for a type it does not cover. A dictionary array is keyed by its
+// indices: keys of rows of different arrays compare only together with
+// the identity of their dictionaries (nestedMemo.bind).
 func appendMemoKey(dst []byte, arr arrow.Array, s, e int) ([]byte, bool) {
 	if s >= e {
 		return dst, true
@@ -149,6 +238,8 @@ func appendMemoKey(dst []byte, arr arrow.Array, s, e int) ([]byte, bool) {
 	case *array.FixedSizeList:
 		n := int(a.DataType().(*arrow.FixedSizeListType).Len())
 		return appendMemoKey(dst, a.ListValues(), (off+s)*n, (off+e)*n)
+	case *array.Dictionary:
+		return appendMemoKey(dst, a.Indices(), s, e)
 	case *array.String:
 		return appendBytesKey(dst, a.ValueOffsets(), a.ValueBytes(), s, e)
 	case *array.Binary:

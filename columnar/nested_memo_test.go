@@ -147,3 +147,72 @@ func TestNestedMemoCells(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedMemoDictionaries checks that the initial state's memo keys a
+// value of dictionary arrays by the dictionary it indexes: the same
+// indices into another record batch's dictionary are another value, also
+// when that dictionary was seen before, and a dictionary with the same
+// content as an earlier one finds its texts.
+func TestNestedMemoDictionaries(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dict := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	dt := arrow.StructOf(arrow.Field{Name: "names", Type: arrow.ListOf(dict), Nullable: true})
+	schema := arrow.NewSchema([]arrow.Field{{Name: "initial_state", Type: dt, Nullable: true}}, nil)
+	batch := func(values string, indices ...int32) arrow.RecordBatch {
+		d, _, err := array.FromJSON(mem, arrow.BinaryTypes.String, strings.NewReader(values))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Release()
+		b := array.NewStructBuilder(mem, dt)
+		defer b.Release()
+		lb := b.FieldBuilder(0).(*array.ListBuilder)
+		db := lb.ValueBuilder().(*array.BinaryDictionaryBuilder)
+		if err := db.InsertStringDictValues(d.(*array.String)); err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range indices {
+			b.Append(true)
+			lb.Append(true)
+			db.AppendIndices([]int{int(i)}, nil)
+		}
+		arr := b.NewArray()
+		defer arr.Release()
+		return array.NewRecordBatch(schema, []arrow.Array{arr}, int64(arr.Len()))
+	}
+	batches := []struct {
+		rec  arrow.RecordBatch
+		want []string
+	}{
+		{batch(`["a", "b"]`, 0, 1, 0), []string{`{"names":["a"]}`, `{"names":["b"]}`, `{"names":["a"]}`}},
+		{batch(`["b", "a"]`, 0, 1, 0), []string{`{"names":["b"]}`, `{"names":["a"]}`, `{"names":["b"]}`}},
+		{batch(`["b", "a"]`, 0), []string{`{"names":["b"]}`}},
+		{batch(`["a", "b"]`, 0), []string{`{"names":["a"]}`}},
+	}
+	c := &arrowCol{name: "initial_state", slots: []int{slotInitial}, nested: true}
+	cb := &chunkBatch[struct{}]{}
+	var cells [][]Cell
+	for k, b := range batches {
+		defer b.rec.Release()
+		c.bind(b.rec)
+		var got []Cell
+		for i := range b.want {
+			cell, err := colCell(c, cb, i, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(cell.Data) != b.want[i] || !cell.Stable {
+				t.Errorf("batch %d row %d: %s (stable %v), want stable %s", k, i, cell.Data, cell.Stable, b.want[i])
+			}
+			got = append(got, cell)
+		}
+		cells = append(cells, got)
+	}
+	if unsafe.SliceData(cells[0][0].Data) != unsafe.SliceData(cells[0][2].Data) {
+		t.Error("batch 0: rows 0 and 2 do not share a text")
+	}
+	if unsafe.SliceData(cells[1][0].Data) != unsafe.SliceData(cells[2][0].Data) {
+		t.Error("batches 1 and 2, with the same dictionary, do not share a text")
+	}
+}

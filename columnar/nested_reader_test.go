@@ -2,6 +2,7 @@ package columnar
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -303,5 +304,74 @@ func TestNestedParquetGo(t *testing.T) {
 	}
 	if !reflect.DeepEqual(finals, want) {
 		t.Errorf("final states = %v, want %v", finals, want)
+	}
+}
+
+// TestNestedParquetDictionaries reads a dataset whose initial states have
+// dictionary-encoded leaves, in row groups with dictionaries of their own:
+// the initial state's string leaves are read as dictionary arrays (the
+// final state's, plain, are not), and every state reads back as written.
+func TestNestedParquetDictionaries(t *testing.T) {
+	const typ = "struct<names: list<string>, n: int64>"
+	path := filepath.Join(t.TempDir(), "dict.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := []DatasetColumn{
+		{Name: "rollout_id", Type: DatasetString},
+		{Name: "initial_state", Type: DatasetNested, Nested: typ, Dictionary: true},
+		{Name: "final_state", Type: DatasetNested, Nested: typ},
+	}
+	w, err := NewDatasetWriter(f, DatasetParquet, cols, DatasetOptions{RowGroupRows: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := []string{
+		`{"names":["a","b"],"n":1}`, `{"names":["b"],"n":2}`, `{"names":["a","b"],"n":1}`,
+		`{"names":["b","c"],"n":1}`, `{"names":["a","b"],"n":1}`, `{"names":["c"],"n":3}`,
+		`{"names":["b"],"n":2}`, `{"names":[],"n":null}`, `{"names":["a","b"],"n":1}`,
+	}
+	for i, s := range states {
+		id := fmt.Sprintf("r%d", i)
+		row := []DatasetValue{{Kind: DatasetText, Bytes: []byte(id)}, {Kind: DatasetRaw, Bytes: []byte(s)}, {Kind: DatasetRaw, Bytes: []byte(s)}}
+		if err := w.Write(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	for i, row := range cellValues(t, path, Options{}) {
+		want, err := decodeJSON(states[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(row["initial"], want) || !reflect.DeepEqual(row["final"], want) {
+			t.Errorf("row %d: initial %v, final %v, want %v", i, row["initial"], row["final"], want)
+		}
+	}
+
+	r, err := OpenParquet(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := r.Next(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	schema := r.nested.rec.Schema()
+	for _, c := range []struct {
+		name string
+		dict bool
+	}{{"initial_state", true}, {"final_state", false}} {
+		dt := schema.Field(schema.FieldIndices(c.name)[0]).Type
+		if got := strings.Contains(dt.String(), "dictionary"); got != c.dict {
+			t.Errorf("%s read as %s: dictionary %v, want %v", c.name, dt, got, c.dict)
+		}
 	}
 }

@@ -31,11 +31,13 @@ import (
 // overlaps rendering and grading; it ends after the last row group or at
 // close, which waits for it.
 type pqNested struct {
+	pf     *file.Reader
 	fr     *pqarrow.FileReader
 	schema *arrow.Schema
 	cols   []*arrowCol
-	tops   []int // the top-level field each column is in, by cols index
-	leaves []int // leaf columns to read
+	tops   []int                  // the top-level field each column is in, by cols index
+	fields []*pqarrow.SchemaField // each column's field, by cols index
+	leaves []int                  // leaf columns to read
 
 	rr   pqarrow.RecordReader // nil before the first fill
 	recs chan pqRecord        // from readAhead; closed after the last
@@ -77,8 +79,65 @@ func openPQNested(f io.ReaderAt, size int64) (*pqNested, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pqNested{fr: fr, schema: schema}, nil
+	return &pqNested{pf: pf, fr: fr, schema: schema}, nil
 }
+
+// readDict reopens n.fr so that the string leaves of the initial state's
+// column that are dictionary-encoded in row groups first through end-1
+// are read as Arrow dictionary arrays: their values are not copied row by
+// row, and the memo keys a state by dictionary indices (nestedMemo).
+// Leaves with plain pages stay plain strings: a dictionary array of them
+// would copy every value seen so far into each record batch.
+func (n *pqNested) readDict(first, end int) error {
+	props := pqarrow.ArrowReadProperties{BatchSize: pqNestedBatchRows}
+	dict := false
+	for i, c := range n.cols {
+		if !slices.Contains(c.slots, slotInitial) {
+			continue
+		}
+		for _, leaf := range appendLeaves(nil, n.fields[i]) {
+			if n.pf.MetaData().Schema.Column(leaf).PhysicalType() == pqarrowfmt.Types.ByteArray && dictEncoded(n.pf, leaf, first, end) {
+				props.SetReadDict(leaf, true)
+				dict = true
+			}
+		}
+	}
+	if !dict {
+		return nil
+	}
+	fr, err := pqarrow.NewFileReader(n.pf, props, new(poolAllocator))
+	if err != nil {
+		return err
+	}
+	n.fr = fr
+	return nil
+}
+
+// dictEncoded reports whether leaf column leaf has all its data pages
+// dictionary-encoded in row groups first through end-1 (when the footer
+// lists the pages' encodings; otherwise whether it has a dictionary).
+func dictEncoded(pf *file.Reader, leaf, first, end int) bool {
+	for g := first; g < end; g++ {
+		cc, err := pf.MetaData().RowGroup(g).ColumnChunk(leaf)
+		if err != nil || !cc.HasDictionaryPage() {
+			return false
+		}
+		for _, st := range cc.EncodingStats() {
+			switch st.Encoding {
+			case pqarrowfmt.Encodings.RLEDict, pqarrowfmt.Encodings.PlainDict:
+			default:
+				if int(st.PageType) != pageTypeDictionary {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// pageTypeDictionary is the Parquet page type of a dictionary page, whose
+// own encoding is plain.
+const pageTypeDictionary = 2
 
 // add plans column top (a top-level field index), or with path the field
 // inside it, into slots; name is how errors name it. It reports false
@@ -108,6 +167,7 @@ func (n *pqNested) add(name string, top int, path []string, slots []int) (bool, 
 	}
 	n.cols = append(n.cols, &arrowCol{name: name, path: path, slots: slots, nested: !flat})
 	n.tops = append(n.tops, top)
+	n.fields = append(n.fields, field)
 	n.leaves = appendLeaves(n.leaves, field)
 	return true, nil
 }
@@ -134,6 +194,9 @@ func (n *pqNested) start(first, end int) error {
 	tops = slices.Compact(tops)
 	for i, c := range n.cols {
 		c.index, _ = slices.BinarySearch(tops, n.tops[i])
+	}
+	if err := n.readDict(first, end); err != nil {
+		return err
 	}
 	groups := make([]int, 0, end-first)
 	for g := first; g < end; g++ {

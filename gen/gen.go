@@ -473,10 +473,11 @@ const (
 		"args: struct<id: string, name: string, ownerId: string, stageId: string, status: string, amount: float64>>>"
 )
 
-// nestedColumn makes c a nested column of type t when nested is set.
+// nestedColumn makes c a nested column of type t when nested is set; a
+// Dictionary column keeps its dictionary, on every leaf.
 func nestedColumn(c columnar.DatasetColumn, nested bool, t string) columnar.DatasetColumn {
 	if nested {
-		c.Type, c.Nested, c.Dictionary = columnar.DatasetNested, t, false
+		c.Type, c.Nested = columnar.DatasetNested, t
 	}
 	return c
 }

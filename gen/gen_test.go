@@ -1080,3 +1080,38 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	*c += countingWriter(len(p))
 	return len(p), nil
 }
+
+// TestGenNestedDictionary checks that --nested dictionary-encodes the
+// leaves of the initial state (booleans aside), as pyarrow writes them,
+// and not those of the final state, nor the initial state's of unique
+// worlds.
+func TestGenNestedDictionary(t *testing.T) {
+	for _, unique := range []bool{false, true} {
+		res := generate(t, Config{Rollouts: 300, Nested: true, UniqueWorlds: unique})
+		f, err := parquet.OpenFile(bytes.NewReader(res.data), int64(len(res.data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaves := map[string]int{}
+		for _, rg := range f.Metadata().RowGroups {
+			for _, cc := range rg.Columns {
+				md := cc.MetaData
+				top := md.PathInSchema[0]
+				if top != "initial_state" && top != "final_state" {
+					continue
+				}
+				leaves[top]++
+				dict := slices.ContainsFunc(md.Encoding, func(e format.Encoding) bool {
+					return e == format.RLEDictionary || e == format.PlainDictionary
+				})
+				// Parquet has no dictionary for booleans.
+				if want := top == "initial_state" && !unique && md.Type != format.Boolean; dict != want {
+					t.Errorf("unique worlds %v: %s dictionary-encoded %v, want %v (%v)", unique, strings.Join(md.PathInSchema, "."), dict, want, md.Encoding)
+				}
+			}
+		}
+		if leaves["initial_state"] == 0 || leaves["final_state"] == 0 {
+			t.Errorf("unique worlds %v: leaves %v, want both states", unique, leaves)
+		}
+	}
+}
