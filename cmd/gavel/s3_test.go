@@ -16,22 +16,7 @@ import (
 // startS3 starts an S3 server on 127.0.0.1 with the bucket "gavel" and
 // points the AWS SDK of this process and of the gavel processes it starts
 // at it, through the standard variables with dummy keys.
-func startS3(t *testing.T) *s3test.Server {
-	t.Helper()
-	srv, err := s3test.Start(s3test.Options{Buckets: []string{"gavel"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test-key-id")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test-secret-key")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return srv
-}
+func startS3(t *testing.T) *s3test.Server { return s3test.StartTest(t, "gavel") }
 
 // listObjects returns the objects under the prefix URL raw, by key
 // relative to it, with the times the server stored them.

@@ -30,17 +30,7 @@ import (
 // through the standard variables, with fake credentials.
 func start(t *testing.T) *s3test.Server {
 	t.Helper()
-	srv, err := s3test.Start(s3test.Options{Buckets: []string{"b"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test-key-id")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test-secret-key")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	srv := s3test.StartTest(t, "b")
 	d := store.RetryDelay
 	store.RetryDelay = 5 * time.Millisecond
 	t.Cleanup(func() { store.RetryDelay = d })

@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
@@ -254,4 +256,25 @@ func (w *resetWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return room, http.ErrHijacked
+}
+
+// StartTest starts a server with the bucket for the test t, stopped when
+// the test ends, and points the AWS SDK of this process (and of the
+// processes it starts) at it through the standard variables, with dummy
+// keys and no shared configuration or instance metadata.
+func StartTest(t testing.TB, bucket string) *Server {
+	t.Helper()
+	srv, err := Start(Options{Buckets: []string{bucket}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test-key-id")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test-secret-key")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	return srv
 }
