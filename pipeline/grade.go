@@ -161,12 +161,15 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 	if g.row < len(g.prev) {
 		prev = g.prev[g.row]
 	}
-	if g.takeUnchanged(u, b, row, prev, &rw, out) {
-		g.reused++
-		out.rewards = append(out.rewards, rw)
-		return
+	var (
+		v       *verifiers.Verifier
+		verdict verifiers.Verdict
+		checks  []verifiers.Check
+	)
+	reused := g.takeUnchanged(u, b, row, prev, &rw, out)
+	if !reused {
+		v, verdict, checks, reused = g.grade(u, b, row, &rw, prev, out)
 	}
-	v, verdict, checks, reused := g.grade(u, b, row, &rw, prev, out)
 	if reused {
 		g.reused++
 		out.rewards = append(out.rewards, rw)
