@@ -115,3 +115,19 @@ func (rr *ResultReader) Close() error {
 	}
 	return rr.r.Close()
 }
+
+// Interner shares the storage of repeated strings read from result parts
+// (task ids, verifier ids, check ids, statuses, file names), so that
+// millions of rows hold few copies.
+type Interner map[string]string
+
+// Get returns the string equal to b that in holds, adding it first when
+// there is none.
+func (in Interner) Get(b []byte) string {
+	if s, ok := in[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	in[s] = s
+	return s
+}

@@ -347,7 +347,7 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 	defer part.Abort()
 
 	sum := newSummary(nil)
-	strs := interner{}
+	strs := columnar.Interner{}
 	rows := make([]columnar.RewardRow, 0, rescoreBatch)
 	var crs []columnar.CheckRow
 	var buf []verifiers.Check
@@ -446,7 +446,7 @@ func copyFile(src, dst string) error {
 // which the writer guarantees (it appends them in input order, after its
 // reward's counts are known) and which the numbering and the total count
 // of rows (checked by the caller) verify.
-func readChecks(cr *columnar.ResultReader, rw *columnar.RewardRow, crs []columnar.CheckRow, strs interner) (_ []columnar.CheckRow, checkErr bool, _ error) {
+func readChecks(cr *columnar.ResultReader, rw *columnar.RewardRow, crs []columnar.CheckRow, strs columnar.Interner) (_ []columnar.CheckRow, checkErr bool, _ error) {
 	for k := range int(rw.ChecksTotal) {
 		c, err := cr.Next()
 		if errors.Is(err, io.EOF) {
@@ -459,13 +459,13 @@ func readChecks(cr *columnar.ResultReader, rw *columnar.RewardRow, crs []columna
 		if err != nil || idx != k {
 			return nil, false, fmt.Errorf("check_index %s where %d was expected: check rows out of order", c[0].Data, k)
 		}
-		row := columnar.CheckRow{Required: string(c[1].Data) == "true", Status: strs.get(c[2].Data)}
+		row := columnar.CheckRow{Required: string(c[1].Data) == "true", Status: strs.Get(c[2].Data)}
 		checkErr = checkErr || row.Status == verifiers.CheckError
 		if len(c) > 3 {
-			row.CheckID = strs.get(c[3].Data)
+			row.CheckID = strs.Get(c[3].Data)
 		}
 		if len(c) > 4 {
-			row.Label = strs.get(c[4].Data)
+			row.Label = strs.Get(c[4].Data)
 			row.Detail = string(c[5].Data)
 			if c[6].Kind != columnar.CellNull {
 				if row.Score, err = strconv.ParseFloat(unsafeString(c[6].Data), 64); err != nil {
@@ -481,7 +481,7 @@ func readChecks(cr *columnar.ResultReader, rw *columnar.RewardRow, crs []columna
 
 // rewardRow decodes the cells of a rewards row, read as rescoreRewardCols
 // then keep columns.
-func rewardRow(c []columnar.Cell, keep int, strs interner) (columnar.RewardRow, error) {
+func rewardRow(c []columnar.Cell, keep int, strs columnar.Interner) (columnar.RewardRow, error) {
 	var rw columnar.RewardRow
 	var err error
 	num := func(cell columnar.Cell, name string) int64 {
@@ -496,14 +496,14 @@ func rewardRow(c []columnar.Cell, keep int, strs interner) (columnar.RewardRow, 
 			return columnar.NullString{}
 		}
 		if shared {
-			return columnar.Str(strs.get(cell.Data))
+			return columnar.Str(strs.Get(cell.Data))
 		}
 		return columnar.Str(string(cell.Data))
 	}
 	rw.RolloutID = string(c[0].Data)
-	rw.TaskID = strs.get(c[1].Data)
+	rw.TaskID = strs.Get(c[1].Data)
 	rw.VerifierID = nstr(c[2], true)
-	rw.Status = strs.get(c[3].Data)
+	rw.Status = strs.Get(c[3].Data)
 	if c[4].Kind != columnar.CellNull {
 		rw.Passed, rw.PassedValid = string(c[4].Data) == "true", true
 	}
@@ -520,7 +520,7 @@ func rewardRow(c []columnar.Cell, keep int, strs interner) (columnar.RewardRow, 
 	rw.RequiredPassed = int32(num(c[9], "required_passed"))
 	rw.ErrorKind = nstr(c[10], true)
 	rw.Error = nstr(c[11], false)
-	rw.SourceFile = strs.get(c[12].Data)
+	rw.SourceFile = strs.Get(c[12].Data)
 	rw.SourceRow = num(c[13], "source_row")
 	if c[14].Kind != columnar.CellNull {
 		h, e := strconv.ParseUint(unsafeString(c[14].Data), 16, 64)
@@ -539,19 +539,6 @@ func rewardRow(c []columnar.Cell, keep int, strs interner) (columnar.RewardRow, 
 		err = fmt.Errorf("checks_total %d", rw.ChecksTotal)
 	}
 	return rw, err
-}
-
-// interner shares the storage of repeated strings (ids, statuses, file
-// names) across the rows of a part.
-type interner map[string]string
-
-func (in interner) get(b []byte) string {
-	if s, ok := in[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	in[s] = s
-	return s
 }
 
 // unsafeString views b as a string for a parse that does not keep it.

@@ -177,7 +177,7 @@ type prevUnit struct {
 	matchRow  int64 // the row of this unit the matched row was found for
 	keep      int   // the number of kept columns, read after prevRewardCols
 	sameInput bool  // see prevRow
-	strs      interner
+	strs      columnar.Interner
 
 	ahead   chan []*prevRow // filled by readAhead; closed at the end or on an error
 	stop    chan struct{}   // closed by close
@@ -209,7 +209,7 @@ func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUni
 		if err != nil {
 			return nil
 		}
-		pu := &prevUnit{matched: um, keep: len(keep), strs: interner{},
+		pu := &prevUnit{matched: um, keep: len(keep), strs: columnar.Interner{},
 			ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
 		go pu.readAhead()
 		return pu
@@ -223,7 +223,7 @@ func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUni
 		rw.Close()
 		return nil
 	}
-	pu := &prevUnit{rewards: rw, checks: ck, keep: len(keep), sameInput: rs.unchanged(u, cur) != nil, strs: interner{},
+	pu := &prevUnit{rewards: rw, checks: ck, keep: len(keep), sameInput: rs.unchanged(u, cur) != nil, strs: columnar.Interner{},
 		ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go pu.readAhead()
 	return pu
@@ -328,10 +328,10 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		return columnar.Str(string(cell.Data))
 	}
 	if c[1].Kind != columnar.CellNull {
-		p.verifierID = pu.strs.get(c[1].Data)
+		p.verifierID = pu.strs.Get(c[1].Data)
 	}
 	rw := &p.rw
-	rw.Status = pu.strs.get(c[2].Data)
+	rw.Status = pu.strs.Get(c[2].Data)
 	if c[3].Kind != columnar.CellNull {
 		rw.Passed, rw.PassedValid = string(c[3].Data) == "true", true
 	}
@@ -373,8 +373,8 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		cr := columnar.CheckRow{CheckIndex: int32(num(cc[0])), CheckID: pu.strs.get(cc[1].Data), Label: pu.strs.get(cc[2].Data),
-			Required: string(cc[3].Data) == "true", Status: pu.strs.get(cc[4].Data), Detail: string(cc[5].Data),
+		cr := columnar.CheckRow{CheckIndex: int32(num(cc[0])), CheckID: pu.strs.Get(cc[1].Data), Label: pu.strs.Get(cc[2].Data),
+			Required: string(cc[3].Data) == "true", Status: pu.strs.Get(cc[4].Data), Detail: string(cc[5].Data),
 			Actual: nstr(cc[6]), Expected: nstr(cc[7])}
 		if cr.CheckIndex != k {
 			return nil, errors.New("checks out of step")

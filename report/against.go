@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -85,7 +86,7 @@ func CompareColumn(dir, column string, cfg DiffConfig) (*Against, error) {
 	}
 	examples = max(0, examples)
 	byVerifier := map[string]*AgainstVerifier{}
-	in := interner{}
+	in := columnar.Interner{}
 	found := false
 	var list []Disagreement
 	cols := []string{"rollout_id", "task_id", "verifier_id", "status", column}
@@ -107,7 +108,7 @@ func CompareColumn(dir, column string, cfg DiffConfig) (*Against, error) {
 		}
 		vid := ""
 		if !v[2].Null() {
-			vid = in.get(v[2].Data)
+			vid = in.Get(v[2].Data)
 		}
 		av := byVerifier[vid]
 		if av == nil {
@@ -129,7 +130,7 @@ func CompareColumn(dir, column string, cfg DiffConfig) (*Against, error) {
 			av.RecordOnly++
 		}
 		if examples > 0 {
-			list = append(list, Disagreement{RolloutID: string(v[0].Data), Task: in.get(v[1].Data), Verifier: vid, Gavel: status, Recorded: string(v[4].Data)})
+			list = append(list, Disagreement{RolloutID: string(v[0].Data), Task: in.Get(v[1].Data), Verifier: vid, Gavel: status, Recorded: string(v[4].Data)})
 			if len(list) >= 4*examples {
 				// Keep memory bounded when most rollouts disagree.
 				sortDisagreements(list)

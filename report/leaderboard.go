@@ -131,7 +131,7 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 		cols = append(cols, column(b))
 	}
 	groups := map[string]*groupAgg{}
-	in := interner{}
+	in := columnar.Interner{}
 	var keyBuf []byte
 	found := make([]bool, len(by))
 	for _, dir := range dirs {
@@ -156,7 +156,7 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 				v[1], v[2] = recordedRow(v[1])
 				recordedFound = recordedFound || string(v[1].Data) != verifiers.StatusError
 			}
-			task := in.get(v[0].Data)
+			task := in.Get(v[0].Data)
 			ta := g.tasks[task]
 			if ta == nil {
 				ta = &taskAgg{}

@@ -17,19 +17,6 @@ func scanTable(dir, table string, cols []string, fn func(vals []value) error) er
 	return join.Scan(dir, table, cols, fn)
 }
 
-// interner shares the storage of repeated strings (task ids, verifier
-// ids, file names, check ids), so that millions of rows hold few copies.
-type interner map[string]string
-
-func (in interner) get(b []byte) string {
-	if s, ok := in[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	in[s] = s
-	return s
-}
-
 func parseReward(v value) (float64, bool, error) {
 	if v.Null() {
 		return 0, false, nil
