@@ -274,9 +274,9 @@ func sameDir(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
-// Columns a rescore reads.
+// Columns a rescore reads (rewardRowCols: also --reuse, see rewardRow).
 var (
-	rescoreRewardCols = []string{"rollout_id", "task_id", "verifier_id", "status", "passed", "reward",
+	rewardRowCols = []string{"rollout_id", "task_id", "verifier_id", "status", "passed", "reward",
 		"checks_total", "checks_passed", "required_total", "required_passed", "error_kind", "error", "source_file", "source_row", "input_hash"}
 	// rescoreCheckCols: what every formula needs, then check_id (weighted
 	// and expr), then what only expressions read.
@@ -330,7 +330,7 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 	}
 
 	keep := m.Config.Keep
-	rr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "rewards", in.Part), append(slices.Clip(rescoreRewardCols), keep...))
+	rr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "rewards", in.Part), append(slices.Clip(rewardRowCols), keep...))
 	if err != nil {
 		return nil, err
 	}
@@ -479,8 +479,9 @@ func readChecks(cr *columnar.ResultReader, rw *columnar.RewardRow, crs []columna
 	return crs, checkErr, nil
 }
 
-// rewardRow decodes the cells of a rewards row, read as rescoreRewardCols
-// then keep columns.
+// rewardRow decodes the cells of a rewards row, read as rewardRowCols
+// then keep columns: the one decoding of the rewards a rescore rewrites
+// and --reuse takes from an earlier run.
 func rewardRow(c []columnar.Cell, keep int, strs columnar.Interner) (columnar.RewardRow, error) {
 	var rw columnar.RewardRow
 	var err error
@@ -532,7 +533,7 @@ func rewardRow(c []columnar.Cell, keep int, strs columnar.Interner) (columnar.Re
 	if keep > 0 {
 		rw.Keep = make([]columnar.NullString, keep)
 		for j := range keep {
-			rw.Keep[j] = nstr(c[len(rescoreRewardCols)+j], false)
+			rw.Keep[j] = nstr(c[len(rewardRowCols)+j], false)
 		}
 	}
 	if err == nil && rw.ChecksTotal < 0 {

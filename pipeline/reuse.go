@@ -141,28 +141,28 @@ func (rs *reuseSource) hasInputHash() bool {
 	return true // nothing to reuse either way
 }
 
-// prevRow is a rollout of the earlier run: its verdict and check rows.
+// prevRow is a rollout of the earlier run: its rewards row (ids, verdict,
+// input hash and kept columns; SourceRow is the row of this run's unit it
+// stands for) and its check rows.
 type prevRow struct {
-	id         string
-	sourceRow  int64
-	hash       uint64
-	hashValid  bool
-	verifierID string
-	rw         columnar.RewardRow // the verdict's fields
-	checks     []columnar.CheckRow
-	// keep are the kept columns' values; sameInput is set when the unit's
-	// input is the earlier run's, byte for byte (reuseSource.unchanged).
-	keep      []columnar.NullString
+	rw     columnar.RewardRow
+	checks []columnar.CheckRow
+	// judged is set when a check has a judge's score or suggestion: its
+	// issues cannot be read back from every format, so it is not reused.
+	judged bool
+	// sameInput is set when the unit's input is the earlier run's, byte
+	// for byte (reuseSource.unchanged).
 	sameInput bool
 }
 
-// Columns read from the earlier run.
-var (
-	prevRewardCols = []string{"rollout_id", "verifier_id", "status", "passed", "reward", "checks_total", "checks_passed",
-		"required_total", "required_passed", "error_kind", "error", "source_row", columnar.ColumnInputHash}
-	prevCheckCols = []string{"check_index", "check_id", "label", "required", "status", "detail",
-		"actual", "expected", "score", "suggestion"}
-)
+// reusable reports whether p may stand for a row of this run at all: it
+// has an input hash and no judged check.
+func (p *prevRow) reusable() bool { return p.rw.InputHashValid && !p.judged }
+
+// prevCheckCols are the checks columns read from the earlier run; its
+// rewards are read as rewardRowCols.
+var prevCheckCols = []string{"check_index", "check_id", "label", "required", "status", "detail",
+	"actual", "expected", "score", "suggestion"}
 
 // prevUnit reads the earlier run's part of one unit in step with its rows.
 // A goroutine of its own reads the earlier rows ahead (readAhead), so that
@@ -175,7 +175,7 @@ type prevUnit struct {
 	queued    [][]join.Value // the check rows of the matched row being read
 	cells     []columnar.Cell
 	matchRow  int64 // the row of this unit the matched row was found for
-	keep      int   // the number of kept columns, read after prevRewardCols
+	keep      int   // the number of kept columns, read after rewardRowCols
 	sameInput bool  // see prevRow
 	strs      columnar.Interner
 
@@ -214,7 +214,7 @@ func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUni
 		go pu.readAhead()
 		return pu
 	}
-	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), append(slices.Clip(prevRewardCols), keep...))
+	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), append(slices.Clip(rewardRowCols), keep...))
 	if err != nil {
 		return nil
 	}
@@ -293,11 +293,11 @@ func (pu *prevUnit) rows(b *columnar.Batch) []*prevRow {
 			if p == nil {
 				return out
 			}
-			if p.sourceRow > idx {
+			if p.rw.SourceRow > idx {
 				break
 			}
 			pu.pending = pu.pending[1:]
-			if p.sourceRow == idx {
+			if p.rw.SourceRow == idx {
 				out[i] = p
 				break
 			}
@@ -312,7 +312,14 @@ func (pu *prevUnit) read() (*prevRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &prevRow{id: string(c[0].Data), sameInput: pu.sameInput}
+	rw, err := rewardRow(c, pu.keep, pu.strs)
+	if err != nil {
+		return nil, err
+	}
+	if pu.matched != nil {
+		rw.SourceRow = pu.matchRow // the row of this run it was found for
+	}
+	p := &prevRow{rw: rw, sameInput: pu.sameInput}
 	var bad error
 	num := func(cell columnar.Cell) int64 {
 		v, err := strconv.ParseInt(string(cell.Data), 10, 64)
@@ -326,44 +333,6 @@ func (pu *prevUnit) read() (*prevRow, error) {
 			return columnar.NullString{}
 		}
 		return columnar.Str(string(cell.Data))
-	}
-	if c[1].Kind != columnar.CellNull {
-		p.verifierID = pu.strs.Get(c[1].Data)
-	}
-	rw := &p.rw
-	rw.Status = pu.strs.Get(c[2].Data)
-	if c[3].Kind != columnar.CellNull {
-		rw.Passed, rw.PassedValid = string(c[3].Data) == "true", true
-	}
-	if c[4].Kind != columnar.CellNull {
-		if rw.Reward, err = strconv.ParseFloat(string(c[4].Data), 64); err != nil {
-			bad = err
-		}
-		rw.RewardValid = true
-	}
-	rw.ChecksTotal = int32(num(c[5]))
-	rw.ChecksPassed = int32(num(c[6]))
-	rw.RequiredTotal = int32(num(c[7]))
-	rw.RequiredPassed = int32(num(c[8]))
-	rw.ErrorKind, rw.Error = nstr(c[9]), nstr(c[10])
-	p.sourceRow = num(c[11])
-	if pu.matched != nil {
-		p.sourceRow = pu.matchRow // the row of this run it was found for
-	}
-	if c[12].Kind != columnar.CellNull {
-		if p.hash, err = strconv.ParseUint(string(c[12].Data), 16, 64); err != nil {
-			bad = err
-		}
-		p.hashValid = true
-	}
-	if pu.keep > 0 {
-		p.keep = make([]columnar.NullString, pu.keep)
-		for j := range p.keep {
-			p.keep[j] = nstr(c[len(prevRewardCols)+j])
-		}
-	}
-	if bad != nil || rw.ChecksTotal < 0 {
-		return nil, errors.New("unreadable row")
 	}
 	p.checks = make([]columnar.CheckRow, 0, rw.ChecksTotal)
 	// A rollout's check rows follow the previous rollout's, numbered from
@@ -380,7 +349,7 @@ func (pu *prevUnit) read() (*prevRow, error) {
 			return nil, errors.New("checks out of step")
 		}
 		if cc[8].Kind != columnar.CellNull || cc[9].Kind != columnar.CellNull {
-			p.hashValid = false // a judged check: its issues cannot be read back from every format
+			p.judged = true
 		}
 		if bad != nil {
 			return nil, errors.New("unreadable check row")
@@ -391,7 +360,7 @@ func (pu *prevUnit) read() (*prevRow, error) {
 }
 
 // nextReward returns the next earlier rewards row, in the columns
-// prevRewardCols and the kept ones.
+// rewardRowCols and the kept ones.
 func (pu *prevUnit) nextReward() ([]columnar.Cell, error) {
 	if pu.matched == nil {
 		return pu.rewards.Next()
@@ -465,7 +434,7 @@ func (r *runner) match(ctx context.Context) error {
 		}
 		return nil
 	}
-	cfg := join.Config{Rewards: append(slices.Clip(prevRewardCols), r.plan.keep...), Checks: prevCheckCols, LeftName: rs.dir}
+	cfg := join.Config{Rewards: append(slices.Clip(rewardRowCols), r.plan.keep...), Checks: prevCheckCols, LeftName: rs.dir}
 	m, err := join.Match(ctx, dir, keys, cfg)
 	if err != nil {
 		return fmt.Errorf("reuse: %w", err)
@@ -532,8 +501,8 @@ func (rs *reuseSource) closeMatches() {
 // were.
 func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow, out *results) bool {
 	rs := g.plan.reuse
-	if p == nil || v == nil || !p.hashValid || !rw.InputHashValid || p.hash != rw.InputHash || p.id != rw.RolloutID ||
-		p.verifierID != v.ID || !rs.reusable[v.ID] || p.rw.Status == verifiers.StatusError {
+	if p == nil || v == nil || !p.reusable() || !rw.InputHashValid || p.rw.InputHash != rw.InputHash || p.rw.RolloutID != rw.RolloutID ||
+		p.rw.VerifierID.S != v.ID || !rs.reusable[v.ID] || p.rw.Status == verifiers.StatusError {
 		return false
 	}
 	p.fill(rw, out)
@@ -551,24 +520,19 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 // may still take p once it has hashed the row.
 func (g *grader) takeUnchanged(u *Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *results) bool {
 	rs := g.plan.reuse
-	if p == nil || !p.sameInput || !p.hashValid || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
-		row.Task.Kind != columnar.CellString || p.rw.Status == verifiers.StatusError || len(p.keep) != len(g.plan.keep) ||
-		string(row.ID.Data) != p.id {
+	if p == nil || !p.sameInput || !p.reusable() || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
+		row.Task.Kind != columnar.CellString || p.rw.Status == verifiers.StatusError || len(p.rw.Keep) != len(g.plan.keep) ||
+		string(row.ID.Data) != p.rw.RolloutID || string(row.Task.Data) != p.rw.TaskID {
 		return false
 	}
-	v := g.plan.bindings[string(row.Task.Data)]
-	if v == nil || v.Judged || p.verifierID != v.ID || !rs.reusable[v.ID] {
+	v := g.plan.bindings[p.rw.TaskID]
+	if v == nil || v.Judged || p.rw.VerifierID.S != v.ID || !rs.reusable[v.ID] {
 		return false
 	}
-	rw.RolloutID = p.id
-	for _, t := range v.Tasks {
-		if t == string(row.Task.Data) {
-			rw.TaskID = t
-		}
-	}
+	rw.RolloutID, rw.TaskID = p.rw.RolloutID, p.rw.TaskID
 	rw.VerifierID = columnar.Str(v.ID)
-	copy(rw.Keep, p.keep)
-	rw.InputHash, rw.InputHashValid = p.hash, true
+	copy(rw.Keep, p.rw.Keep)
+	rw.InputHash, rw.InputHashValid = p.rw.InputHash, true
 	p.fill(rw, out)
 	g.undecoded++
 	return true
