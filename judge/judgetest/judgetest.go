@@ -81,13 +81,31 @@ type Server struct {
 	inFlight, maxInFlight   atomic.Int64
 }
 
-// New starts a server and registers its Close with tb.Cleanup.
+// New starts a server on a free port of 127.0.0.1 and registers its Close
+// with tb.Cleanup.
 func New(tb testing.TB) *Server {
+	s, err := Start("127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server listening on addr, for a command that serves
+// outside go test (internal/cmd/fakejudge); the caller closes it.
+func Start(addr string) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	mux.HandleFunc("GET /v1/models/{model}", s.model)
 	s.srv = httptest.NewUnstartedServer(mux)
+	s.srv.Listener.Close()
+	s.srv.Listener = ln
 	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.conns.Add(1)
@@ -95,8 +113,7 @@ func New(tb testing.TB) *Server {
 	}
 	s.srv.Start()
 	s.URL = s.srv.URL + "/v1"
-	tb.Cleanup(s.Close)
-	return s
+	return s, nil
 }
 
 // Close releases hanging requests and stops the server.

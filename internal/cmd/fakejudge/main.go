@@ -1,0 +1,57 @@
+// Command fakejudge serves a scripted OpenAI-compatible chat completions
+// API on 127.0.0.1 for the examples of the docs and for trying the judge
+// without a model: every rubric check whose agent output contains -pass
+// gets score 1, every other score 0 with one issue. It prints its API root
+// (http://127.0.0.1:PORT/v1) on a line of standard output, serves until
+// -timeout passes or it is sent SIGINT or SIGTERM, and then prints the
+// requests it answered: "requests N".
+//
+//	fakejudge -addr 127.0.0.1:8080 -timeout 10m &
+//	gavel grade --judge-url http://127.0.0.1:8080/v1 --judge-model any ...
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gavelhq/gavel/judge/judgetest"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "`ADDR`ess to listen on (a loopback address)")
+	timeout := flag.Duration("timeout", 10*time.Minute, "stop after `D`")
+	pass := flag.String("pass", "PASS", "an agent output containing `TEXT` scores 1, any other 0")
+	flag.Parse()
+	if host, _, ok := strings.Cut(*addr, ":"); !ok || (host != "127.0.0.1" && host != "localhost") {
+		fmt.Fprintf(os.Stderr, "fakejudge: -addr %s: listen on 127.0.0.1 only\n", *addr)
+		os.Exit(2)
+	}
+	s, err := judgetest.Start(*addr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fakejudge: %v\n", err)
+		os.Exit(1)
+	}
+	s.Script(func(req judgetest.Request) judgetest.Reply {
+		out, _ := judgetest.FencedOutput(req.User)
+		v := judgetest.Verdict(0, []string{"the output does not say " + *pass}, "Say "+*pass+".")
+		if strings.Contains(out, *pass) {
+			v = judgetest.Verdict(1, []string{}, "")
+		}
+		return judgetest.Reply{Body: judgetest.Completion(req.Model, v)}
+	})
+	fmt.Println(s.URL)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-ctx.Done():
+	case <-time.After(*timeout):
+	}
+	s.Close()
+	fmt.Printf("requests %d\n", s.Requests())
+}
