@@ -7,10 +7,13 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build demo test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-compare bench-s3 loadtest clean
+.PHONY: build demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-compare bench-s3 loadtest clean
 
+# The binary is static and stripped: no cgo, so no libc to match, and it
+# runs on any Linux of its architecture. Only this build: `make test` keeps
+# cgo for the race detector.
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/gavel
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/gavel
 
 demo: build
 	mkdir -p $(DEMO)
@@ -49,6 +52,11 @@ test-emulators:
 	GAVEL_REQUIRE_EMULATORS=1 AZURITE_BLOB=$(abspath $(EMU))/node_modules/.bin/azurite-blob \
 	  FAKE_GCS_SERVER=$(abspath $(EMU))/fake-gcs-server \
 	  $(GO) test -count=1 -run 'TestAzblobOnAzurite|TestGCSOnFakeGCSServer' -v ./cmd/gavel/
+
+# `make doctest` runs every shell example of README.md and docs/ against
+# the built binary and lists the blocks it skips, with their reasons.
+doctest:
+	$(GO) test -count=1 -v -run 'TestDocs' ./internal/doctest/ | grep -v '^=== RUN'
 
 vet:
 	$(GO) vet ./...

@@ -125,8 +125,9 @@ func TestVerifierAdd(t *testing.T) {
 		t.Errorf("second add: exit %d, want 2", code)
 	}
 	bin := filepath.Join(tree, "gavel")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/gavel")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/gavel")
 	build.Dir = tree
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: shares its build cache
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build after verifier add: %v\n%s", err, out)
 	}

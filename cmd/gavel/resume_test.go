@@ -36,7 +36,9 @@ func gavelBinary(t *testing.T) string {
 			return
 		}
 		gavelBin = filepath.Join(gavelDir, "gavel")
-		out, err := exec.Command("go", "build", "-o", gavelBin, ".").CombinedOutput()
+		build := exec.Command("go", "build", "-trimpath", "-o", gavelBin, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: shares its build cache
+		out, err := build.CombinedOutput()
 		if err != nil {
 			gavelErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
