@@ -21,7 +21,7 @@ import (
 // encoded, or any nesting of them; Parquet groups and repeated columns read
 // through pqarrow) is rendered as the compact JSON text of the value it
 // represents and handed on as a CellJSON cell, whose text is indexed as a
-// JSON-text column's is. The mapping (README, "Nested columns"):
+// JSON-text column's is. The mapping (docs/grading.md, "Nested columns"):
 //
 //   - integers as JSON numbers, exactly; decimals with the digits of their
 //     scale; floats in the shortest text that reads back to the same value

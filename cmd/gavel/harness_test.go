@@ -12,7 +12,7 @@ import (
 // harnessData is the fixtures of package columnar/harness.
 var harnessData = filepath.Join("..", "..", "columnar", "harness", "testdata")
 
-// examples is the directory of the README's worked examples.
+// examples is the directory of the worked examples of docs/harnesses.md.
 var examples = filepath.Join("..", "..", "examples", "harness")
 
 // rewardRows reads the rewards of a JSON Lines result directory, by

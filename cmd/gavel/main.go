@@ -1,4 +1,4 @@
-// Command gavel grades agent rollouts in bulk. See README.md and
+// Command gavel grades agent rollouts in bulk. See README.md, docs/ and
 // `gavel help`.
 package main
 

@@ -24,7 +24,7 @@ package spec
 // and task became programs of their own, memoized per shared world. On
 // BenchmarkVER002 the same checks cost 239 allocations per rollout with
 // hoisting (848 without) and 131 with lets, which were also the fastest
-// (README, "Declarative verifiers"). Also rejected: keying the memo by the
+// (docs/verifiers.md, "Declarative verifiers"). Also rejected: keying the memo by the
 // identity of shared documents (verifiers.WorldMemo), which recomputes for
 // every rollout whose initial state was indexed on its own, such as the
 // first of each world in jsonview.Cache (192 allocations per rollout on the
