@@ -17,7 +17,8 @@ import (
 	"github.com/gavelhq/gavel/internal/store"
 )
 
-// Stdin is the input name that reads JSON Lines from standard input.
+// Stdin is the input name that reads standard input: JSON Lines, or a
+// log in the harness format of Config.From.
 const Stdin = "-"
 
 // Unit is one input unit, graded into one part: a file, standard input, or
@@ -49,6 +50,10 @@ type Unit struct {
 	// src is the URL an object is opened with (with its query: bucket
 	// options or a presigned URL's signature); "" for a local file.
 	src string
+	// spool is the temporary file standard input was copied into (an
+	// .eval archive needs random access), removed when the run ends; ""
+	// for none.
+	spool string
 }
 
 // ConfigError is a configuration problem found before anything is graded:

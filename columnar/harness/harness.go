@@ -240,8 +240,8 @@ func (c closers) Close() error {
 
 // NewReader reads a stream in format f; name is used in messages, in the
 // default rollout ids of the messages format, and, for tau-bench, its
-// stem in every rollout id. An Inspect stream is a .json EvalLog: use
-// NewEvalReader for an .eval archive.
+// stem in every rollout id (stdin for "-", standard input). An Inspect
+// stream is a .json EvalLog: use NewEvalReader for an .eval archive.
 func NewReader(name string, in io.Reader, f Format) (*Reader, error) {
 	r := &Reader{name: name, format: f}
 	switch f {
@@ -342,9 +342,15 @@ func (r *Reader) taskRow(idBody []byte, fill func(t *object)) {
 	r.addTask(idBody, r.buf)
 }
 
+// stdinStem is the stem of the name "-", standard input, in rollout ids.
+const stdinStem = "stdin"
+
 // fileStem is a file's base name without its extensions (.json, and .gz
-// or .zst before it).
+// or .zst before it); that of "-", standard input, is stdinStem.
 func fileStem(name string) string {
+	if name == "-" {
+		return stdinStem
+	}
 	base := filepath.Base(name)
 	for _, ext := range []string{".gz", ".zst", ".json", ".jsonl"} {
 		if len(base) > len(ext) && strings.EqualFold(base[len(base)-len(ext):], ext) {

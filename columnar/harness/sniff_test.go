@@ -114,3 +114,21 @@ func TestNoHint(t *testing.T) {
 		})
 	}
 }
+
+// TestStdinStem checks that tau-bench rollouts read from standard input,
+// named "-", have ids stemmed stdin, and those of a file its stem.
+func TestStdinStem(t *testing.T) {
+	for name, want := range map[string]string{"-": `"rollout_id":"stdin/0/0"`, "dir/airline.json.gz": `"rollout_id":"airline/0/0"`} {
+		r, err := NewReader(name, strings.NewReader(`[{"task_id": 0, "trial": 0, "reward": 1, "info": {}, "traj": []}]`), TauBench)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := r.Next()
+		if err != nil || it.Err != nil {
+			t.Fatalf("Next() = %v, %v", err, it.Err)
+		}
+		if !strings.Contains(string(it.Rollout), want) {
+			t.Errorf("rollout of %s = %s, want one holding %s", name, it.Rollout, want)
+		}
+	}
+}
