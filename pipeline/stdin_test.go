@@ -150,3 +150,43 @@ func TestStdinEvalArchive(t *testing.T) {
 		t.Errorf("temporary files left after the run: %v", left)
 	}
 }
+
+// TestNoInputFiles checks the error of inputs that hold no file to read:
+// it names them, counts the files skipped by reason, and lists the types
+// read.
+func TestNoInputFiles(t *testing.T) {
+	dir := t.TempDir()
+	logs := filepath.Join(dir, "logs")
+	for _, name := range []string{"logs/a.txt", "logs/sub/b.txt", "logs/.DS_Store", "logs/README", "logs/results.json.gz", "logs/c.json", "empty/"} {
+		p := filepath.Join(dir, name)
+		if strings.HasSuffix(name, "/") {
+			os.MkdirAll(p, 0o755)
+			continue
+		}
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, nil, 0o644)
+	}
+	empty := filepath.Join(dir, "empty")
+	types := "; want .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow, .feather or .eval files, or .json logs with --from inspect, tau-bench or tau2"
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"skipped", []string{logs}, "no input files in " + logs + " (6 files skipped: 2 with extension .txt, 1 hidden, 1 with extension .json, 1 with extension .json.gz, 1 without an extension)" + types},
+		{"empty", []string{empty}, "no input files in " + empty + " (no files there)" + types},
+		{"two", []string{empty, logs + "/sub"}, "no input files in " + empty + " and " + logs + "/sub (1 file skipped: 1 with extension .txt)" + types},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := Inputs(tt.args, "")
+			ce, ok := err.(*ConfigError)
+			if !ok || ce.Field != "Inputs" {
+				t.Fatalf("Inputs(%v) error %v (%T), want a ConfigError of Inputs", tt.args, err, err)
+			}
+			if got := ce.Msg; got != tt.want {
+				t.Errorf("Inputs(%v) = %q\nwant %q", tt.args, got, tt.want)
+			}
+		})
+	}
+}
