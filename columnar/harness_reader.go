@@ -1,8 +1,12 @@
 package columnar
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -71,15 +75,125 @@ func (in *Input) describeHarness(f File) error {
 		return err
 	}
 	in.Units = []InputUnit{{Rows: -1}}
+	in.setColumns(rollout)
+	return nil
+}
+
+// setColumns takes the input's columns from the members of rollout, the
+// log's first trajectory that could be mapped; nil (none could, or the
+// log cannot be read that far) leaves none, for the unit's reader to
+// report.
+func (in *Input) setColumns(rollout []byte) {
 	var doc jsonview.Doc
 	root, err := doc.Parse(rollout)
 	if rollout == nil || err != nil {
-		return nil // the unit's reader reports it
+		return
 	}
 	for m := root.First(); m.Exists(); m = m.Next() {
 		in.Columns = append(in.Columns, string(m.Key()))
 	}
-	return nil
+}
+
+// maxStreamPeek bounds the bytes of a stream DescribeStream reads ahead,
+// and keeps, to find its first trajectory.
+const maxStreamPeek = 64 << 20
+
+// errPeekLimit stops the reading ahead of DescribeStream.
+var errPeekLimit = errors.New("read ahead limit")
+
+// DescribeStream describes a harness's log in format read from r, a
+// stream (standard input) named name, as Describe describes a log in a
+// file: it reads r as far as the first trajectory that could be mapped,
+// whose members are the input's columns, keeping the bytes read (at most
+// 64 MiB: a stream whose first trajectory ends later has no columns).
+// The Input's Open reads the log once, from its start: the bytes kept,
+// then the rest of r.
+//
+// An Inspect stream that is an .eval archive (a zip, by its first bytes)
+// is read at random, as a file: it is copied whole into a temporary file
+// first, which the Input reads, and spool names; the caller removes it
+// once the Input is read (also on an error, when spool is not "").
+func DescribeStream(name string, r io.Reader, format string) (in *Input, spool string, err error) {
+	if err := CheckFrom(format); err != nil || format == "" {
+		return nil, "", fmt.Errorf("describe %s: %q is not a harness format", name, format)
+	}
+	br := bufio.NewReader(r)
+	if format == InputInspect {
+		if magic, _ := br.Peek(4); harness.IsZip(magic) {
+			return spoolArchive(name, br)
+		}
+	}
+	var kept bytes.Buffer
+	hr, err := harness.NewReader(name, &peekReader{r: br, kept: &kept, max: maxStreamPeek}, harness.Format(format))
+	if err != nil {
+		return nil, "", err
+	}
+	var rollout []byte
+	for {
+		it, err := hr.Next()
+		if err != nil {
+			break
+		}
+		if it.Err == nil {
+			rollout = it.Rollout
+			break
+		}
+	}
+	in = &Input{Path: name, Format: format, Size: -1, Rows: -1, Units: []InputUnit{{Rows: -1}}, from: format}
+	in.setColumns(rollout)
+	in.stream = io.MultiReader(&kept, br)
+	return in, "", nil
+}
+
+// spoolArchive copies the .eval archive read from r into a temporary
+// file and describes it, named name.
+func spoolArchive(name string, r io.Reader) (in *Input, spool string, err error) {
+	f, err := os.CreateTemp("", "gavel-stdin-*.eval")
+	if err != nil {
+		return nil, "", fmt.Errorf("spool %s: %w", name, err)
+	}
+	spool = f.Name()
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, spool, fmt.Errorf("spool %s to %s: %w", name, spool, err)
+	}
+	open := func(string) (File, error) { return os.Open(spool) }
+	in, err = describe(name, InputInspect, DescribeOptions{Open: open, From: InputInspect})
+	return in, spool, err
+}
+
+// openStream returns the reader of a log read from a stream, once.
+func (in *Input) openStream() (Reader, error) {
+	if in.streamed {
+		return nil, fmt.Errorf("read %s: a stream is read once", in.Path)
+	}
+	s := in.stream
+	in.stream, in.streamed = nil, true
+	return NewHarnessReader(in.Path, s, in.Format)
+}
+
+// peekReader reads r, keeping what it reads in kept, and fails once kept
+// holds max bytes.
+type peekReader struct {
+	r    io.Reader
+	kept *bytes.Buffer
+	max  int
+}
+
+func (p *peekReader) Read(b []byte) (int, error) {
+	room := p.max - p.kept.Len()
+	if room <= 0 {
+		return 0, errPeekLimit
+	}
+	if len(b) > room {
+		b = b[:room]
+	}
+	n, err := p.r.Read(b)
+	p.kept.Write(b[:n])
+	return n, err
 }
 
 // HarnessReader reads a harness's log (package harness) as batches of

@@ -45,6 +45,10 @@ type Input struct {
 
 	open OpenFunc
 	from string // DescribeOptions.From
+	// stream is the log read from a stream (DescribeStream), until Open
+	// takes it; streamed is set once it has.
+	stream   io.Reader
+	streamed bool
 }
 
 // InputUnit is a part of an input read as one unit: a run of consecutive
@@ -103,6 +107,11 @@ func Describe(path string, opts DescribeOptions) (*Input, error) {
 	if !ok {
 		return nil, unsupportedType(path)
 	}
+	return describe(path, format, opts)
+}
+
+// describe is Describe of a file in format.
+func describe(path, format string, opts DescribeOptions) (*Input, error) {
 	in := &Input{Path: path, Format: format, Rows: -1, open: opts.Open, from: opts.From}
 	if in.open == nil {
 		in.open = osOpen
@@ -223,8 +232,12 @@ func (in *Input) describeJSONL(f File) error {
 
 // Open opens the file again and returns the reader of unit u, one of
 // in.Units. Row indexes are those of the file whatever the unit, so rows
-// read through units are numbered as when the whole file is read.
+// read through units are numbered as when the whole file is read. A log
+// read from a stream (DescribeStream) is read from its start, once.
 func (in *Input) Open(u InputUnit, opts Options) (Reader, error) {
+	if in.stream != nil || in.streamed {
+		return in.openStream()
+	}
 	f, err := in.open(in.Path)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,7 +18,8 @@ import (
 	"github.com/gavelhq/gavel/internal/store"
 )
 
-// Stdin is the input name that reads JSON Lines from standard input.
+// Stdin is the input name that reads standard input: JSON Lines, or a
+// log in the harness format of Config.From.
 const Stdin = "-"
 
 // Unit is one input unit, graded into one part: a file, standard input, or
@@ -49,6 +51,10 @@ type Unit struct {
 	// src is the URL an object is opened with (with its query: bucket
 	// options or a presigned URL's signature); "" for a local file.
 	src string
+	// spool is the temporary file standard input was copied into (an
+	// .eval archive needs random access), removed when the run ends; ""
+	// for none.
+	spool string
 }
 
 // ConfigError is a configuration problem found before anything is graded:
@@ -97,7 +103,7 @@ func Inputs(args []string, from string) (units []Unit, skipped []string, err err
 				name := o.name
 				if _, ok := columnar.InputFormatFrom(name, from); !ok {
 					if len(objs) == 1 && !strings.HasSuffix(arg, "/") && !hasMeta(arg) {
-						return nil, nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: unsupported file type (want a .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow, .feather or .eval object, a .json log with --from, a prefix or a glob)", name)}
+						return nil, nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: unsupported file type (want a %s object, a .json log with --from, a prefix or a glob)", name, inputTypes)}
 					}
 					skipped = append(skipped, name)
 					continue
@@ -129,7 +135,7 @@ func Inputs(args []string, from string) (units []Unit, skipped []string, err err
 			}
 			if !info.IsDir() {
 				if _, ok := columnar.InputFormatFrom(p, from); !ok {
-					return nil, nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: unsupported file type (want a .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow, .feather or .eval file, a .json log with --from, a directory, a glob or -)", p)}
+					return nil, nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: unsupported file type (want a %s file, a .json log with --from, a directory, a glob or -)", p, inputTypes)}
 				}
 				add(p, info.Size())
 				continue
@@ -165,9 +171,86 @@ func Inputs(args []string, from string) (units []Unit, skipped []string, err err
 		}
 	}
 	if len(units) == 0 {
-		return nil, skipped, &ConfigError{Field: "Inputs", Msg: "no input files"}
+		return nil, skipped, &ConfigError{Field: "Inputs", Msg: noInputs(args, skipped)}
 	}
 	return units, skipped, nil
+}
+
+// inputTypes lists the file types read as inputs whatever --from.
+const inputTypes = ".parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow, .feather or .eval"
+
+// noInputs words the error of inputs args (directories, prefixes and
+// globs of object storage: a file given is read or refused) that hold no
+// file to read: which, how many files were skipped and why (by
+// skipReason), and what is read.
+func noInputs(args, skipped []string) string {
+	if len(args) == 0 {
+		return "no input files given"
+	}
+	var b strings.Builder
+	b.WriteString("no input files in ")
+	for i, a := range args {
+		switch {
+		case i == 0:
+		case i == len(args)-1:
+			b.WriteString(" and ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(a)
+	}
+	if len(skipped) == 0 {
+		b.WriteString(" (no files there)")
+	} else {
+		counts := map[string]int{}
+		var reasons []string
+		for _, p := range skipped {
+			r := skipReason(p)
+			if counts[r] == 0 {
+				reasons = append(reasons, r)
+			}
+			counts[r]++
+		}
+		sort.Slice(reasons, func(i, j int) bool {
+			if counts[reasons[i]] != counts[reasons[j]] {
+				return counts[reasons[i]] > counts[reasons[j]]
+			}
+			return reasons[i] < reasons[j]
+		})
+		noun := "files"
+		if len(skipped) == 1 {
+			noun = "file"
+		}
+		fmt.Fprintf(&b, " (%d %s skipped: ", len(skipped), noun)
+		for i, r := range reasons {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%d %s", counts[r], r)
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, "; want %s files, or .json logs with --from inspect, tau-bench or tau2", inputTypes)
+	return b.String()
+}
+
+// skipReason says why the file at p, of no input type, was skipped:
+// "hidden" (its name starts with a dot), "with extension .txt" (two
+// extensions when the last is a compression's: .json.gz), or "without an
+// extension".
+func skipReason(p string) string {
+	base := path.Base(filepath.ToSlash(p))
+	if strings.HasPrefix(base, ".") {
+		return "hidden"
+	}
+	ext := path.Ext(base)
+	switch strings.ToLower(ext) {
+	case "":
+		return "without an extension"
+	case ".gz", ".zst", ".bz2", ".xz":
+		ext = path.Ext(strings.TrimSuffix(base, ext)) + ext
+	}
+	return "with extension " + ext
 }
 
 func hasMeta(s string) bool {

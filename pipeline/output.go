@@ -229,7 +229,7 @@ func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
 	for _, u := range units {
 		in := ManifestInput{Path: u.Path, Size: u.Size, ETag: u.ETag, FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups,
 			Part: columnar.PartName(u.Index, cfg.Format)}
-		if u.input != nil && !store.IsURL(u.Path) {
+		if u.input != nil && u.Path != Stdin && !store.IsURL(u.Path) {
 			d, ok := digests[u.Path]
 			if !ok {
 				d[0], d[1] = inputDigest(u.Path, u.Size)

@@ -164,6 +164,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer removeSpools(r.units)
 	if r.remote != nil {
 		defer os.RemoveAll(r.cfg.Out)
 		defer r.remote.close()
@@ -198,7 +199,7 @@ type runner struct {
 	outName string
 }
 
-func prepare(cfg Config) (*runner, error) {
+func prepare(cfg Config) (_ *runner, err error) {
 	if cfg.Out == "" {
 		cfg.Out = "gavel-out"
 	}
@@ -250,7 +251,12 @@ func prepare(cfg Config) (*runner, error) {
 	if stdins > 0 && cfg.Shard.Count > 1 {
 		return nil, &ConfigError{Field: "Shard", Msg: "cannot split standard input (-) between processes"}
 	}
-	units := describeUnits(files, cfg.RowGroupsPerUnit, cfg.open, cfg.From)
+	units := describeUnits(files, cfg.RowGroupsPerUnit, cfg.open, cfg.From, cfg.Stdin)
+	defer func() {
+		if err != nil {
+			removeSpools(units)
+		}
+	}()
 	bindings, err := Bind(cfg.Verifiers)
 	if err != nil {
 		return nil, err
@@ -350,8 +356,9 @@ func Bind(vs []*verifiers.Verifier) (map[string]*verifiers.Verifier, error) {
 // files, the keys of the first object line of JSON Lines files, the
 // members of the first rollout of a harness's log, and the keys of set.
 // A harness's recorded_reward and recorded_scores follow, when one of its
-// logs has them. Standard input is not probed, nor is a file that cannot
-// be read: grading it fails later, as that unit's error.
+// logs has them. Standard input is probed only as a harness's log (with
+// Config.From), and a file that cannot be read is not: grading it fails
+// later, as that unit's error.
 func defaultKeep(units []Unit, fields columnar.FieldNames, set []Constant) []string {
 	want := []string{"model", "run_id", "sample", "recorded_reward", "recorded_scores"}
 	found := map[string]bool{}
@@ -642,14 +649,21 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 // open returns the reader of a unit, made from its input's description.
 func (r *runner) open(u *Unit, opts columnar.Options) (columnar.Reader, error) {
 	switch {
-	case u.Path == Stdin && r.cfg.From != "":
-		return columnar.NewHarnessReader("-", r.cfg.Stdin, r.cfg.From)
-	case u.Path == Stdin:
+	case u.Path == Stdin && r.cfg.From == "":
 		return columnar.NewJSONLReader("-", r.cfg.Stdin, opts)
 	case u.input == nil:
 		return nil, u.err
 	}
 	return u.input.Open(columnar.InputUnit{FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups, Rows: u.rows}, opts)
+}
+
+// removeSpools removes the temporary files of the units (see Unit.spool).
+func removeSpools(units []Unit) {
+	for _, u := range units {
+		if u.spool != "" {
+			os.Remove(u.spool)
+		}
+	}
 }
 
 // totalRows sums the row counts of the units, as their inputs' footers

@@ -54,6 +54,10 @@
 // A harness's own record of a failure (recorded_error, a
 // termination_reason) is data: the rollout is mapped and the record kept
 // beside it, for the grader to decide.
+//
+// A file read in one format that is clearly another's (a tau-bench array
+// read as tau2, an Inspect log read as tau-bench) fails with a
+// FormatError naming the format to read it in (see sniff.go).
 package harness
 
 import (
@@ -99,6 +103,12 @@ func ParseFormat(s string) (Format, error) {
 // IsEvalArchive reports whether path names an Inspect .eval archive.
 func IsEvalArchive(path string) bool {
 	return strings.EqualFold(filepath.Ext(path), ".eval")
+}
+
+// IsZip reports whether prefix, a file's first bytes, starts a zip
+// archive (an .eval archive, for Inspect).
+func IsZip(prefix []byte) bool {
+	return bytes.HasPrefix(prefix, zipMagic)
 }
 
 // Item is one trajectory of a harness's file.
@@ -180,7 +190,7 @@ func OpenFile(path string, file File, f Format) (*Reader, error) {
 	if f == Inspect {
 		var magic [4]byte
 		n, _ := file.ReadAt(magic[:], 0)
-		if IsEvalArchive(path) || string(magic[:n]) == "PK\x03\x04" {
+		if IsEvalArchive(path) || IsZip(magic[:n]) {
 			st, err := file.Stat()
 			if err != nil {
 				return nil, err
@@ -230,8 +240,8 @@ func (c closers) Close() error {
 
 // NewReader reads a stream in format f; name is used in messages, in the
 // default rollout ids of the messages format, and, for tau-bench, its
-// stem in every rollout id. An Inspect stream is a .json EvalLog: use
-// NewEvalReader for an .eval archive.
+// stem in every rollout id (stdin for "-", standard input). An Inspect
+// stream is a .json EvalLog: use NewEvalReader for an .eval archive.
 func NewReader(name string, in io.Reader, f Format) (*Reader, error) {
 	r := &Reader{name: name, format: f}
 	switch f {
@@ -332,9 +342,15 @@ func (r *Reader) taskRow(idBody []byte, fill func(t *object)) {
 	r.addTask(idBody, r.buf)
 }
 
+// stdinStem is the stem of the name "-", standard input, in rollout ids.
+const stdinStem = "stdin"
+
 // fileStem is a file's base name without its extensions (.json, and .gz
-// or .zst before it).
+// or .zst before it); that of "-", standard input, is stdinStem.
 func fileStem(name string) string {
+	if name == "-" {
+		return stdinStem
+	}
 	base := filepath.Base(name)
 	for _, ext := range []string{".gz", ".zst", ".json", ".jsonl"} {
 		if len(base) > len(ext) && strings.EqualFold(base[len(base)-len(ext):], ext) {

@@ -429,6 +429,8 @@ type inspectJSON struct {
 	hdr     evalHeader
 	started bool
 	inArray bool
+	samples bool    // a samples array was found
+	keys    keyList // the top-level keys, for a hint
 	n       int
 }
 
@@ -437,7 +439,7 @@ func (x *inspectJSON) next(r *Reader) (Item, error) {
 	if !x.started {
 		x.started = true
 		if err := s.delim("log", '{'); err != nil {
-			return Item{}, err
+			return Item{}, hint(err, Inspect, s, nil)
 		}
 	}
 	for {
@@ -462,10 +464,18 @@ func (x *inspectJSON) next(r *Reader) (Item, error) {
 		}
 		if end {
 			if err := s.end(); err != nil {
-				return Item{}, err
+				return Item{}, hint(err, Inspect, s, x.keys)
+			}
+			if !x.hdr.seen && !x.samples {
+				// Another format's object, read through: say so
+				// rather than find nothing.
+				if looks, desc := guess(Inspect, s, x.keys); looks != "" {
+					return Item{}, &FormatError{Err: fmt.Errorf("read %s: no eval or samples", s.name), Looks: looks, Desc: desc}
+				}
 			}
 			return Item{}, io.EOF
 		}
+		x.keys.add(key)
 		switch key {
 		case "eval":
 			if err := s.value("eval"); err != nil {
@@ -477,6 +487,7 @@ func (x *inspectJSON) next(r *Reader) (Item, error) {
 			}
 			x.hdr.read(spec)
 		case "samples":
+			x.samples = true
 			if x.inArray, err = s.arrayOrNull("samples"); err != nil {
 				return Item{}, err
 			}

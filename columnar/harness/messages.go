@@ -84,13 +84,29 @@ func (m *messages) next(r *Reader) (Item, error) {
 			if errors.As(err, &se) {
 				err = fmt.Errorf("line %d: invalid JSON at byte %d of the line: %s", index+1, se.Offset, se.Msg)
 			}
-			return Item{Rollout: r.defaultID(index), Err: err, Where: where}, nil
+			return Item{Rollout: r.defaultID(index), Err: m.hint(index, err), Where: where}, nil
 		}
 		if root.Kind() != jsonview.Object {
-			return Item{Rollout: r.defaultID(index), Err: fmt.Errorf("line %d: not a JSON object", index+1), Where: where}, nil
+			return Item{Rollout: r.defaultID(index), Err: m.hint(index, fmt.Errorf("line %d: not a JSON object", index+1)), Where: where}, nil
 		}
 		return r.messagesLine(root, index, where), nil
 	}
+}
+
+// hint returns err, the error of line index, as a FormatError when the
+// line is the first and the file looks like another format's: the line
+// and the bytes buffered after it are the file's first bytes (a log
+// written as one JSON text, on one line or many).
+func (m *messages) hint(index int, err error) error {
+	if index != 0 {
+		return err
+	}
+	rest, _ := m.br.Peek(m.br.Buffered())
+	prefix := append(append(bytes.Clone(m.line), '\n'), rest...)
+	if looks, desc := sniff(prefix); looks != "" && looks != Messages {
+		return &FormatError{Err: err, Looks: looks, Desc: desc}
+	}
+	return err
 }
 
 // defaultID returns a rollout holding only the default rollout_id of the

@@ -22,7 +22,7 @@ func (x *tauBench) next(r *Reader) (Item, error) {
 	if !x.started {
 		x.started = true
 		if err := s.delim("results", '['); err != nil {
-			return Item{}, err
+			return Item{}, hint(err, TauBench, s, nil)
 		}
 	}
 	ok, err := s.element("results")
@@ -161,6 +161,8 @@ type tau2 struct {
 	model   []byte // JSON text of info.agent_info.llm
 	started bool
 	inSims  bool
+	sims    bool    // a simulations array was found
+	keys    keyList // the top-level keys, for a hint
 	n       int
 }
 
@@ -169,7 +171,7 @@ func (x *tau2) next(r *Reader) (Item, error) {
 	if !x.started {
 		x.started = true
 		if err := s.delim("results", '{'); err != nil {
-			return Item{}, err
+			return Item{}, hint(err, Tau2, s, nil)
 		}
 	}
 	for {
@@ -195,12 +197,21 @@ func (x *tau2) next(r *Reader) (Item, error) {
 		}
 		if end {
 			if err := s.end(); err != nil {
-				return Item{}, err
+				return Item{}, hint(err, Tau2, s, x.keys)
+			}
+			if !x.sims {
+				// Another format's object, read through: say so
+				// rather than find nothing.
+				if looks, desc := guess(Tau2, s, x.keys); looks != "" {
+					return Item{}, &FormatError{Err: fmt.Errorf("read %s: no simulations", s.name), Looks: looks, Desc: desc}
+				}
 			}
 			return Item{}, io.EOF
 		}
+		x.keys.add(key)
 		switch key {
 		case "simulations":
+			x.sims = true
 			if x.inSims, err = s.arrayOrNull("simulations"); err != nil {
 				return Item{}, err
 			}
