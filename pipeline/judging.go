@@ -171,16 +171,25 @@ func first(s ...string) string {
 	return ""
 }
 
+// judges reports whether the run judges the rubric checks of v. js may
+// be nil: no verifier is judged.
+func (js *judging) judges(v *verifiers.Verifier) bool {
+	if js == nil || !v.Judged {
+		return false
+	}
+	j, err := js.judgeFor(v, &verifiers.Rubric{})
+	return err == nil && j != nil
+}
+
 // fingerprint returns the manifest fingerprint of v (verifiers.Fingerprint)
 // with, when it is judged, its judge's model, threshold and template. js
 // may be nil: no verifier is judged.
 func (js *judging) fingerprint(v *verifiers.Verifier) string {
 	judge := ""
-	if js != nil && v.Judged {
-		if j, err := js.judgeFor(v, &verifiers.Rubric{}); err == nil && j != nil {
-			judge = "model=" + j.Model() + " threshold=" + strconv.FormatFloat(j.Threshold(), 'g', -1, 64) +
-				" template=" + j.Template().Fingerprint()
-		}
+	if js.judges(v) {
+		j, _ := js.judgeFor(v, &verifiers.Rubric{})
+		judge = "model=" + j.Model() + " threshold=" + strconv.FormatFloat(j.Threshold(), 'g', -1, 64) +
+			" template=" + j.Template().Fingerprint()
 	}
 	return verifiers.Fingerprint(v, judge)
 }

@@ -405,6 +405,11 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 		return nil, fmt.Errorf("read %s: %d rows, the manifest says %d", filepath.Join(cfg.Dir, "rewards", in.Part), n, *in.Rows)
 	}
 	ps := newPartStats(&Unit{Index: i, Path: in.Path}, n, sum)
+	// Rescoring keeps every row's errors and pending checks, and so its
+	// retry rows (retryRow); statistics that predate the count keep none.
+	if old, err := readStats(cfg.Dir, i); err == nil {
+		ps.RetryRows = old.RetryRows
+	}
 	if err := writeStats(cfg.Out, ps); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -34,4 +35,37 @@ func TestRescoreCopiesUnchanged(t *testing.T) {
 	if err != nil || string(got) != "not decoded" {
 		t.Errorf("rewards part = %q, %v; want the graded run's, copied", got, err)
 	}
+}
+
+// TestRescoreKeepsRetryRows: a rescored part keeps the count of retry
+// rows of the part it rescored (rescoring changes no error and no pending
+// check), so that reusing the rescored run takes the same paths.
+func TestRescoreKeepsRetryRows(t *testing.T) {
+	rc := newRetryCase(t, false)
+	rc.hang.Store(true)
+	rc.failing.Store(true)
+	first := rc.config(t, "first", columnar.FormatJSONL)
+	grade(t, first)
+	out := filepath.Join(rc.dir, "rescored")
+	// VER-T's and VER-J's formula changes: the part of the second unit
+	// is rescored, not copied.
+	rewards := map[string]verifiers.Formula{"VER-T": verifiers.All(), "VER-J": verifiers.All()}
+	if _, err := Rescore(context.Background(), RescoreConfig{Dir: first.Out, Out: out, Rewards: rewards}); err != nil {
+		t.Fatalf("Rescore: %v", err)
+	}
+	if x, y := readStatsFile(t, first.Out, 1), readStatsFile(t, out, 1); bytes.Equal(x, y) {
+		t.Fatal("the second unit's statistics were copied, want them written again")
+	}
+	if got := retryRowsOf(t, out, 1); got != 2 {
+		t.Errorf("rescored part: %d retry rows, want 2", got)
+	}
+}
+
+func readStatsFile(t *testing.T, dir string, unit int) []byte {
+	t.Helper()
+	data, err := os.ReadFile(statsPath(dir, unit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

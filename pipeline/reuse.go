@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,8 +36,18 @@ import (
 // join of result directories, whose matches come back in the units' row
 // order and are then taken as an aligned part's are.
 //
-// The rows of judged verifiers are always graded: the judge's cache answers
-// the verdicts it already gave. Rows with status error are graded too.
+// Reuse must not depend on the path taken: a unit copied whole and a
+// unit read row by row give the same parts. Both follow one rule, the
+// rows retryRow reports: a row whose result may differ when graded again
+// (a verifier that timed out or panicked, a judge call that failed or was
+// never made) is graded again; every other row is reused, errors that
+// repeat by construction (an input error, a verifier's own error verdict)
+// and judged rows included (their verifier's fingerprint covers the
+// judge's model, threshold and template, and the judge's cache would give
+// the same verdict). A part's statistics count its retry rows
+// (partStats.RetryRows); a unit is copied whole only when its earlier part
+// has none, else it takes the row path, which grades exactly those rows
+// again.
 
 // reuseSource is the earlier run a run reuses.
 type reuseSource struct {
@@ -57,6 +68,8 @@ type reuseSource struct {
 	// noHash is set when the earlier run predates input_hash: nothing is
 	// reused.
 	noHash bool
+	// path is the path forced on every unchanged unit (Config.reusePath).
+	path reusePath
 
 	// matches are the earlier rows join.Match found for the units with no
 	// earlier part of their own, and matchUnit their key unit by unit
@@ -70,6 +83,20 @@ type reuseSource struct {
 	undecoded atomic.Int64
 	copied    atomic.Int64 // units copied whole
 }
+
+// reusePath is the path --reuse takes for a unit whose input is
+// unchanged; tests force one to compare the two.
+type reusePath uint8
+
+const (
+	// reuseAuto copies the unit whole when its earlier part has no retry
+	// rows (partStats.RetryRows), and reads it row by row otherwise.
+	reuseAuto reusePath = iota
+	// reuseWhole copies the unit whole, retry rows or not.
+	reuseWhole
+	// reuseRows reads the unit row by row.
+	reuseRows
+)
 
 // unitKey identifies an input unit across runs.
 func unitKey(path string, first, groups int) string {
@@ -89,13 +116,13 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: not a result directory (%v)", cfg.Reuse, err)}
 	}
 	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{},
-		inputs: map[string]*ManifestInput{}}
+		inputs: map[string]*ManifestInput{}, path: cfg.reusePath}
 	old := map[string]string{}
 	for _, v := range m.Verifiers {
 		old[v.ID] = v.Fingerprint
 	}
 	for _, v := range cfg.Verifiers {
-		if !v.Judged && old[v.ID] == p.judging.fingerprint(v) {
+		if old[v.ID] == p.judging.fingerprint(v) {
 			rs.reusable[v.ID] = true
 		}
 	}
@@ -143,26 +170,77 @@ func (rs *reuseSource) hasInputHash() bool {
 
 // prevRow is a rollout of the earlier run: its rewards row (ids, verdict,
 // input hash and kept columns; SourceRow is the row of this run's unit it
-// stands for) and its check rows.
+// stands for) and its check rows, a judge's columns included.
 type prevRow struct {
 	rw     columnar.RewardRow
 	checks []columnar.CheckRow
-	// judged is set when a check has a judge's score or suggestion: its
-	// issues cannot be read back from every format, so it is not reused.
-	judged bool
 	// sameInput is set when the unit's input is the earlier run's, byte
 	// for byte (reuseSource.unchanged).
 	sameInput bool
 }
 
-// reusable reports whether p may stand for a row of this run at all: it
-// has an input hash and no judged check.
-func (p *prevRow) reusable() bool { return p.rw.InputHashValid && !p.judged }
+// reusable reports whether p may stand for a row of v in this run: it has
+// an input hash, was graded by v, whose fingerprint is unchanged, and its
+// result would be the same if graded again (retryRow).
+func (p *prevRow) reusable(pl *plan, v *verifiers.Verifier) bool {
+	return p.rw.InputHashValid && p.rw.VerifierID.S == v.ID && pl.reuse.reusable[v.ID] &&
+		!retryRow(&p.rw, p.checks, pl.judging, v)
+}
+
+// retryRow reports whether a row's result may differ when it is graded
+// again with the same input and verifier v, checks being its check rows
+// and js the run's judging: its verifier timed out or panicked
+// (grader.verify, verifiers.Run), a judge call failed (the check's detail
+// is the judge's error), or, when js judges v's rubric checks, a check was
+// left pending (by the request budget). Any remote call
+// added later whose failure is written into a row belongs here too. Every
+// other row gives the same result again: an input error, no verifier, a
+// verifier's own error, a check in error, a verdict.
+//
+// It reads only what every format writes and reads back, so a run's part
+// statistics (written as the part is) and a later run's row path (reading
+// the part) classify a row alike. A verifier's own check detail that
+// reads like a judge's error only makes its row graded again.
+func retryRow(rw *columnar.RewardRow, checks []columnar.CheckRow, js *judging, v *verifiers.Verifier) bool {
+	switch rw.Status {
+	case verifiers.StatusPassed:
+		return false
+	case verifiers.StatusError:
+		if rw.ErrorKind.S != verifiers.KindVerifier {
+			return false
+		}
+		if vid := rw.VerifierID.S; strings.HasPrefix(rw.Error.S, timeoutPrefix(vid)) || strings.HasPrefix(rw.Error.S, panicPrefix(vid)) {
+			return true
+		}
+	}
+	for i := range checks {
+		c := &checks[i]
+		switch {
+		case c.Status == verifiers.CheckError && strings.HasPrefix(c.Detail, judgeErrorPrefix):
+			return true
+		case c.Status == verifiers.CheckPending && js.judges(v):
+			return true
+		}
+	}
+	return false
+}
+
+// judgeErrorPrefix begins the detail of a check whose judgement failed
+// (judge.Error, judging.finish and judgeRow).
+const judgeErrorPrefix = "judge: "
+
+// timeoutPrefix begins the error of a row whose verifier vid ran past the
+// timeout (grader.verify); a verifier's own error reads "verifier vid: ".
+func timeoutPrefix(vid string) string { return "verifier " + vid + " timed out after " }
+
+// panicPrefix begins the error of a row whose verifier vid panicked
+// (verifiers.Run).
+func panicPrefix(vid string) string { return "verifier " + vid + " panicked: " }
 
 // prevCheckCols are the checks columns read from the earlier run; its
 // rewards are read as rewardRowCols.
 var prevCheckCols = []string{"check_index", "check_id", "label", "required", "status", "detail",
-	"actual", "expected", "score", "suggestion"}
+	"actual", "expected", "score", "suggestion", "issues"}
 
 // prevUnit reads the earlier run's part of one unit in step with its rows.
 // A goroutine of its own reads the earlier rows ahead (readAhead), so that
@@ -178,6 +256,7 @@ type prevUnit struct {
 	keep      int   // the number of kept columns, read after rewardRowCols
 	sameInput bool  // see prevRow
 	strs      columnar.Interner
+	doc       jsonview.Doc // a check's issues, parsed
 
 	ahead   chan []*prevRow // filled by readAhead; closed at the end or on an error
 	stop    chan struct{}   // closed by close
@@ -328,6 +407,16 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		}
 		return v
 	}
+	float := func(cell columnar.Cell) (float64, bool) {
+		if cell.Kind == columnar.CellNull {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(string(cell.Data), 64)
+		if err != nil {
+			bad = err
+		}
+		return v, true
+	}
 	nstr := func(cell columnar.Cell) columnar.NullString {
 		if cell.Kind == columnar.CellNull {
 			return columnar.NullString{}
@@ -348,8 +437,13 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		if cr.CheckIndex != k {
 			return nil, errors.New("checks out of step")
 		}
-		if cc[8].Kind != columnar.CellNull || cc[9].Kind != columnar.CellNull {
-			p.judged = true
+		cr.Score, cr.ScoreValid = float(cc[8])
+		cr.Suggestion = nstr(cc[9])
+		if cc[10].Kind != columnar.CellNull {
+			if cr.Issues, err = pu.issues(cc[10]); err != nil {
+				bad = err
+			}
+			cr.IssuesValid = true
 		}
 		if bad != nil {
 			return nil, errors.New("unreadable check row")
@@ -357,6 +451,26 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		p.checks = append(p.checks, cr)
 	}
 	return p, nil
+}
+
+// issues returns the strings of an issues cell, a JSON array of strings.
+func (pu *prevUnit) issues(c columnar.Cell) ([]string, error) {
+	if c.Kind != columnar.CellJSON {
+		return nil, fmt.Errorf("issues: want a list, got a %s", c.Kind)
+	}
+	arr, err := pu.doc.Parse(c.Data)
+	if err != nil || arr.Kind() != jsonview.Array {
+		return nil, fmt.Errorf("issues: want a list of strings")
+	}
+	out := make([]string, 0, arr.Len())
+	for e := arr.First(); e.Exists(); e = e.Next() {
+		s, ok := e.Str()
+		if !ok {
+			return nil, fmt.Errorf("issues: want a list of strings")
+		}
+		out = append(out, string(s))
+	}
+	return out, nil
 }
 
 // nextReward returns the next earlier rewards row, in the columns
@@ -500,9 +614,8 @@ func (rs *reuseSource) closeMatches() {
 // into rw, bound to v, when they may be reused, and reports whether they
 // were.
 func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow, out *results) bool {
-	rs := g.plan.reuse
-	if p == nil || v == nil || !p.reusable() || !rw.InputHashValid || p.rw.InputHash != rw.InputHash || p.rw.RolloutID != rw.RolloutID ||
-		p.rw.VerifierID.S != v.ID || !rs.reusable[v.ID] || p.rw.Status == verifiers.StatusError {
+	if p == nil || v == nil || !rw.InputHashValid || p.rw.InputHash != rw.InputHash || p.rw.RolloutID != rw.RolloutID ||
+		!p.reusable(g.plan, v) {
 		return false
 	}
 	p.fill(rw, out)
@@ -519,14 +632,13 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 // whose ids are only known once it is parsed) goes through grade, which
 // may still take p once it has hashed the row.
 func (g *grader) takeUnchanged(u *Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *results) bool {
-	rs := g.plan.reuse
-	if p == nil || !p.sameInput || !p.reusable() || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
-		row.Task.Kind != columnar.CellString || p.rw.Status == verifiers.StatusError || len(p.rw.Keep) != len(g.plan.keep) ||
+	if p == nil || !p.sameInput || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
+		row.Task.Kind != columnar.CellString || len(p.rw.Keep) != len(g.plan.keep) ||
 		string(row.ID.Data) != p.rw.RolloutID || string(row.Task.Data) != p.rw.TaskID {
 		return false
 	}
 	v := g.plan.bindings[p.rw.TaskID]
-	if v == nil || v.Judged || p.rw.VerifierID.S != v.ID || !rs.reusable[v.ID] {
+	if v == nil || !p.reusable(g.plan, v) {
 		return false
 	}
 	rw.RolloutID, rw.TaskID = p.rw.RolloutID, p.rw.TaskID
@@ -618,14 +730,15 @@ func inputDigest(path string, size int64) (modTime, digest string) {
 // input file, size, modification time and digest are unchanged, when the
 // earlier run had the same gavel, verifiers (ids, tasks and
 // fingerprints) and configuration, and no tasks table (whose content the
-// manifest does not identify). The copied units are complete.
+// manifest does not identify), and the part holds no retry rows
+// (partStats.RetryRows). The copied units are complete.
 func (r *runner) copyUnits() error {
 	rs := r.plan.reuse
 	if rs == nil || rs.noHash {
 		return nil
 	}
 	rs.setup = rs.sameSetup(r.manifest)
-	if !rs.setup || !rs.sameFingerprints(r.manifest) {
+	if !rs.setup || !rs.sameFingerprints(r.manifest) || rs.path == reuseRows {
 		return nil
 	}
 	for i := range r.units {
@@ -716,13 +829,14 @@ func (rs *reuseSource) unitIndex(in *ManifestInput) int {
 // copyUnit copies the part of the earlier unit from into dir as the part
 // of unit to, in the order a run completes a part: statistics, checks,
 // then rewards. It returns the part's statistics, or nil when the earlier
-// part is not complete.
+// part is not complete or may hold rows to grade again: its statistics
+// count some retry rows, or predate the count.
 func (rs *reuseSource) copyUnit(dir string, from, to int, part string) (*partStats, error) {
 	if from != to {
 		return nil, nil // the part's name is its unit's number: same units only
 	}
 	ps := partDone(rs.dir, from, part)
-	if ps == nil {
+	if ps == nil || rs.path != reuseWhole && (ps.RetryRows == nil || *ps.RetryRows > 0) {
 		return nil, nil
 	}
 	files := [][2]string{{statsPath(rs.dir, from), statsPath(dir, to)}}

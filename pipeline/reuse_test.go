@@ -61,9 +61,10 @@ func sameFiles(t *testing.T, a, b string) {
 
 // TestReuse grades a generated dataset, changes one rollout's final state
 // and one verifier's version, grades again reusing the first run, and
-// checks that exactly the rows of the changed rollout, of the changed
-// verifier and with verifier errors ran their verifier, and that the parts
-// are those of a full run.
+// checks that exactly the rows of the changed rollout and of the changed
+// verifier ran their verifier (the generated data's errors repeat by
+// construction and are reused), and that the parts are those of a full
+// run.
 func TestReuse(t *testing.T) {
 	for _, format := range []string{columnar.FormatParquet, columnar.FormatJSONL} {
 		t.Run(format, func(t *testing.T) {
@@ -189,19 +190,21 @@ func TestReuseNotAligned(t *testing.T) {
 
 // checkRegraded checks, against the results in full of the same input,
 // that a run reusing an earlier one ran the verifiers of exactly the rows
-// changed reports changed and of those with a verifier error (calls, by
-// verifier id), and that its summary counts those, the rows without a
-// verifier and those in error as graded, and no part as copied.
+// changed reports changed (calls, by verifier id; the generated data's
+// verifier errors repeat by construction and are reused), and that its
+// summary counts those, the rows without a verifier and those with input
+// errors (never decoded far enough to be matched) as graded, and no part
+// as copied.
 func checkRegraded(t *testing.T, full string, s *Summary, calls map[string]*atomic.Int64, changed func(id, verifier string) bool) {
 	t.Helper()
 	want := map[string]int64{}
 	var graded, total int64
 	scanRewards(t, full, func(id, verifier, status, kind string) {
 		total++
-		if verifier == "" || status == verifiers.StatusError || changed(id, verifier) {
+		if verifier == "" || kind == verifiers.KindInput || changed(id, verifier) {
 			graded++
 		}
-		if verifier != "" && kind != "input" && (kind == "verifier" || changed(id, verifier)) {
+		if verifier != "" && kind != verifiers.KindInput && changed(id, verifier) {
 			want[verifier]++
 		}
 	})
@@ -219,8 +222,7 @@ func checkRegraded(t *testing.T, full string, s *Summary, calls map[string]*atom
 // TestReuseOneVerifier grades a generated Parquet file, raises one
 // verifier's version and grades it again reusing the first run: the
 // other verifiers' rows are taken without decoding their input, only the
-// changed verifier's rows (and those with verifier errors) run, and the
-// parts are those of a full run.
+// changed verifier's rows run, and the parts are those of a full run.
 func TestReuseOneVerifier(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "rollouts.parquet")
@@ -240,11 +242,12 @@ func TestReuseOneVerifier(t *testing.T) {
 			sameFiles(t, again, first)
 			checkRegraded(t, first, res.Summary, calls, func(id, verifier string) bool { return verifier == bumped })
 			// The rows graded again are the bumped verifier's and those
-			// in error: every other reused row was taken undecoded.
+			// not matched (input errors, no verifier): every other reused
+			// row was taken undecoded.
 			rs := res.Summary.Reuse
 			var bumpedRows int64
 			scanRewards(t, first, func(id, verifier, status, kind string) {
-				if verifier == bumped && status != verifiers.StatusError {
+				if verifier == bumped && kind != verifiers.KindInput {
 					bumpedRows++
 				}
 			})

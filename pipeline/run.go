@@ -105,12 +105,18 @@ type Config struct {
 	// earlier run's row of the same input unit and source row, bound to a
 	// verifier whose fingerprint is unchanged, gets the earlier check rows
 	// and verdict without running the verifier; a unit whose input and
-	// every fingerprint are unchanged has its parts copied whole. The
-	// parts are those of a full run. "" reuses nothing.
+	// every fingerprint are unchanged has its parts copied whole, unless
+	// they hold rows whose result may differ when graded again (a
+	// verifier timeout or panic, a failed judge call), which are graded
+	// again either way. The parts are those of a full run. "" reuses
+	// nothing.
 	Reuse string
 
 	// open opens input files (os.Open when nil); tests count opens with it.
 	open columnar.OpenFunc
+	// reusePath forces the path Reuse takes for unchanged units; tests
+	// compare the two with it.
+	reusePath reusePath
 }
 
 // Constant is one member of metadata that every row gets (Config.Set).
@@ -784,6 +790,8 @@ type writer struct {
 	errRows int64
 	ids     idWriter
 	buf     []verifiers.Check
+	// retry counts the part's retry rows (partStats.RetryRows).
+	retry int64
 }
 
 // writeJob writes one job, in input order.
@@ -796,6 +804,7 @@ func (w *writer) writeJob(j *job) error {
 			return err
 		}
 		w.cur = newSummary(nil)
+		w.retry = 0
 		w.ids.reset(r.cfg.Out, j.unit.Index)
 	}
 	switch j.kind {
@@ -808,9 +817,16 @@ func (w *writer) writeJob(j *job) error {
 				return err
 			}
 		}
-		// part is open: a unit's batches come before its end job.
+		// part is open: a unit's batches come before its end job. A
+		// row's check rows follow the previous row's.
+		checks := res.checks
 		for i := range res.rewards {
 			rw := &res.rewards[i]
+			n := int(rw.ChecksTotal)
+			if v := r.plan.bindings[rw.TaskID]; v != nil && retryRow(rw, checks[:n], r.plan.judging, v) {
+				w.retry++
+			}
+			checks = checks[n:]
 			w.cur.add(rw)
 			if rw.Status == verifiers.StatusError {
 				w.errRows++
@@ -849,6 +865,8 @@ func (w *writer) writeJob(j *job) error {
 		}
 	case jobEnd:
 		ps := newPartStats(j.unit, j.rows, w.cur)
+		retry := w.retry
+		ps.RetryRows = &retry
 		if err := w.ids.finish(); err != nil {
 			return err
 		}

@@ -59,10 +59,15 @@ type partStats struct {
 	Total     rawCounts            `json:"total"`
 	Verifiers map[string]rawCounts `json:"verifiers"`
 	Tasks     map[string]rawCounts `json:"tasks"`
+	// RetryRows counts the part's rows whose result may differ when they
+	// are graded again (retryRow): --reuse copies a part whole only when
+	// it has none. Nil in statistics written before it was counted: such
+	// a part may hold some, so it is never copied whole.
+	RetryRows *int64 `json:"retry_rows,omitempty"`
 }
 
 // newPartStats returns the statistics of a part from the counts gathered
-// while it was written.
+// while it was written; the caller sets RetryRows.
 func newPartStats(u *Unit, rows int64, s *Summary) *partStats {
 	ps := &partStats{Unit: u.Index, Path: u.Path, Rows: rows, Checks: s.Checks, Total: s.Counts.raw(),
 		Verifiers: map[string]rawCounts{}, Tasks: map[string]rawCounts{}}
