@@ -41,7 +41,7 @@ Exit status: 0 the regressions (disagreements) do not exceed --fail-on; 1 they d
 2 usage error.`
 
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("diff", diffSynopsis, diffExamples, stderr)
+	fs := newFlagSet("diff", diffSynopsis, diffExamples, stdout)
 	asJSON := fs.Bool("json", false, "print the diff as JSON")
 	asMarkdown := fs.Bool("markdown", false, "print the diff as Markdown (for a CI comment)")
 	failOn := fs.String("fail-on", "0", "exit 1 when the regressions exceed this `LIMIT`: a count (0: any regression) or a rate of paired rollouts (1% or 0.01)")

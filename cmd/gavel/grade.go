@@ -60,7 +60,7 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for JSON Lines on\nstandard input) with the verifiers bound to their tasks, and writes rewards and checks\nparts, summary.json and manifest.json into --out.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay),\nor with --baseline, regressions over --fail-on (this wins over 3).", gradeExamples, stderr)
+	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for JSON Lines on\nstandard input) with the verifiers bound to their tasks, and writes rewards and checks\nparts, summary.json and manifest.json into --out.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay),\nor with --baseline, regressions over --fail-on (this wins over 3).", gradeExamples, stdout)
 	out := fs.String("out", "gavel-out", "output `DIR`ectory")
 	format := fs.String("format", "parquet", "output format: parquet, arrow or jsonl")
 	var specs listFlag

@@ -38,7 +38,7 @@ the value is numerically 1 or boolean true (1, 1.0, true), fails for any other
 number or false, and counts as error without one.`
 
 func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("leaderboard", leaderboardSynopsis, leaderboardExamples, stderr)
+	fs := newFlagSet("leaderboard", leaderboardSynopsis, leaderboardExamples, stdout)
 	by := fs.String("by", "model", "group by these `COLUMNS`, comma-separated")
 	ks := fs.String("k", "1,5", "sample counts `K,...` of pass@k and pass^k")
 	format := fs.String("format", "table", "output format: table, csv, json, markdown or html")

@@ -42,7 +42,7 @@ Exit status: 0 done; 1 an error; 2 usage error (unknown verifier or check id,
 bad formula; nothing is written); 3 some rows have status error.`
 
 func runRescore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("rescore", rescoreSynopsis, rescoreExamples, stderr)
+	fs := newFlagSet("rescore", rescoreSynopsis, rescoreExamples, stdout)
 	rewardFile := fs.String("reward", "", "the `FILE` (YAML or JSON) mapping verifier ids to reward formulas")
 	out := fs.String("out", "", "the output `DIR` of the rescored run")
 	prof := addProfileFlags(fs)
