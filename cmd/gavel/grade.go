@@ -272,6 +272,14 @@ func parseSet(sets []string) ([]pipeline.Constant, error) {
 	return out, nil
 }
 
+// plural returns n with the singular or plural noun.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(n, 10) + " " + many
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -316,8 +324,10 @@ func printSummary(w io.Writer, verb string, s *pipeline.Summary, out string) {
 		}
 	}
 	if j := s.Judge; j != nil {
-		fmt.Fprintf(w, "\njudge: %d requests, %d cache hits, %d retries, %d failures, %d+%d tokens, %d checks pending by the budget\n",
-			j.Requests, j.CacheHits, j.Retries, j.Failures, j.PromptTokens, j.CompletionTokens, j.PendingBudget)
+		fmt.Fprintf(w, "\njudge: %s of the server, %s, %s, %s, %s, %d prompt + %d completion tokens, %s pending by the budget\n",
+			plural(j.Probes, "probe", "probes"), plural(j.Requests, "request", "requests"), plural(j.CacheHits, "cache hit", "cache hits"),
+			plural(j.Retries, "retry", "retries"), plural(j.Failures, "failure", "failures"),
+			j.PromptTokens, j.CompletionTokens, plural(j.PendingBudget, "check", "checks"))
 	}
 	if len(s.FilesSkipped) > 0 {
 		fmt.Fprintf(w, "\nskipped %d unsupported files\n", len(s.FilesSkipped))
