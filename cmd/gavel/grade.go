@@ -291,9 +291,17 @@ func splitList(s string) []string {
 }
 
 // printSummary prints the run's counts, overall and per verifier; verb
-// says what the run did ("graded").
+// says what the run did ("graded"). A run that took results from --reuse
+// says so in its first line: its throughput is not a grading speed.
 func printSummary(w io.Writer, verb string, s *pipeline.Summary, out string) {
-	fmt.Fprintf(w, "%s %d rollouts (%d checks) in %.1fs, %.0f rollouts/s\n", verb, s.Rollouts, s.Checks, s.ElapsedSeconds, s.RowsPerSecond)
+	what := fmt.Sprintf("%s %d rollouts", verb, s.Rollouts)
+	if ru := s.Reuse; ru != nil && ru.Reused > 0 {
+		what = fmt.Sprintf("reused %d rollouts", s.Rollouts)
+		if ru.Graded > 0 {
+			what = fmt.Sprintf("%s %d and reused %d rollouts", verb, ru.Graded, ru.Reused)
+		}
+	}
+	fmt.Fprintf(w, "%s (%d checks) in %.1fs, %.0f rollouts/s\n", what, s.Checks, s.ElapsedSeconds, s.RowsPerSecond)
 	fmt.Fprintf(w, "passed %d  failed %d  pending %d  error %d", s.Passed, s.Failed, s.Pending, s.Error)
 	if s.PassRate != nil {
 		fmt.Fprintf(w, "  pass rate %.4f", *s.PassRate)

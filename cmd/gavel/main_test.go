@@ -277,7 +277,7 @@ func TestGradeReuse(t *testing.T) {
 	if code != 0 && code != 3 {
 		t.Fatalf("grade --reuse: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stdout, "reused 50 rollouts (1 parts copied whole), graded 0") {
+	if !strings.Contains(stdout, "reused 50 rollouts (1 parts copied whole), graded 0") || !strings.HasPrefix(stdout, "reused 50 rollouts (") {
 		t.Errorf("grade --reuse printed:\n%s", stdout)
 	}
 }
