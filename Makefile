@@ -18,9 +18,13 @@ build:
 demo: build
 	mkdir -p $(DEMO)
 	$(BIN) gen --out $(DEMO)/rollouts.parquet --rollouts $(ROLLOUTS) --seed 1 --bad-share 0.01
+	@echo "$(BIN) grade --out $(DEMO)/results $(DEMO)/rollouts.parquet"; \
 	$(BIN) grade --out $(DEMO)/results $(DEMO)/rollouts.parquet; status=$$?; \
-	  if [ $$status -ne 0 ] && [ $$status -ne 3 ]; then exit $$status; fi
-	@echo "results in $(DEMO)/results (exit status 3 above means: some rows have status error, as the demo data asks)"
+	case $$status in \
+	  0) echo "gavel grade exited with status 0: every row graded, none with status error; results in $(DEMO)/results" ;; \
+	  3) echo "gavel grade exited with status 3: some rows have status error, as the demo data asks; results in $(DEMO)/results" ;; \
+	  *) echo "gavel grade exited with status $$status: the demo failed"; exit $$status ;; \
+	esac
 
 # The Kubernetes manifests under deploy/ are checked by a module of their
 # own (deploy/go.mod), so the Kubernetes API packages stay out of gavel's.

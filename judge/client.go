@@ -250,9 +250,11 @@ func quote(s string) string {
 // server does not serve that route (404 or 405), a one-token chat
 // completion. It returns an *Error naming the cause: KindConnection for an
 // unreachable server, KindAuth for a bad key, KindNotFound for an unknown
-// model. Probes are not retried or counted in Stats.
+// model. Probes are not retried; Stats counts them apart from the
+// requests.
 func (j *Judge) Probe(ctx context.Context) error {
 	c := j.c
+	c.probes.Add(1)
 	actx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	_, err := c.client.Models.Get(actx, j.model)

@@ -115,10 +115,13 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// Stats counts a judge's work since New. Probes are not counted.
+// Stats counts a judge's work since New.
 type Stats struct {
+	// Probes is the number of probes of the server (Probe calls),
+	// successful or not; Requests does not count them.
+	Probes int64
 	// Requests is the number of chat completion requests sent, retries
-	// included.
+	// included, probes not.
 	Requests int64
 	// CacheHits is the number of judgements answered from the cache.
 	CacheHits int64
@@ -158,7 +161,7 @@ type core struct {
 	backoff    time.Duration
 	maxBackoff time.Duration
 
-	requests, hits, retries, failures, promptTokens, completionTokens atomic.Int64
+	probes, requests, hits, retries, failures, promptTokens, completionTokens atomic.Int64
 
 	// Hooks, replaced by tests.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -310,6 +313,7 @@ func (j *Judge) Mode() ResponseMode { return modes[j.c.mode.Load()] }
 func (j *Judge) Stats() Stats {
 	c := j.c
 	return Stats{
+		Probes:           c.probes.Load(),
 		Requests:         c.requests.Load(),
 		CacheHits:        c.hits.Load(),
 		Retries:          c.retries.Load(),

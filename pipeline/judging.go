@@ -455,12 +455,16 @@ func (js *judging) sync() error {
 	return nil
 }
 
-// JudgeSummary counts a run's judging: requests sent (retries included),
+// JudgeSummary counts a run's judging: probes of the server, requests
+// sent (retries included),
 // verdicts found in the cache, retries, failed judgements, tokens, and
 // rubric checks left pending by the request budget. It depends on the
 // cache and the server as well as on the inputs: like the timing fields,
 // it may differ between runs whose parts are identical.
 type JudgeSummary struct {
+	// Probes counts the probes of the judge's server (one before the
+	// first request the cache cannot answer); Requests does not.
+	Probes           int64 `json:"probes"`
 	Requests         int64 `json:"requests"`
 	CacheHits        int64 `json:"cache_hits"`
 	Retries          int64 `json:"retries"`
@@ -475,7 +479,7 @@ func (js *judging) summary() *JudgeSummary {
 		return nil
 	}
 	s := js.base.Stats()
-	return &JudgeSummary{Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
+	return &JudgeSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
 		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, PendingBudget: js.pendingBudget}
 }
 

@@ -34,6 +34,38 @@ type RescoreConfig struct {
 	Rewards map[string]verifiers.Formula
 	// Workers is the number of parts rescored at once (0: GOMAXPROCS).
 	Workers int
+	// Changes is how many of the rollouts whose reward changed the result
+	// lists, the first in input order (0: none; all are counted).
+	Changes int
+}
+
+// RewardChange is a rollout whose reward a rescore changed.
+type RewardChange struct {
+	RolloutID  string
+	VerifierID string
+	// Old and New are the rewards before and after, nil when null.
+	Old, New *float64
+	// OldStatus and NewStatus differ only when the new formula failed
+	// (the rollout is then an error).
+	OldStatus, NewStatus string
+}
+
+// RescoreResult is the outcome of a rescore: the Result a grade run
+// gives, and the rollouts whose reward changed.
+type RescoreResult struct {
+	Result
+	// RewardsChanged counts the rollouts whose reward changed (a null
+	// reward differs from any number).
+	RewardsChanged int64
+	// RewardChanges lists the first RescoreConfig.Changes of them, in
+	// input order.
+	RewardChanges []RewardChange
+}
+
+// partChanges are the reward changes of one part.
+type partChanges struct {
+	n    int64
+	list []RewardChange
 }
 
 // Rescore computes the rewards of a graded run again from its check rows,
@@ -53,7 +85,7 @@ type RescoreConfig struct {
 // checks side by side: a rollout's check rows follow the previous
 // rollout's in the checks part (the writer appends them in input order,
 // ChecksTotal rows per rollout), which Rescore verifies row by row.
-func Rescore(ctx context.Context, cfg RescoreConfig) (*Result, error) {
+func Rescore(ctx context.Context, cfg RescoreConfig) (*RescoreResult, error) {
 	start := time.Now()
 	m, err := readManifest(filepath.Join(cfg.Dir, manifestFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -121,6 +153,7 @@ func Rescore(ctx context.Context, cfg RescoreConfig) (*Result, error) {
 		}
 	}
 	stats := make([]*partStats, len(m.Inputs))
+	changes := make([]partChanges, len(m.Inputs))
 	workers := cfg.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -135,7 +168,7 @@ func Rescore(ctx context.Context, cfg RescoreConfig) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				stats[i], errs[i] = rescorePart(ctx, cfg, m, i, formulas)
+				stats[i], changes[i], errs[i] = rescorePart(ctx, cfg, m, i, formulas)
 				if errs[i] != nil {
 					cancel()
 				}
@@ -192,7 +225,12 @@ feed:
 			return nil, err
 		}
 	}
-	return &Result{Summary: s, ErrorRows: s.Error, Complete: ok}, nil
+	res := &RescoreResult{Result: Result{Summary: s, ErrorRows: s.Error, Complete: ok}}
+	for _, c := range changes {
+		res.RewardsChanged += c.n
+		res.RewardChanges = append(res.RewardChanges, c.list[:min(len(c.list), cfg.Changes-len(res.RewardChanges))]...)
+	}
+	return res, nil
 }
 
 // rescoreFormulas checks cfg.Rewards against the run m describes and
@@ -302,8 +340,15 @@ func checkCols(formulas map[string]verifiers.Formula) []string {
 const rescoreBatch = 1024
 
 // rescorePart rescores the part of unit i of the run m describes and
-// returns its statistics.
-func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, formulas map[string]verifiers.Formula) (*partStats, error) {
+// returns its statistics and the rollouts whose reward changed.
+func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, formulas map[string]verifiers.Formula) (*partStats, partChanges, error) {
+	var changes partChanges
+	ps, err := rescoreRows(ctx, cfg, m, i, formulas, &changes)
+	return ps, changes, err
+}
+
+// rescoreRows is rescorePart, adding the reward changes to changes.
+func rescoreRows(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, formulas map[string]verifiers.Formula, changes *partChanges) (*partStats, error) {
 	in := &m.Inputs[i]
 	format := m.Config.Format
 	// The checks part first: a rewards part in place implies its checks
@@ -380,7 +425,22 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 		// A check in error makes the rollout an error whatever the
 		// formula: its row stays as it is.
 		if len(crs) > 0 && !checkErr {
+			old, oldValid, oldStatus := rw.Reward, rw.RewardValid, rw.Status
 			buf = rescore(&rw, crs, formulas[rw.VerifierID.S], buf)
+			if oldValid != rw.RewardValid || oldValid && old != rw.Reward {
+				changes.n++
+				if len(changes.list) < cfg.Changes {
+					c := RewardChange{RolloutID: rw.RolloutID, VerifierID: rw.VerifierID.S, OldStatus: oldStatus, NewStatus: rw.Status}
+					if oldValid {
+						c.Old = &old
+					}
+					if rw.RewardValid {
+						r := rw.Reward
+						c.New = &r
+					}
+					changes.list = append(changes.list, c)
+				}
+			}
 		}
 		sum.add(&rw)
 		sum.Checks += int64(len(crs))

@@ -28,6 +28,7 @@ func (d *Diff) verdictLine() string {
 
 func pct(r float64) string { return strconv.FormatFloat(100*r, 'f', 2, 64) + "%" }
 
+// formatStatusChanges lists status changes, "from->to N", sorted.
 func formatStatusChanges(m map[string]int64) string {
 	if len(m) == 0 {
 		return "-"
@@ -60,6 +61,46 @@ func (v *VerifierDiff) causes() string {
 	return strings.Join(parts, ", ")
 }
 
+// mdArrows writes the arrows gavel puts between two statuses ("->", in
+// status change keys and a changed check's "ID: pass -> fail") as →, for
+// Markdown, whose escaping would otherwise turn > into &gt;. Only the last
+// arrow of s is gavel's own (statuses hold none); one in a check id before
+// it is data, escaped as any.
+func mdArrows(s string) string {
+	for _, arrow := range []string{" -> ", "->"} {
+		if i := strings.LastIndex(s, arrow); i >= 0 {
+			return s[:i] + " → " + s[i+len(arrow):]
+		}
+	}
+	return s
+}
+
+// mdStatusChanges is formatStatusChanges for Markdown.
+func mdStatusChanges(m map[string]int64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", mdArrows(k), m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// mdChecks joins a changed rollout's changed checks for Markdown.
+func mdChecks(checks []string) string {
+	out := make([]string, len(checks))
+	for i, c := range checks {
+		out[i] = mdArrows(c)
+	}
+	return strings.Join(out, "; ")
+}
+
 func (v *VerifierDiff) row() []string {
 	delta := "-"
 	if v.MeanRewardDelta != nil {
@@ -84,6 +125,15 @@ var verifierDiffHeader = []string{"verifier", "paired", "base only", "current on
 
 var checkDiffHeader = []string{"verifier", "check", "pass->fail", "fail->pass", "other status changes", "added", "removed"}
 
+// mdHeader returns a table header with its arrows written →, for Markdown.
+func mdHeader(h []string) []string {
+	out := make([]string, len(h))
+	for i, c := range h {
+		out[i] = strings.ReplaceAll(c, "->", " → ")
+	}
+	return out
+}
+
 func (c *CheckDiff) row() []string {
 	return []string{c.Verifier, c.Check, itoa(c.PassToFail), itoa(c.FailToPass), formatStatusChanges(c.StatusChanges), itoa(c.Added), itoa(c.Removed)}
 }
@@ -98,7 +148,9 @@ func formatP(p float64) string {
 	return strconv.FormatFloat(p, 'f', 4, 64)
 }
 
-func (d *Diff) header() []string {
+// header returns the lines above the tables; arrow is "->" in text and
+// "→" in Markdown.
+func (d *Diff) header(arrow string) []string {
 	lines := []string{
 		fmt.Sprintf("base %s (%d rollouts), current %s (%d rollouts)", d.Base, d.BaseRollouts, d.Current, d.CurRollouts),
 		fmt.Sprintf("paired %d, base only %d, current only %d", d.Paired, d.BaseOnly, d.CurOnly),
@@ -107,7 +159,7 @@ func (d *Diff) header() []string {
 		lines = append(lines, fmt.Sprintf("duplicate rollout ids left out: %d", d.DuplicateIDs))
 	}
 	if d.BaseVersion != d.CurVersion {
-		lines = append(lines, fmt.Sprintf("gavel version changed: %s -> %s", d.BaseVersion, d.CurVersion))
+		lines = append(lines, fmt.Sprintf("gavel version changed: %s %s %s", d.BaseVersion, arrow, d.CurVersion))
 	}
 	return append(lines, d.verdictLine())
 }
@@ -118,7 +170,7 @@ const diffConventions = "McNemar p: exact two-sided binomial test on the rollout
 
 // WriteText writes the diff as terminal tables.
 func (d *Diff) WriteText(w io.Writer) error {
-	for _, l := range d.header() {
+	for _, l := range d.header("->") {
 		fmt.Fprintln(w, l)
 	}
 	changedChecks := d.changedChecks()
@@ -171,21 +223,25 @@ func (d *Diff) WriteMarkdown(w io.Writer) error {
 		title = "regressions over the limit"
 	}
 	fmt.Fprintf(w, "### gavel diff: %s\n\n", title)
-	for _, l := range d.header() {
+	for _, l := range d.header("→") {
 		fmt.Fprintf(w, "- %s\n", mdEscape(l))
 	}
 	fmt.Fprintln(w)
-	writeMDTable(w, verifierDiffHeader, func(yield func([]string)) {
+	writeMDTable(w, mdHeader(verifierDiffHeader), func(yield func([]string)) {
 		for i := range d.Verifiers {
-			yield(d.Verifiers[i].row())
+			r := d.Verifiers[i].row()
+			r[6] = mdStatusChanges(d.Verifiers[i].StatusChanges)
+			yield(r)
 		}
 	})
 	if cs := d.changedChecks(); len(cs) > 0 {
 		fmt.Fprintln(w, "\n#### Checks that changed")
 		fmt.Fprintln(w)
-		writeMDTable(w, checkDiffHeader, func(yield func([]string)) {
+		writeMDTable(w, mdHeader(checkDiffHeader), func(yield func([]string)) {
 			for _, c := range cs {
-				yield(c.row())
+				r := c.row()
+				r[4] = mdStatusChanges(c.StatusChanges)
+				yield(r)
 			}
 		})
 	}
@@ -194,7 +250,7 @@ func (d *Diff) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintln(w)
 		writeMDTable(w, []string{"rollout", "verifier", "from", "to", "cause", "checks"}, func(yield func([]string)) {
 			for _, c := range d.Examples {
-				yield([]string{c.RolloutID, c.Verifier, c.From, c.To, c.Cause, strings.Join(c.Checks, "; ")})
+				yield([]string{c.RolloutID, c.Verifier, c.From, c.To, c.Cause, mdChecks(c.Checks)})
 			}
 		})
 	}

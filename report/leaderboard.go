@@ -13,13 +13,14 @@ import (
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-// LeaderboardConfig sets a leaderboard. The zero value groups by model,
-// estimates pass@1 and pass@5, and draws 2000 bootstrap resamples with
-// seed 0.
+// LeaderboardConfig sets a leaderboard. The zero value groups by model
+// (all rows one group when no rollout has one), estimates pass@1 and
+// pass@5, and draws 2000 bootstrap resamples with seed 0.
 type LeaderboardConfig struct {
 	// By names the grouping columns: "task" (task_id), "verifier"
 	// (verifier_id), or any column of the rewards, such as a kept metadata
-	// column (model, run_id). Empty: model.
+	// column (model, run_id). Empty: model, or, when no rollout has a
+	// model, all rows as one group, which the conventions say.
 	By []string
 	// K lists the sample counts of pass@k and pass^k (nil: 1 and 5).
 	K []int
@@ -42,9 +43,12 @@ type Leaderboard struct {
 	Resamples int      `json:"resamples"`
 	// RewardColumn is the column the statistics are computed from in
 	// place of gavel's verdict ("" when none).
-	RewardColumn string   `json:"reward_column,omitempty"`
-	Entries      []Entry  `json:"entries"`
-	Conventions  []string `json:"conventions"`
+	RewardColumn string `json:"reward_column,omitempty"`
+	// OneGroup is true when By was left empty and no rollout has a model:
+	// all rows are then one group, whose model is null.
+	OneGroup    bool     `json:"one_group,omitempty"`
+	Entries     []Entry  `json:"entries"`
+	Conventions []string `json:"conventions"`
 }
 
 // Entry is the statistics of one group.
@@ -107,7 +111,8 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 		return nil, errors.New("no result directory given")
 	}
 	by := cfg.By
-	if len(by) == 0 {
+	byDefault := len(by) == 0
+	if byDefault {
 		by = []string{"model"}
 	}
 	ks := cfg.K
@@ -187,9 +192,13 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 			return nil, err
 		}
 	}
+	// Without --by, rows without a model are one group: a single
+	// model's run needs no grouping. (With every model null, the rows
+	// already fell into one group.)
+	oneGroup := byDefault && !found[0] && len(groups) > 0
 	for i, b := range by {
-		if !found[i] && len(groups) > 0 {
-			return nil, fmt.Errorf("--by %s: no rollout has a value in column %s (kept columns: see --keep of gavel grade)", b, column(b))
+		if !found[i] && len(groups) > 0 && !oneGroup {
+			return nil, fmt.Errorf("--by %s: no rollout has a value in column %s (%s)", b, column(b), AddColumnHint)
 		}
 	}
 	if cfg.RewardColumn != "" && !recordedFound && len(groups) > 0 {
@@ -269,8 +278,19 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 		lb.Entries = []Entry{}
 	}
 	lb.Conventions = conventions(lb)
+	if oneGroup {
+		lb.OneGroup = true
+		lb.Conventions = append([]string{OneGroupNote}, lb.Conventions...)
+	}
 	return lb, nil
 }
+
+// AddColumnHint says how results get a column to group by.
+const AddColumnHint = "name the model at grade time with gavel grade --set model=NAME, or keep a column of the input with --keep COLUMN"
+
+// OneGroupNote is the convention of a leaderboard that grouped all rows
+// as one because no rollout has a model.
+const OneGroupNote = "no rollout has a model column, so all rows are one group, shown as model (none); " + AddColumnHint + ", or group by another column with --by."
 
 func conventions(lb *Leaderboard) []string {
 	ks := make([]string, len(lb.K))

@@ -347,7 +347,7 @@ func (rep *RunReport) WriteMarkdown(w io.Writer) error {
 			if v.FingerprintChanged {
 				fp = "changed"
 			}
-			yield([]string{nonEmpty(v.Verifier), itoa(v.Paired), itoa(v.PassToFail), itoa(v.FailToPass), itoa(v.Regressions), formatStatusChanges(v.StatusChanges), itoa(v.RewardChanged), fp})
+			yield([]string{nonEmpty(v.Verifier), itoa(v.Paired), itoa(v.PassToFail), itoa(v.FailToPass), itoa(v.Regressions), mdStatusChanges(v.StatusChanges), itoa(v.RewardChanged), fp})
 		}
 	})
 	fmt.Fprint(w, "\n### Flips per check, most regressions first\n\n")
@@ -356,7 +356,7 @@ func (rep *RunReport) WriteMarkdown(w io.Writer) error {
 	} else {
 		writeMDTable(w, []string{"verifier", "check", "pass → fail", "fail → pass", "other status changes", "added", "removed"}, func(yield func([]string)) {
 			for _, c := range flips {
-				yield([]string{nonEmpty(c.Verifier), c.Check, itoa(c.PassToFail), itoa(c.FailToPass), formatStatusChanges(c.StatusChanges), itoa(c.Added), itoa(c.Removed)})
+				yield([]string{nonEmpty(c.Verifier), c.Check, itoa(c.PassToFail), itoa(c.FailToPass), mdStatusChanges(c.StatusChanges), itoa(c.Added), itoa(c.Removed)})
 			}
 		})
 	}
@@ -371,7 +371,7 @@ func (rep *RunReport) WriteMarkdown(w io.Writer) error {
 			if c.Regression {
 				st += " (regression)"
 			}
-			yield([]string{c.RolloutID, c.Task, nonEmpty(c.Verifier), st, c.Cause, strings.Join(c.Checks, "; ")})
+			yield([]string{c.RolloutID, c.Task, nonEmpty(c.Verifier), st, c.Cause, mdChecks(c.Checks)})
 		}
 	})
 	return nil

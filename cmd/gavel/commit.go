@@ -15,7 +15,7 @@ const commitExamples = `  gavel grade --shard 0/4 --out results data/ &   # ... 
   gavel commit /shared/results`
 
 func runCommit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("commit", "gavel commit DIR\n\nJoins the shards of a sharded run (gavel grade --shard I/N --out DIR): checks that every\nshard ran and every part is complete, then writes DIR/manifest.json, DIR/summary.json\nand DIR/_SUCCESS, as one process grading every input would have.\n\nExit status: 0 committed; 1 a shard or part is missing (nothing written); 2 usage error.", commitExamples, stderr)
+	fs := newFlagSet("commit", "gavel commit DIR\n\nJoins the shards of a sharded run (gavel grade --shard I/N --out DIR): checks that every\nshard ran and every part is complete, then writes DIR/manifest.json, DIR/summary.json\nand DIR/_SUCCESS, as one process grading every input would have.\n\nExit status: 0 committed; 1 a shard or part is missing (nothing written); 2 usage error.", commitExamples, stdout)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

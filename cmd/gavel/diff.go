@@ -16,7 +16,7 @@ import (
 
 const diffExamples = `  gavel diff baseline/ gavel-out/
   gavel diff --fail-on 1% baseline/ gavel-out/       # fail when more than 1% of rollouts regressed
-  gavel diff --markdown baseline/ gavel-out/ > comment.md
+  gavel diff --format markdown baseline/ gavel-out/ > comment.md
   gavel diff --json --fail-on 10 baseline/ gavel-out/
   gavel diff --against-column recorded_reward gavel-out/   # gavel's verdicts against a harness's rewards`
 
@@ -41,9 +41,10 @@ Exit status: 0 the regressions (disagreements) do not exceed --fail-on; 1 they d
 2 usage error.`
 
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("diff", diffSynopsis, diffExamples, stderr)
-	asJSON := fs.Bool("json", false, "print the diff as JSON")
-	asMarkdown := fs.Bool("markdown", false, "print the diff as Markdown (for a CI comment)")
+	fs := newFlagSet("diff", diffSynopsis, diffExamples, stdout)
+	formatFlag := fs.String("format", "text", "output format: text, json or markdown (for a CI comment)")
+	asJSON := fs.Bool("json", false, "print the diff as JSON (--format json)")
+	asMarkdown := fs.Bool("markdown", false, "print the diff as Markdown (--format markdown)")
 	failOn := fs.String("fail-on", "0", "exit 1 when the regressions exceed this `LIMIT`: a count (0: any regression) or a rate of paired rollouts (1% or 0.01)")
 	examples := fs.Int("examples", 10, "list `N` changed rollouts, regressions first (0: none)")
 	against := fs.String("against-column", "", "compare one result directory's verdicts with the recorded reward in this kept `COLUMN` (recorded_reward)")
@@ -60,8 +61,9 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *against == "" && fs.NArg() != 2 {
 		return usagef("gavel diff baseline/ gavel-out/", "diff needs two result directories, BASE and CUR")
 	}
-	if *asJSON && *asMarkdown {
-		return usagef("gavel diff --help", "--json and --markdown contradict each other")
+	format, err := diffFormat(*formatFlag, flagSet(fs, "format"), *asJSON, *asMarkdown)
+	if err != nil {
+		return err
 	}
 	if *quiet && *progress {
 		return usagef("gavel diff --help", "--quiet and --progress contradict each other")
@@ -69,13 +71,6 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	th, err := report.ParseThreshold(*failOn)
 	if err != nil {
 		return usagef("gavel diff --fail-on 1% BASE CUR", "%v", err)
-	}
-	format := "text"
-	switch {
-	case *asJSON:
-		format = "json"
-	case *asMarkdown:
-		format = "markdown"
 	}
 	if *against != "" {
 		return againstAndReport(fs.Arg(0), *against, th, *examples, format, stdout)
@@ -90,6 +85,39 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
 	}
 	return err
+}
+
+// diffFormat returns the output format of gavel diff: text, json or
+// markdown, from --format or its shorthands --json and --markdown.
+func diffFormat(format string, formatSet, asJSON, asMarkdown bool) (string, error) {
+	const hint = "gavel diff --format markdown BASE CUR"
+	if asJSON && asMarkdown {
+		return "", usagef(hint, "--json and --markdown contradict each other")
+	}
+	switch strings.ToLower(format) {
+	case "text", "table":
+		format = "text"
+	case "json":
+		format = "json"
+	case "markdown", "md":
+		format = "markdown"
+	default:
+		return "", usagef(hint, "unknown format %q (want text, json or markdown)", format)
+	}
+	short := ""
+	switch {
+	case asJSON:
+		short = "json"
+	case asMarkdown:
+		short = "markdown"
+	}
+	if short == "" {
+		return format, nil
+	}
+	if formatSet && format != short {
+		return "", usagef(hint, "--%s and --format %s contradict each other", short, format)
+	}
+	return short, nil
 }
 
 // compareOptions are how a comparison runs, not what it finds: where it

@@ -33,7 +33,7 @@ const genExamples = `  gavel gen --out rollouts.parquet --rollouts 100000
   gavel grade --tasks rollouts.tasks.parquet rollouts.parquet`
 
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("gen", genSynopsis, genExamples, stderr)
+	fs := newFlagSet("gen", genSynopsis, genExamples, stdout)
 	out := fs.String("out", "rollouts.parquet", "dataset `PATH`; its extension (.parquet, .jsonl, .jsonl.zst) sets the format")
 	rollouts := fs.Int("rollouts", 1000, "number of rollouts (rows) `N`")
 	seed := fs.Uint64("seed", 1, "random `SEED`")

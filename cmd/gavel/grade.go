@@ -60,7 +60,7 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for JSON Lines on\nstandard input) with the verifiers bound to their tasks, and writes rewards and checks\nparts, summary.json and manifest.json into --out.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay),\nor with --baseline, regressions over --fail-on (this wins over 3).", gradeExamples, stderr)
+	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for JSON Lines on\nstandard input) with the verifiers bound to their tasks, and writes rewards and checks\nparts, summary.json and manifest.json into --out.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay),\nor with --baseline, regressions over --fail-on (this wins over 3).", gradeExamples, stdout)
 	out := fs.String("out", "gavel-out", "output `DIR`ectory")
 	format := fs.String("format", "parquet", "output format: parquet, arrow or jsonl")
 	var specs listFlag
@@ -272,6 +272,14 @@ func parseSet(sets []string) ([]pipeline.Constant, error) {
 	return out, nil
 }
 
+// plural returns n with the singular or plural noun.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(n, 10) + " " + many
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -283,9 +291,17 @@ func splitList(s string) []string {
 }
 
 // printSummary prints the run's counts, overall and per verifier; verb
-// says what the run did ("graded").
+// says what the run did ("graded"). A run that took results from --reuse
+// says so in its first line: its throughput is not a grading speed.
 func printSummary(w io.Writer, verb string, s *pipeline.Summary, out string) {
-	fmt.Fprintf(w, "%s %d rollouts (%d checks) in %.1fs, %.0f rollouts/s\n", verb, s.Rollouts, s.Checks, s.ElapsedSeconds, s.RowsPerSecond)
+	what := fmt.Sprintf("%s %d rollouts", verb, s.Rollouts)
+	if ru := s.Reuse; ru != nil && ru.Reused > 0 {
+		what = fmt.Sprintf("reused %d rollouts", s.Rollouts)
+		if ru.Graded > 0 {
+			what = fmt.Sprintf("%s %d and reused %d rollouts", verb, ru.Graded, ru.Reused)
+		}
+	}
+	fmt.Fprintf(w, "%s (%d checks) in %.1fs, %.0f rollouts/s\n", what, s.Checks, s.ElapsedSeconds, s.RowsPerSecond)
 	fmt.Fprintf(w, "passed %d  failed %d  pending %d  error %d", s.Passed, s.Failed, s.Pending, s.Error)
 	if s.PassRate != nil {
 		fmt.Fprintf(w, "  pass rate %.4f", *s.PassRate)
@@ -316,8 +332,10 @@ func printSummary(w io.Writer, verb string, s *pipeline.Summary, out string) {
 		}
 	}
 	if j := s.Judge; j != nil {
-		fmt.Fprintf(w, "\njudge: %d requests, %d cache hits, %d retries, %d failures, %d+%d tokens, %d checks pending by the budget\n",
-			j.Requests, j.CacheHits, j.Retries, j.Failures, j.PromptTokens, j.CompletionTokens, j.PendingBudget)
+		fmt.Fprintf(w, "\njudge: %s of the server, %s, %s, %s, %s, %d prompt + %d completion tokens, %s pending by the budget\n",
+			plural(j.Probes, "probe", "probes"), plural(j.Requests, "request", "requests"), plural(j.CacheHits, "cache hit", "cache hits"),
+			plural(j.Retries, "retry", "retries"), plural(j.Failures, "failure", "failures"),
+			j.PromptTokens, j.CompletionTokens, plural(j.PendingBudget, "check", "checks"))
 	}
 	if len(s.FilesSkipped) > 0 {
 		fmt.Fprintf(w, "\nskipped %d unsupported files\n", len(s.FilesSkipped))

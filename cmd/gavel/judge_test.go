@@ -44,15 +44,22 @@ func TestGradeJudgeFlags(t *testing.T) {
 	args := []string{"grade", "--quiet", "--spec", specPath, "--out", out, "--format", "jsonl",
 		"--judge-model", "judge-1", "--judge-url", srv.URL, "--judge-api-key-env", "GAVEL_CLI_JUDGE_KEY",
 		"--judge-cache", filepath.Join(dir, "cache"), "--judge-concurrency", "2", in}
+	// The probe is counted apart from the 5 requests, and the tokens are
+	// labelled (the test server reports 10 prompt tokens a request).
+	first := regexp.MustCompile(`\njudge: 1 probe of the server, 5 requests, 0 cache hits, 0 retries, 0 failures, 50 prompt \+ [1-9][0-9]* completion tokens, 0 checks pending by the budget\n`)
 	code, stdout, stderr := runCLI(t, args...)
-	if code != 0 || !strings.Contains(stdout, "judge: 5 requests, 0 cache hits") || !strings.Contains(stdout, "passed 5") {
-		t.Fatalf("grade = %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
-	code, stdout, _ = runCLI(t, args...)
-	if code != 0 || !strings.Contains(stdout, "judge: 0 requests, 5 cache hits") {
-		t.Errorf("second grade = %d, want 0 requests and 5 cache hits:\n%s", code, stdout)
+	if code != 0 || !first.MatchString(stdout) || !strings.Contains(stdout, "passed 5") {
+		t.Fatalf("grade = %d, want the judge line to match %s\nstdout:\n%s\nstderr:\n%s", code, first, stdout, stderr)
 	}
 	summary, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if !strings.Contains(string(summary), `"probes": 1,`) {
+		t.Errorf("summary.json lacks the probe:\n%s", summary)
+	}
+	code, stdout, _ = runCLI(t, args...)
+	if second := "\njudge: 0 probes of the server, 0 requests, 5 cache hits, 0 retries, 0 failures, 0 prompt + 0 completion tokens, 0 checks pending by the budget\n"; code != 0 || !strings.Contains(stdout, second) {
+		t.Errorf("second grade = %d, want %q:\n%s", code, second, stdout)
+	}
+	summary, _ = os.ReadFile(filepath.Join(out, "summary.json"))
 	if !strings.Contains(string(summary), `"cache_hits": 5`) {
 		t.Errorf("summary.json lacks the judge counts:\n%s", summary)
 	}
@@ -137,5 +144,40 @@ func TestJudgeKill9Resume(t *testing.T) {
 	}
 	if got := srv.Requests() - before; got != 15 {
 		t.Errorf("resumed run sent %d requests, want 15 (those in flight at the kill)", got)
+	}
+}
+
+// TestJudgeRerunAsksOnlyFailures: a failed judgement is not cached, so a
+// second run with the same cache asks only the verdicts that failed.
+func TestJudgeRerunAsksOnlyFailures(t *testing.T) {
+	srv := judgetest.New(t)
+	failing := regexp.MustCompile(`PASS [13]\b`)
+	srv.Script(func(req judgetest.Request) judgetest.Reply {
+		if out, _ := judgetest.FencedOutput(req.User); failing.MatchString(out) {
+			return judgetest.Reply{Status: 400}
+		}
+		return judgetest.Reply{}
+	})
+	dir := t.TempDir()
+	specPath := writeFile(t, filepath.Join(dir, "judged.yaml"), judgedSpecYAML)
+	var b strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&b, `{"rollout_id":"r%d","task_id":"TASK-J","output":"PASS %d"}`+"\n", i, i)
+	}
+	in := writeFile(t, filepath.Join(dir, "in.jsonl"), b.String())
+	args := []string{"grade", "--quiet", "--spec", specPath, "--out", filepath.Join(dir, "out"), "--format", "jsonl",
+		"--judge-model", "judge-1", "--judge-url", srv.URL, "--judge-cache", filepath.Join(dir, "cache"), in}
+	code, stdout, _ := runCLI(t, args...)
+	if code != 3 || !strings.Contains(stdout, " 5 requests, 0 cache hits, 0 retries, 2 failures,") {
+		t.Fatalf("first grade = %d, want 3 with 2 failed judgements:\n%s", code, stdout)
+	}
+	srv.Script(nil)
+	before := srv.Requests()
+	code, stdout, _ = runCLI(t, args...)
+	if code != 0 || !strings.Contains(stdout, " 2 requests, 3 cache hits, 0 retries, 0 failures,") {
+		t.Errorf("second grade = %d, want 0 with the 2 failed verdicts asked again:\n%s", code, stdout)
+	}
+	if got := srv.Requests() - before; got != 2 {
+		t.Errorf("second grade sent %d requests, want 2", got)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,7 +31,9 @@ task. Pending and error rows are never in a denominator. Every format states
 these conventions except CSV, whose column names carry them.
 
 --by takes task (task_id), verifier (verifier_id) or any rewards column, such
-as the metadata columns kept by gavel grade --keep (model, run_id, ...).
+as the metadata columns kept by gavel grade --keep (model, run_id, ...) or set
+by gavel grade --set model=NAME. Without --by, rows are grouped by model, or,
+when no rollout has a model, form one group (a note on standard error says so).
 
 --reward-column computes the same statistics from a kept column, such as the
 recorded_reward of a harness's log, instead of gavel's verdict: a row passes when
@@ -38,8 +41,8 @@ the value is numerically 1 or boolean true (1, 1.0, true), fails for any other
 number or false, and counts as error without one.`
 
 func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("leaderboard", leaderboardSynopsis, leaderboardExamples, stderr)
-	by := fs.String("by", "model", "group by these `COLUMNS`, comma-separated")
+	fs := newFlagSet("leaderboard", leaderboardSynopsis, leaderboardExamples, stdout)
+	by := fs.String("by", "", "group by these `COLUMNS`, comma-separated (default: model, or one group when no rollout has a model)")
 	ks := fs.String("k", "1,5", "sample counts `K,...` of pass@k and pass^k")
 	format := fs.String("format", "table", "output format: table, csv, json, markdown or html")
 	out := fs.String("out", "", "write to `FILE` instead of standard output")
@@ -61,8 +64,8 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 		kList = append(kList, k)
 	}
 	byList := splitList(*by)
-	if len(byList) == 0 {
-		return usagef("gavel leaderboard --by model DIR", "--by needs at least one column")
+	if len(byList) == 0 && flagSet(fs, "by") {
+		return usagef("gavel leaderboard --by model DIR", "--by needs at least one column (to add a model column, grade with gavel grade --set model=NAME)")
 	}
 	if *resamples < 1 {
 		return usagef("gavel leaderboard --resamples 2000 DIR", "--resamples must be 1 or more")
@@ -108,6 +111,9 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 			lb.Dirs[i] = store.Redact(dir)
 		}
 	}
+	if lb.OneGroup {
+		fmt.Fprintf(stderr, "gavel: leaderboard: %s\n", report.OneGroupNote)
+	}
 	if *out == "" {
 		return write(lb, stdout)
 	}
@@ -116,4 +122,11 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", *out)
 	return nil
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -9,6 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // usageError is a bad command line or configuration: exit status 2,
@@ -65,22 +71,63 @@ func main() {
 // run executes one command line and returns the exit status. Only here are
 // errors mapped to exit statuses.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		printUsage(stdout)
-		if len(args) == 0 {
-			return 2
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		printUsage(stdout)
+		return 0
+	case "help":
+		if len(args) == 1 {
+			printUsage(stdout)
+			return 0
 		}
+		// gavel help COMMAND [SUBCOMMAND]: that command's --help.
+		switch args[1] {
+		case "help":
+			printUsage(stdout)
+			return 0
+		case "version":
+			fmt.Fprint(stdout, versionUsage)
+			return 0
+		}
+		c, err := lookupCommand(args[1])
+		if err != nil {
+			return exitCode(err, stderr)
+		}
+		return exitCode(c.run(ctx, append(slices.Clone(args[2:]), "--help"), stdout, stderr), stderr)
+	case "-version", "--version", "version":
+		if len(args) > 1 {
+			return exitCode(usagef("gavel version", "version takes no arguments"), stderr)
+		}
+		printVersion(stdout, debug.ReadBuildInfo)
 		return 0
 	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, args[1:], stdout, stderr)
+	c, err := lookupCommand(args[0])
+	if err != nil {
 		return exitCode(err, stderr)
 	}
-	fmt.Fprintf(stderr, "gavel: unknown command %q\nTry: gavel help\n", args[0])
-	return 2
+	return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
+}
+
+// lookupCommand returns the command called name, or a usage error
+// suggesting the nearest command name.
+func lookupCommand(name string) (command, error) {
+	const hint = "gavel help"
+	names := []string{"help", "version"}
+	for _, c := range commands() {
+		if c.name == name {
+			return c, nil
+		}
+		names = append(names, c.name)
+	}
+	if strings.HasPrefix(name, "-") {
+		return command{}, usagef(hint, "unknown flag %s before the command (a command's flags follow it: gavel COMMAND [flags])%s",
+			name, didYouMean(strings.TrimLeft(name, "-"), []string{"help", "version"}, "--"))
+	}
+	return command{}, usagef(hint, "unknown command %q%s", name, didYouMean(name, names, ""))
 }
 
 func exitCode(err error, stderr io.Writer) int {
@@ -112,31 +159,194 @@ func printUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'gavel COMMAND --help' for a command's flags and examples.")
+	fmt.Fprintf(w, "  %-12s %s\n", "version", "gavel's version, Go version and source revision (also --version)")
+	fmt.Fprintln(w, "\nRun 'gavel help COMMAND' or 'gavel COMMAND --help' for a command's flags and examples.")
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting and
-// prints usage (a synopsis, the flags and examples) on --help.
-func newFlagSet(name, synopsis, examples string, stderr io.Writer) *flag.FlagSet {
+const versionUsage = `Usage: gavel version (or gavel --version)
+
+Prints gavel's version, the Go version it was built with and, from the build
+information, the module version, the source revision and its time, and whether
+the source had uncommitted changes.
+`
+
+// printVersion prints gavel's version, the Go version it was built with
+// and, from the build information, the main module's version and the
+// source revision, its time and whether the tree had local changes.
+func printVersion(w io.Writer, readBuildInfo func() (*debug.BuildInfo, bool)) {
+	fmt.Fprintf(w, "gavel %s\n", version)
+	fmt.Fprintf(w, "go version: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	bi, ok := readBuildInfo()
+	if !ok {
+		fmt.Fprintln(w, "build information: none (not built with module support)")
+		return
+	}
+	if bi.Main.Version != "" {
+		fmt.Fprintf(w, "module version: %s\n", bi.Main.Version)
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	rev := settings["vcs.revision"]
+	if rev == "" {
+		fmt.Fprintln(w, "revision: unknown (built without version control information)")
+		return
+	}
+	if settings["vcs.modified"] == "true" {
+		rev += " (modified: built with uncommitted changes)"
+	}
+	fmt.Fprintf(w, "revision: %s\n", rev)
+	if t := settings["vcs.time"]; t != "" {
+		fmt.Fprintf(w, "revision time: %s\n", t)
+	}
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting and,
+// on --help, prints to w its usage: a synopsis, the flags (spelled --name)
+// and examples.
+func newFlagSet(name, synopsis, examples string, w io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(w)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(w, "Usage: %s\n", synopsis)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprint(w, "\nFlags:\n")
+			printFlags(w, fs)
+		}
 		if examples != "" {
-			fmt.Fprintf(stderr, "\nExamples:\n%s\n", examples)
+			fmt.Fprintf(w, "\nExamples:\n%s\n", examples)
 		}
 	}
 	return fs
 }
 
-// parseFlags parses args, turning a flag error into a usage error.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+// printFlags prints the flags of fs as flag.PrintDefaults does, but
+// spelled as users type them and as the documentation writes them:
+// --name, never -name.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
 		}
-		return usagef("gavel "+fs.Name()+" --help", "%v", err)
+		usage = strings.ReplaceAll(usage, "\n", "\n    \t")
+		if def := f.DefValue; !isZeroDefault(f) {
+			if g, ok := f.Value.(flag.Getter); ok {
+				if _, isString := g.Get().(string); isString {
+					def = strconv.Quote(def)
+				}
+			}
+			usage += " (default " + def + ")"
+		}
+		fmt.Fprintf(w, "%s\n    \t%s\n", line, usage)
+	})
+}
+
+// isZeroDefault reports whether f's default is its type's zero value,
+// which the help leaves out.
+func isZeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "false", "0s":
+		return true
 	}
-	return nil
+	return false
+}
+
+// parseFlags parses args, turning a flag error into a usage error that
+// says it once, with the flag spelled --name, suggests the nearest flag
+// for an unknown one and sends to the command's --help (the flag
+// package would print the whole usage after its message). On --help it
+// prints the usage and returns flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
+	}
+	return usagef("gavel "+fs.Name()+" --help", "%s", flagErrorText(fs, err))
+}
+
+// flagErrorText rewords an error of the flag package: flags spelled
+// --name, and an unknown flag followed by the nearest known one.
+func flagErrorText(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		return fmt.Sprintf("%s: unknown flag --%s%s", fs.Name(), name, didYouMean(name, names, "--"))
+	}
+	if m := singleDash.FindStringSubmatchIndex(msg); m != nil {
+		msg = msg[:m[3]] + "--" + msg[m[4]:]
+	}
+	return fs.Name() + ": " + msg
+}
+
+// singleDash finds a flag named -name in the flag package's messages
+// ("flag needs an argument: -out", "invalid value "x" for flag -workers").
+var singleDash = regexp.MustCompile(`(: |for flag |for )-([A-Za-z0-9][A-Za-z0-9._-]*)`)
+
+// didYouMean returns "; did you mean PREFIXname?" naming the candidate
+// nearest to word, or "" when none is near enough to be a likely typo:
+// within 1 edit for words of up to 4 letters, 2 for longer ones (edits:
+// insertions, deletions, substitutions and swaps of adjacent letters, case
+// ignored). Ties go to the first candidate in sorted order.
+func didYouMean(word string, candidates []string, prefix string) string {
+	w := strings.ToLower(word)
+	limit := 1
+	if len([]rune(w)) > 4 {
+		limit = 2
+	}
+	sorted := slices.Clone(candidates)
+	slices.Sort(sorted)
+	best, bestD := "", limit+1
+	for _, c := range sorted {
+		if d := editDistance(w, strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + prefix + best + "?"
+}
+
+// editDistance is the optimal string alignment distance between a and b,
+// by runes: the insertions, deletions, substitutions and transpositions
+// of adjacent runes that turn a into b, no substring edited twice.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	// Three rows of the (len(ra)+1) x (len(rb)+1) table.
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
 }

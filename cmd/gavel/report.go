@@ -28,7 +28,7 @@ The HTML page is self-contained: no script, nothing loaded from the network.
 The run is read once, row by row, keeping counts and a few examples per check.`
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("report", reportSynopsis, reportExamples, stderr)
+	fs := newFlagSet("report", reportSynopsis, reportExamples, stdout)
 	baseline := fs.String("baseline", "", "compare with this earlier result `DIR`")
 	format := fs.String("format", "html", "output format: html or markdown")
 	out := fs.String("out", "", "write to `FILE` instead of standard output")

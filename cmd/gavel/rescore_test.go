@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,5 +171,47 @@ func TestRescoreRefuses(t *testing.T) {
 	file := writeFile(t, filepath.Join(tmp, "r.yaml"), "VER-001: all\n")
 	if code, _, stderr := runCLI(t, "rescore", dir, "--reward", file, "--out", dir); code != 2 || !strings.Contains(stderr, "--out must differ") {
 		t.Errorf("rescore into DIR: exit %d, stderr %q; want 2", code, stderr)
+	}
+}
+
+func TestRescoreListsRewardChanges(t *testing.T) {
+	dir := t.TempDir()
+	// Rewards by fraction: yes 1, no 0.5; by all: yes 1, no 0. Two input
+	// files, so two parts: the list follows the input order across them.
+	graded := gradeYes(t, dir, "graded", [][]any{{"yes", "no", "no"}, {"yes", "no"}})
+	all := writeFile(t, filepath.Join(dir, "all.yaml"), "VER-Y: all\n")
+	tests := []struct {
+		name  string
+		limit []string
+		want  string
+	}{
+		{"default limit", nil, "\nreward changed for 3 of 5 rollouts:\n  r1  VER-Y  0.5 -> 0\n  r2  VER-Y  0.5 -> 0\n  r4  VER-Y  0.5 -> 0\n"},
+		{"limit 2", []string{"--limit", "2"}, "\nreward changed for 3 of 5 rollouts; the first 2 in input order (--limit N lists more):\n  r1  VER-Y  0.5 -> 0\n  r2  VER-Y  0.5 -> 0\n"},
+		{"limit 0", []string{"--limit", "0"}, "\nreward changed for 3 of 5 rollouts (--limit N lists them)\n"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"rescore", graded, "--reward", all, "--out", filepath.Join(dir, fmt.Sprint("rescored", i))}, tt.limit...)
+			code, stdout, stderr := runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("rescore: exit %d: %s", code, stderr)
+			}
+			if !strings.HasSuffix(stdout, tt.want) {
+				t.Errorf("rescore printed:\n%s\nwant it to end with:\n%s", stdout, tt.want)
+			}
+		})
+	}
+	same := writeFile(t, filepath.Join(dir, "same.yaml"), "VER-Y: fraction\n")
+	if _, stdout, _ := runCLI(t, "rescore", graded, "--reward", same, "--out", filepath.Join(dir, "same")); !strings.HasSuffix(stdout, "\nno reward changed (5 rollouts)\n") {
+		t.Errorf("rescore with the same formula printed:\n%s", stdout)
+	}
+	// A formula that fails makes the rollout an error: its reward is null.
+	bad := writeFile(t, filepath.Join(dir, "bad.yaml"), "VER-Y: {expr: '1.5'}\n")
+	code, stdout, _ := runCLI(t, "rescore", graded, "--reward", bad, "--out", filepath.Join(dir, "bad"), "--limit", "1")
+	if code != 3 || !strings.Contains(stdout, "  r0  VER-Y  1 -> null (passed -> error)\n") {
+		t.Errorf("rescore with a failing formula: exit %d:\n%s", code, stdout)
+	}
+	if code, _, stderr := runCLI(t, "rescore", graded, "--reward", all, "--out", filepath.Join(dir, "neg"), "--limit", "-1"); code != 2 || !strings.Contains(stderr, "--limit -1") {
+		t.Errorf("rescore --limit -1: exit %d, stderr %q; want 2", code, stderr)
 	}
 }

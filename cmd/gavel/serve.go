@@ -24,7 +24,7 @@ const serveExamples = `  gavel serve
   curl -s localhost:8080/v1/grade -d @rollout.json`
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "gavel serve [flags]\n\nServes the gym verifier API (POST /verifier, PUT and DELETE /sessions/{id}), online grading\n(POST /v1/grade), GET /v1/verifiers, /healthz, /readyz and /metrics until SIGINT or SIGTERM,\nwhich drain the requests in flight. SIGHUP reloads --spec.", serveExamples, stderr)
+	fs := newFlagSet("serve", "gavel serve [flags]\n\nServes the gym verifier API (POST /verifier, PUT and DELETE /sessions/{id}), online grading\n(POST /v1/grade), GET /v1/verifiers, /healthz, /readyz and /metrics until SIGINT or SIGTERM,\nwhich drain the requests in flight. SIGHUP reloads --spec.", serveExamples, stdout)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen on `HOST:PORT`")
 	var specs listFlag
 	fs.Var(&specs, "spec", "declarative verifier `FILE` (YAML or JSON) or directory of them; repeatable; reloaded on SIGHUP")

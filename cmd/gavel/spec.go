@@ -28,16 +28,16 @@ const specExamples = `  gavel spec check calendar.yaml
 
 func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintf(stderr, "Usage: %s\n\nExamples:\n%s\n", specSynopsis, specExamples)
+		fmt.Fprintf(stdout, "Usage: %s\n\nExamples:\n%s\n", specSynopsis, specExamples)
 		if len(args) == 0 {
 			return usagef("gavel spec check FILE...", "spec: no subcommand given")
 		}
 		return nil
 	}
 	if args[0] != "check" {
-		return usagef("gavel spec check FILE...", "spec: unknown subcommand %q", args[0])
+		return usagef("gavel spec check FILE...", "spec: unknown subcommand %q%s", args[0], didYouMean(args[0], []string{"check"}, ""))
 	}
-	fs := newFlagSet("spec check", specSynopsis, specExamples, stderr)
+	fs := newFlagSet("spec check", specSynopsis, specExamples, stdout)
 	if err := parseFlags(fs, interleaved(fs, args[1:])); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 
 func runVerifier(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, `Usage: gavel verifier list | add | test
+		fmt.Fprint(stdout, `Usage: gavel verifier list | add | test
 
 Subcommands:
   list   the verifiers compiled into gavel: id, name, tasks, where defined
@@ -42,11 +42,11 @@ Examples:
 	case "test":
 		return runVerifierTest(args[1:], stdout, stderr)
 	}
-	return usagef("gavel verifier --help", "verifier: unknown subcommand %q", args[0])
+	return usagef("gavel verifier --help", "verifier: unknown subcommand %q%s", args[0], didYouMean(args[0], []string{"list", "add", "test"}, ""))
 }
 
 func runVerifierList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("verifier list", "gavel verifier list\n\nLists the verifiers compiled into gavel.", "  gavel verifier list", stderr)
+	fs := newFlagSet("verifier list", "gavel verifier list\n\nLists the verifiers compiled into gavel.", "  gavel verifier list", stdout)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ const registryMarker = "// gavel:registry"
 
 func runVerifierAdd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("verifier add", "gavel verifier add ID --task TASK --name NAME [--dir MODULE | --spec FILE]\n\nWrites verifiers/<id>.go in the gavel source tree and registers it in\nverifiers/registry.go, or with --spec appends a declarative verifier to a spec\nfile. Its only check is required and fails on purpose until you write the real\nones; rebuild gavel (or pass the spec to gavel grade --spec) to grade with it.", `  gavel verifier add VER-007 --task TASK-007 --name "Invoice escalated"
-  gavel verifier add VER-C02 --task TASK-C02 --name "Meeting moved" --spec specs/calendar.yaml`, stderr)
+  gavel verifier add VER-C02 --task TASK-C02 --name "Meeting moved" --spec specs/calendar.yaml`, stdout)
 	task := fs.String("task", "", "the task `ID` the verifier binds (required)")
 	name := fs.String("name", "", "what success means, in a few words (required)")
 	dir := fs.String("dir", "", "root of the gavel source tree (default: found from the working directory)")

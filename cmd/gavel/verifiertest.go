@@ -45,7 +45,7 @@ const verifierTestExamples = `  gavel verifier test
   gavel verifier test --json`
 
 func runVerifierTest(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("verifier test", verifierTestSynopsis, verifierTestExamples, stderr)
+	fs := newFlagSet("verifier test", verifierTestSynopsis, verifierTestExamples, stdout)
 	fixtures := fs.String("fixtures", "", "fixtures root `DIR` searched before the built-in fixtures")
 	var specs listFlag
 	fs.Var(&specs, "spec", "declarative verifier `FILE` or directory to test too (repeatable)")
