@@ -3,10 +3,12 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -150,5 +152,118 @@ func TestLeaderboardHTMLInBrowser(t *testing.T) {
 	wilson, _ := Wilson(5, 8, Z95)
 	if want := ci(&wilson); !strings.Contains(dom, `data-ci="`+want+`"`) {
 		t.Errorf("no whisker for A's Wilson interval %s", want)
+	}
+}
+
+// atkProbeScript records the page's scroll width, whether each scrolling
+// table box needed to scroll, and where each pass@k and pass^k mark was
+// drawn in its chart.
+const atkProbeScript = `<script>
+document.body.setAttribute("data-scroll-width", String(document.documentElement.scrollWidth));
+for (const d of document.querySelectorAll("div.scroll")) {
+  d.setAttribute("data-fits", d.scrollWidth <= d.clientWidth ? "yes" : "no");
+}
+for (const svg of document.querySelectorAll("svg.atk-chart")) {
+  const box = svg.getBoundingClientRect();
+  svg.setAttribute("data-rendered-right", box.right.toFixed(1));
+  for (const l of svg.querySelectorAll("polyline.line")) {
+    l.setAttribute("data-fill", getComputedStyle(l).fill);
+  }
+  for (const m of svg.querySelectorAll(".mark")) {
+    const b = m.getBoundingClientRect();
+    m.setAttribute("data-rendered-cx", (b.left + b.width / 2 - box.left).toFixed(2));
+    m.setAttribute("data-rendered-cy", (b.top + b.height / 2 - box.top).toFixed(2));
+  }
+}
+document.body.setAttribute("data-probed", "yes");
+</script>`
+
+// TestLeaderboardHTMLFitsWithManyK opens the HTML leaderboard of
+// `--k 1,2,3,4` in headless Chromium 1280 pixels wide: nothing overflows
+// horizontally (a long group name included), no table needs to scroll, and
+// each group has a chart of pass@k and pass^k whose marks, one per k with
+// a value, are drawn at their values.
+func TestLeaderboardHTMLFitsWithManyK(t *testing.T) {
+	rows := leaderboardRows()
+	long := "anthropic/claude-3-7-sonnet-20250219-thinking-budget-16384-temperature-1"
+	for i, s := range []string{"passed", "failed", "passed", "passed", "failed", "passed"} {
+		rows = append(rows, rr{id: fmt.Sprintf("l%d", i), task: fmt.Sprintf("T%d", 1+i%2), verifier: "V", status: s, reward: map[string]float64{"passed": 1, "failed": 0}[s], source: "in.jsonl", model: long})
+	}
+	dir := writeResults(t, rows, map[string]string{"V": "x"}, map[string]int64{"in.jsonl": 1})
+	lb, err := BuildLeaderboard([]string{dir}, LeaderboardConfig{K: []int{1, 2, 3, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := lb.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	dom := renderInBrowser(t, page.String(), atkProbeScript, "<script", "http://", "https://", "<link")
+
+	if m := regexp.MustCompile(`data-scroll-width="(\d+)"`).FindStringSubmatch(dom); m == nil {
+		t.Fatalf("no scroll width probed; DOM:\n%s", dom)
+	} else if w, _ := strconv.Atoi(m[1]); w > 1280 {
+		t.Errorf("page scroll width = %d px, want at most the window's 1280", w)
+	}
+	fits := regexp.MustCompile(`<div class="scroll" data-fits="(yes|no)"`).FindAllStringSubmatch(dom, -1)
+	if len(fits) != 2 {
+		t.Errorf("%d table boxes probed, want 2 (the leaderboard, pass@k and pass^k)", len(fits))
+	}
+	for i, f := range fits {
+		if f[1] != "yes" {
+			t.Errorf("table %d is wider than the window and scrolls", i+1)
+		}
+	}
+
+	charts := regexp.MustCompile(`(?s)<svg class="atk-chart" data-group="([^"]*)"[^>]*data-rendered-right="([0-9.]+)"[^>]*>(.*?)</svg>`).FindAllStringSubmatch(dom, -1)
+	if len(charts) != len(lb.Entries) {
+		t.Fatalf("%d pass@k charts, want one per group (%d); DOM:\n%s", len(charts), len(lb.Entries), dom)
+	}
+	mark := regexp.MustCompile(`<(?:circle|rect) class="mark (pass-at-k|pass-hat-k)"[^>]*data-k="(\d+)" data-value="([0-9.]+)"[^>]*data-rendered-cx="([0-9.-]+)" data-rendered-cy="([0-9.-]+)"`)
+	for i, c := range charts {
+		e := &lb.Entries[i]
+		if c[1] != groupLabel(e) {
+			t.Errorf("chart %d is of group %q, want %q", i, c[1], groupLabel(e))
+		}
+		if right, _ := strconv.ParseFloat(c[2], 64); right > 1280 {
+			t.Errorf("chart of %s ends at %v px, past the window", c[1], right)
+		}
+		want := map[string]string{} // "pass-at-k 2": value
+		for _, st := range e.AtK {
+			for series, v := range map[string]*float64{"pass-at-k": st.PassAtK, "pass-hat-k": st.PassHatK} {
+				if v != nil {
+					want[fmt.Sprintf("%s %d", series, st.K)] = f4(v)
+				}
+			}
+		}
+		// Joining lines are strokes: a filled polyline would paint the
+		// area between its first and last mark.
+		for _, f := range regexp.MustCompile(`<polyline class="line [^"]*"[^>]*data-fill="([^"]*)"`).FindAllStringSubmatch(c[3], -1) {
+			if f[1] != "none" {
+				t.Errorf("chart of %s: a line is filled with %s", c[1], f[1])
+			}
+		}
+		if n := strings.Count(c[3], "<polyline"); n != 2 {
+			t.Errorf("chart of %s has %d lines, want 2 (pass@k, pass^k)", c[1], n)
+		}
+		got := mark.FindAllStringSubmatch(c[3], -1)
+		if len(got) != len(want) {
+			t.Errorf("chart of %s has %d marks, want %d (pass@k and pass^k of each k with a value)", c[1], len(got), len(want))
+		}
+		for _, m := range got {
+			key := m[1] + " " + m[2]
+			if want[key] != m[3] {
+				t.Errorf("chart of %s: mark %s = %s, want %q", c[1], key, m[3], want[key])
+			}
+			k, _ := strconv.Atoi(m[2])
+			v, _ := strconv.ParseFloat(m[3], 64)
+			cx, _ := strconv.ParseFloat(m[4], 64)
+			cy, _ := strconv.ParseFloat(m[5], 64)
+			wantX := atkLeft + atkPlotW*float64(slices.Index(lb.K, k))/float64(len(lb.K)-1)
+			wantY := atkTop + atkPlotH*(1-v)
+			if !near(cx, wantX, 1) || !near(cy, wantY, 1) {
+				t.Errorf("chart of %s: mark %s drawn at (%v, %v), want (%v, %v)", c[1], key, cx, cy, wantX, wantY)
+			}
+		}
 	}
 }

@@ -55,6 +55,9 @@ type gradeReq struct {
 	keep  []string        // nil: probe the first rollout
 	enc   *columnar.RowJSON
 	wrote bool
+	// encoding is the Content-Encoding of a JSON Lines body ("" when
+	// none).
+	encoding string
 
 	// The single-object path's reusable state.
 	doc   jsonview.Doc
@@ -178,8 +181,10 @@ func (g *gradeReq) readFailed(err error, where string) {
 		g.fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", mbe.Limit), "raise --max-body, or send JSON Lines (Content-Type: application/x-ndjson; the limit is then per line)")
 	case isTimeout(err):
 		g.fail(http.StatusServiceUnavailable, "request body not received within the request timeout"+where, "send faster, or raise --request-timeout")
+	case g.encoding != "":
+		g.fail(http.StatusBadRequest, "request body"+where+": "+err.Error(), "send the body compressed with "+g.encoding+", as Content-Encoding says, or send it uncompressed without Content-Encoding")
 	default:
-		g.fail(http.StatusBadRequest, "request body"+where+": "+err.Error(), "")
+		g.fail(http.StatusBadRequest, "request body"+where+": "+err.Error(), bodyHint)
 	}
 }
 
@@ -208,9 +213,9 @@ func (g *gradeReq) object(body io.Reader) {
 	if err != nil {
 		var se *jsonview.SyntaxError
 		if errors.As(err, &se) {
-			g.fail(http.StatusBadRequest, fmt.Sprintf("request body: invalid JSON at byte %d: %s", se.Offset, se.Msg), "")
+			g.fail(http.StatusBadRequest, fmt.Sprintf("request body: invalid JSON at byte %d: %s", se.Offset, se.Msg), bodyHint)
 		} else {
-			g.fail(http.StatusBadRequest, "request body: "+err.Error(), "")
+			g.fail(http.StatusBadRequest, "request body: "+err.Error(), bodyHint)
 		}
 		return
 	}
@@ -269,7 +274,7 @@ func (g *gradeReq) gradeFailed(err error) {
 		g.fail(http.StatusBadGateway, err.Error(), "check the judge's URL, model and API key (gavel serve --judge-*)")
 		return
 	}
-	g.fail(http.StatusInternalServerError, err.Error(), "")
+	g.fail(http.StatusInternalServerError, err.Error(), bugHint(g.w))
 }
 
 // setKeep chooses the kept columns when the request did not: those of
@@ -432,9 +437,9 @@ func (g *gradeReq) jsonLines(r *http.Request) {
 	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
 	case "", "identity":
 	case "gzip":
-		name += ".gz"
+		name, g.encoding = name+".gz", "gzip"
 	case "zstd":
-		name += ".zst"
+		name, g.encoding = name+".zst", "zstd"
 	default:
 		g.fail(http.StatusUnsupportedMediaType, "unsupported Content-Encoding "+r.Header.Get("Content-Encoding"), "gzip, zstd or none")
 		return
@@ -477,13 +482,40 @@ func (a *arrayReader) next() (*columnar.Batch, error) {
 		if err := a.dec.Decode(&raw); err != nil {
 			return nil, a.err(err)
 		}
-		b.Rows = append(b.Rows, columnar.Row{Index: a.index, Line: raw})
+		row := columnar.Row{Index: a.index, Line: raw}
+		if what := notObject(raw); what != "" {
+			// Named here: the row's decoder would speak of a line.
+			row.Err = fmt.Errorf("element %d of the array: not a JSON object but %s", a.index+1, what)
+		}
+		b.Rows = append(b.Rows, row)
 		a.index++
 	}
 	if len(b.Rows) == 0 {
 		return nil, io.EOF
 	}
 	return b, nil
+}
+
+// notObject says what a JSON value is when it is not an object ("" when
+// it is), from its first byte.
+func notObject(raw []byte) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return ""
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 func (a *arrayReader) err(err error) error {

@@ -59,7 +59,7 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, buf []byte) ([]
 			case isTimeout(err):
 				writeError(w, http.StatusServiceUnavailable, "request body not received within the request timeout", "send the body faster, or raise --request-timeout")
 			default:
-				writeError(w, http.StatusBadRequest, "read request body: "+err.Error(), "")
+				writeError(w, http.StatusBadRequest, "read request body: "+err.Error(), "send the whole body, as its Content-Length says")
 			}
 			return nil, false
 		}
@@ -94,7 +94,8 @@ func (s *Server) handlePutSession(w http.ResponseWriter, r *http.Request, st *re
 
 func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request, st *reqState) {
 	if !s.sessions.delete(r.PathValue("id")) {
-		writeError(w, http.StatusNotFound, "no session "+r.PathValue("id"), "")
+		writeError(w, http.StatusNotFound, "no session "+r.PathValue("id"),
+			"sessions are stored with PUT /sessions/{id}; past --max-sessions (or 256 MiB) the least recently used are evicted")
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -107,7 +108,7 @@ func (d *gymDocs) rollout(body []byte) (verifiers.Rollout, string) {
 	row := columnar.Row{Line: body}
 	root, err := columnar.DecodeLine(&row, &gymFields, &d.line)
 	if err != nil {
-		return r, strings.Replace(err.Error(), "line 1: ", "request body: ", 1)
+		return r, bodyProblem(err)
 	}
 	r.Meta = root
 	state := func(c columnar.Cell, doc *jsonview.Doc, field string) (jsonview.Value, string) {
@@ -158,6 +159,16 @@ func (d *gymDocs) rollout(body []byte) (verifiers.Rollout, string) {
 	return r, ""
 }
 
+// bodyProblem words an error of columnar.DecodeLine, which speaks of line
+// 1 of a JSON Lines file, for a request body holding one JSON object:
+// "line 1: invalid JSON at byte 12 of the line: ..." is "request body:
+// invalid JSON at byte 12: ...".
+func bodyProblem(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "line 1: ")
+	msg = strings.Replace(msg, " of the line: ", ": ", 1)
+	return "request body: " + msg
+}
+
 // hasState reports whether the request carries a state inline.
 func hasState(root jsonview.Value) bool {
 	for _, f := range []string{gymFields.Final, gymFields.Initial, gymFields.Log, gymFields.Output} {
@@ -200,7 +211,7 @@ func (s *Server) handleVerifier(w http.ResponseWriter, r *http.Request, st *reqS
 			writeError(w, http.StatusUnprocessableEntity, ps.Error(), "the checks are those of a spec file: gavel spec check describes them")
 			return
 		}
-		writeError(w, http.StatusBadRequest, err.Error(), "")
+		writeError(w, http.StatusBadRequest, "checks: "+err.Error(), "the checks are those of a spec file: gavel spec check describes them")
 		return
 	}
 	if !hasState(root) {
@@ -213,7 +224,7 @@ func (s *Server) handleVerifier(w http.ResponseWriter, r *http.Request, st *reqS
 		sd := gymDocsPool.Get().(*gymDocs)
 		defer gymDocsPool.Put(sd)
 		if ro, problem = sd.rollout(stored); problem != "" { // checked when stored
-			writeError(w, http.StatusInternalServerError, "stored session: "+problem, "")
+			writeError(w, http.StatusInternalServerError, "stored session: "+problem, bugHint(w))
 			return
 		}
 	}

@@ -121,7 +121,7 @@ func TestRoutes(t *testing.T) {
 			}
 			if got.code >= 400 {
 				var e errorBody
-				if err := json.Unmarshal([]byte(got.body), &e); err != nil || e.Error == "" {
+				if err := json.Unmarshal([]byte(got.body), &e); err != nil || e.Error == "" || e.Hint == "" {
 					t.Errorf("error body %q is not {error, hint}", got.body)
 				}
 			}
@@ -527,7 +527,7 @@ func checkFuzzResponse(t *testing.T, rec *httptest.ResponseRecorder) {
 	case 200:
 	case 400, 404, 413, 422:
 		var e errorBody
-		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" || e.Hint == "" {
 			t.Fatalf("%d with body %q, want {error, hint}", rec.Code, rec.Body.String())
 		}
 	default:

@@ -330,7 +330,7 @@ func (s *Server) wrap(route string, auth, limited bool, h func(http.ResponseWrit
 					panic(p)
 				}
 				if w.code == 0 {
-					writeError(w, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p), "")
+					writeError(w, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p), bugHint(w))
 				}
 			}
 			s.metrics.inflight.Dec()
@@ -393,10 +393,20 @@ func (s *Server) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1
 }
 
-// errorBody is every error response.
+// errorBody is every error response, and the last line of a stream cut
+// by an error. Hint is never empty: it says what to do next.
 type errorBody struct {
 	Error string `json:"error"`
 	Hint  string `json:"hint"`
+}
+
+// bodyHint is the hint of a request body /v1/grade cannot read.
+const bodyHint = `one rollout {"task_id": ...}, a JSON array of them, or JSON Lines with Content-Type: application/x-ndjson`
+
+// bugHint is the hint of an error only a bug can cause; it names the
+// request's id, which the access log holds too.
+func bugHint(w http.ResponseWriter) string {
+	return "a bug in gavel: report it with the request id " + w.Header().Get("X-Request-Id") + " and the server's log"
 }
 
 func writeError(w http.ResponseWriter, code int, msg, hint string) {

@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/serve"
+	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
@@ -122,17 +124,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return
 			case <-hup:
 			}
-			vs, err := loadVerifiers(specs)
-			if err == nil {
-				err = srv.Reload(vs)
-			}
-			if err != nil {
-				var ps spec.Problems
-				msg := err.Error()
-				if errors.As(err, &ps) {
-					msg = ps.Error()
-				}
-				log.Error("reload failed; the loaded verifiers stay", "problems", msg)
+			vs, problems := reloadVerifiers(srv, specs)
+			if problems != nil {
+				log.Error("reload failed; the loaded verifiers stay", "problems", problems, "hint", "gavel spec check "+strings.Join(specs, " "))
 				continue
 			}
 			log.Info("reloaded", "verifiers", len(vs))
@@ -143,8 +137,42 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = cErr
 	}
 	stopReload()
-	log.Info("stopped", "error", fmt.Sprint(err))
+	if err != nil {
+		log.Error("stopped", "error", err.Error())
+	} else {
+		log.Info("stopped")
+	}
 	return err
+}
+
+// reloadVerifiers loads the built-in and --spec verifiers again, as at
+// start, and serves them. When they cannot be served it returns why, each
+// spec problem (file:line:column: message) on its own, for the log.
+func reloadVerifiers(srv *serve.Server, specs []string) ([]*verifiers.Verifier, []string) {
+	var loaded []*verifiers.Verifier
+	if len(specs) > 0 {
+		vs, err := spec.Load(specs)
+		var ps spec.Problems
+		if errors.As(err, &ps) {
+			problems := make([]string, len(ps))
+			for i, p := range ps {
+				problems[i] = p.Error()
+			}
+			return nil, problems
+		}
+		if err != nil {
+			return nil, []string{err.Error()}
+		}
+		loaded = vs
+	}
+	vs, err := allVerifiers(loaded)
+	if err == nil {
+		err = srv.Reload(vs)
+	}
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	return vs, nil
 }
 
 // isLoopback reports whether a listen host is reachable only from this

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,8 +91,16 @@ func TestServeReload(t *testing.T) {
 	write(`{"verifiers": [{"id": "VER-R3", "task": "TASK-R", "name": "bad", "checks": [{"id": "c", "type": "nope"}]}]}`)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	waitFor("failed reload", func() bool { return strings.Contains(stderr.String(), "reload failed") })
-	if !strings.Contains(stderr.String(), `unknown check type \"nope\"`) {
-		t.Errorf("the failed reload's problems are not logged:\n%s", stderr.String())
+	// The failed reload's line lists each problem with its place, and the
+	// command that checks the spec.
+	failed := logLine(t, stderr.String(), "reload failed; the loaded verifiers stay")
+	var problems []string
+	if err := json.Unmarshal(failed["problems"], &problems); err != nil || len(problems) != 1 ||
+		!strings.HasPrefix(problems[0], specPath+":1:") || !strings.Contains(problems[0], `unknown check type "nope"`) {
+		t.Errorf("failed reload logged problems %s, want [%q]", failed["problems"], specPath+`:1:...: unknown check type "nope" ...`)
+	}
+	if hint := string(failed["hint"]); !strings.Contains(hint, "gavel spec check "+specPath) {
+		t.Errorf("failed reload logged hint %s, want gavel spec check %s", hint, specPath)
 	}
 	if v := verifiers(); !strings.Contains(v, "VER-R2") {
 		t.Errorf("after a failed reload verifiers = %s, want VER-R2 still", v)
@@ -104,6 +114,24 @@ func TestServeReload(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+	// A clean stop logs no error at all, not "<nil>".
+	if stopped := logLine(t, stderr.String(), "stopped"); stopped["error"] != nil || string(stopped["level"]) != `"INFO"` {
+		line, _ := json.Marshal(stopped)
+		t.Errorf("clean stop logged %s, want level INFO and no error", line)
+	}
+}
+
+// logLine returns the members of the JSON log line whose msg is msg.
+func logLine(t *testing.T, log, msg string) map[string]json.RawMessage {
+	t.Helper()
+	for _, line := range strings.Split(log, "\n") {
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(line), &m) == nil && string(m["msg"]) == strconv.Quote(msg) {
+			return m
+		}
+	}
+	t.Fatalf("no log line %q in:\n%s", msg, log)
+	return nil
 }
 
 // A non-loopback address needs a token or --insecure; each run that
