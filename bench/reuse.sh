@@ -23,7 +23,7 @@ fi
 awk '/Version: 1,/ && ++k == 2 { sub(/Version: 1,/, "Version: 2,") } { print }' verifiers/crm.go >"$data/crm.go"
 grep -c 'Version: 2,' "$data/crm.go" >/dev/null || { echo "reuse.sh: no Version to raise in verifiers/crm.go" >&2; exit 1; }
 printf '{"Replace":{"%s":"%s"}}\n' "$(pwd)/verifiers/crm.go" "$(cd "$data" && pwd)/crm.go" >"$data/overlay.json"
-"$go" build -trimpath -overlay "$data/overlay.json" -o "$data/gavel-ver002" ./cmd/gavel
+CGO_ENABLED=0 "$go" build -trimpath -ldflags="-s -w" -overlay "$data/overlay.json" -o "$data/gavel-ver002" ./cmd/gavel # as make build
 echo '{"VER-001": "fraction"}' >"$data/reward-same.json"
 echo '{"VER-001": "all", "VER-002": "all", "VER-003": "all", "VER-004": "all", "VER-006": "all"}' >"$data/reward-all.json"
 
