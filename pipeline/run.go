@@ -290,11 +290,8 @@ func prepare(cfg Config) (*runner, error) {
 	}
 	var bound []*verifiers.Verifier
 	for _, v := range cfg.Verifiers {
-		for _, t := range v.Tasks {
-			if bindings[t] == v {
-				bound = append(bound, v)
-				break
-			}
+		if len(v.Tasks) > 0 { // Bind gave every pattern to its verifier
+			bound = append(bound, v)
 		}
 	}
 	if p.judging, err = newJudging(cfg.Judge, bound, cfg.JudgeMaxRequests); err != nil {
@@ -324,25 +321,15 @@ func prepare(cfg Config) (*runner, error) {
 	return r, nil
 }
 
-// Bind maps each task id to the one verifier that binds it. Two verifiers
-// binding one task, or two verifiers with one id, is a ConfigError naming
-// both.
-func Bind(vs []*verifiers.Verifier) (map[string]*verifiers.Verifier, error) {
-	ids := map[string]*verifiers.Verifier{}
-	bindings := map[string]*verifiers.Verifier{}
-	for _, v := range vs {
-		if prev := ids[v.ID]; prev != nil {
-			return nil, &ConfigError{Msg: fmt.Sprintf("verifier id %s is defined twice (%s and %s)", v.ID, prev.Source, v.Source)}
-		}
-		ids[v.ID] = v
-		for _, t := range v.Tasks {
-			if prev := bindings[t]; prev != nil {
-				return nil, &ConfigError{Msg: fmt.Sprintf("task %s is bound by two verifiers: %s (%s) and %s (%s)", t, prev.ID, prev.Source, v.ID, v.Source)}
-			}
-			bindings[t] = v
-		}
+// Bind returns the bindings of vs (verifiers.Bind): an id given twice, a
+// bad task pattern or two verifiers with an equal pattern is a ConfigError
+// naming both.
+func Bind(vs []*verifiers.Verifier) (*verifiers.Bindings, error) {
+	b, err := verifiers.Bind(vs)
+	if err != nil {
+		return nil, &ConfigError{Msg: err.Error()}
 	}
-	return bindings, nil
+	return b, nil
 }
 
 // defaultKeep returns those of model, run_id and sample that any input
