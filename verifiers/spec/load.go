@@ -261,22 +261,15 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	case t != nil && ts != nil:
 		l.problem(ts, "use task: for one task, tasks: for several", "%s has both task and tasks", what)
 	case t != nil:
-		if s, _ := l.str(m, n, "task", what, true); s != "" {
-			tasks = []string{s}
-		}
+		tasks = l.taskPatterns([]*yaml.Node{t}, "task", what)
+	case ts != nil && isString(ts) && ts.Value == "all":
+		tasks = []string{verifiers.AllTasks}
 	case ts != nil:
 		if ts.Kind != yaml.SequenceNode || len(ts.Content) == 0 {
-			l.problem(ts, "", "tasks of %s must be a non-empty list of task ids", what)
+			l.problem(ts, "tasks: [A, B], tasks: [airline/*] or tasks: all", "tasks of %s must be a non-empty list of task ids or patterns, or all", what)
 			break
 		}
-		for _, c := range ts.Content {
-			c = resolve(c)
-			if !isString(c) || c.Value == "" {
-				l.problem(c, "", "a task id must be a non-empty string, not %s", kindName(c))
-				continue
-			}
-			tasks = append(tasks, c.Value)
-		}
+		tasks = l.taskPatterns(ts.Content, "tasks", what)
 	default:
 		l.problem(n, "add task: TASK-ID", "%s binds no task", what)
 	}
@@ -318,6 +311,30 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		Judge:      js,
 		Reward:     reward,
 	}
+}
+
+// taskPatterns reads the task patterns of a verifier's field key (task or
+// tasks): task ids, prefixes ending in "*", and "*" or all for every task
+// (verifiers.CheckTaskPattern), all is stored as "*".
+func (l *loader) taskPatterns(ns []*yaml.Node, key, verifier string) []string {
+	var out []string
+	for _, c := range ns {
+		c = resolve(c)
+		if !isString(c) || c.Value == "" {
+			l.problem(c, "", "%s of %s: a task id must be a non-empty string, not %s", key, verifier, kindName(c))
+			continue
+		}
+		p := c.Value
+		if p == "all" {
+			p = verifiers.AllTasks
+		}
+		if err := verifiers.CheckTaskPattern(p); err != nil {
+			l.problem(c, "a task id, a prefix ending in * (airline/*), or all", "%s of %s: %v", key, verifier, err)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // reward reads a verifier's reward formula (absent: fraction); the checks
