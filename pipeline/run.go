@@ -626,13 +626,20 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 	return rows, nil, true
 }
 
-// open returns the reader of a unit, made from its input's description.
+// open returns the reader of a unit (openUnit).
 func (r *runner) open(u *Unit, opts columnar.Options) (columnar.Reader, error) {
+	return openUnit(u, r.cfg.From, r.cfg.Stdin, opts)
+}
+
+// openUnit returns the reader of a unit, made from its input's
+// description; standard input is read from stdin, as JSON Lines or as a
+// log of the harness format from.
+func openUnit(u *Unit, from string, stdin io.Reader, opts columnar.Options) (columnar.Reader, error) {
 	switch {
-	case u.Path == Stdin && r.cfg.From != "":
-		return columnar.NewHarnessReader("-", r.cfg.Stdin, r.cfg.From)
+	case u.Path == Stdin && from != "":
+		return columnar.NewHarnessReader("-", stdin, from)
 	case u.Path == Stdin:
-		return columnar.NewJSONLReader("-", r.cfg.Stdin, opts)
+		return columnar.NewJSONLReader("-", stdin, opts)
 	case u.input == nil:
 		return nil, u.err
 	}
