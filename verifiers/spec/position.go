@@ -42,8 +42,12 @@ func syntaxError(data []byte, err error) (line, col int, msg string) {
 	}
 	if t := bytes.TrimLeft(data, " \t\r\n\ufeff"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
 		var se *json.SyntaxError
-		if err := json.Unmarshal(data, new(json.RawMessage)); errors.As(err, &se) {
-			at := int(se.Offset) - 1 // Offset counts the offending byte
+		text, skip := data, 0
+		if bytes.HasPrefix(text, bom) { // YAML skips it; encoding/json does not
+			text, skip = text[len(bom):], len(bom)
+		}
+		if err := json.Unmarshal(text, new(json.RawMessage)); errors.As(err, &se) {
+			at := skip + int(se.Offset) - 1 // Offset counts the offending byte
 			if at < 0 {
 				at = 0
 			}
@@ -77,6 +81,9 @@ func syntaxError(data []byte, err error) (line, col int, msg string) {
 	return line, col, msg
 }
 
+// bom is the UTF-8 byte order mark.
+var bom = []byte("\ufeff")
+
 // lineStart returns the offset of the start of the 1-based line (0 for
 // line 1 and below; len(data) past the end).
 func lineStart(data []byte, line int) int {
@@ -100,6 +107,9 @@ func lineColumn(data []byte, at int) (line, col int) {
 	before := data[:at]
 	line = 1 + bytes.Count(before, []byte{'\n'})
 	start := bytes.LastIndexByte(before, '\n') + 1
+	if start == 0 && bytes.HasPrefix(before, bom) { // editors do not show it
+		start = len(bom)
+	}
 	return line, 1 + utf8.RuneCount(before[start:])
 }
 

@@ -25,6 +25,7 @@ func TestProblemPositions(t *testing.T) {
 		{"unclosed flow list", "verifiers: [\n", "1:12: not valid YAML or JSON: did not find expected node content"},
 		{"colon in a plain value", "verifiers:\n  - id: V\n    name: Team: meeting\n", "3:15: not valid YAML or JSON: mapping values are not allowed in this context"},
 		{"json missing comma", "{\n  \"verifiers\": [\n    {\"id\": \"V\", \"task\": \"T\" \"name\": \"n\"}\n  ]\n}\n", "3:29: not valid YAML or JSON: invalid character '\"' after object key:value pair"},
+		{"json after a byte order mark", "\ufeff{\"verifiers\": [{\"id\": \"V\" \"task\": \"T\"}]}", "1:27: not valid YAML or JSON: invalid character '\"' after object key:value pair"},
 		{"json on one line", "{\"verifiers\": [{\"id\": \"V\" \"task\": \"T\"}]}", "1:27: not valid YAML or JSON: invalid character '\"' after object key:value pair"},
 		{"CEL error in a plain expression", exprCheck(`final.events.size() > 0 && outptu == ""`), "8:42: CEL expression does not compile"},
 		{"CEL error in a quoted expression", exprCheck(`"1 + true == 2"`), "8:18: CEL expression does not compile"},
