@@ -15,7 +15,7 @@ import (
 // plan is what every worker shares, read-only, for a run.
 type plan struct {
 	fields   columnar.FieldNames // defaults applied
-	bindings map[string]*verifiers.Verifier
+	bindings *verifiers.Bindings
 	tasks    Tasks
 	keep     []string
 	// initials indexes each distinct initial-state text once, shared
@@ -296,7 +296,7 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 	}
 	task, taskErr := idText(row.Task)
 	rw.TaskID = string(task)
-	v = g.plan.bindings[rw.TaskID]
+	v = g.plan.bindings.Lookup(rw.TaskID)
 	if v != nil {
 		rw.VerifierID = columnar.Str(v.ID)
 	}

@@ -637,7 +637,7 @@ func (g *grader) takeUnchanged(u *Unit, b *columnar.Batch, row *columnar.Row, p 
 		string(row.ID.Data) != p.rw.RolloutID || string(row.Task.Data) != p.rw.TaskID {
 		return false
 	}
-	v := g.plan.bindings[p.rw.TaskID]
+	v := g.plan.bindings.Lookup(p.rw.TaskID)
 	if v == nil || !p.reusable(g.plan, v) {
 		return false
 	}

@@ -302,11 +302,8 @@ func prepare(cfg Config) (_ *runner, err error) {
 	}
 	var bound []*verifiers.Verifier
 	for _, v := range cfg.Verifiers {
-		for _, t := range v.Tasks {
-			if bindings[t] == v {
-				bound = append(bound, v)
-				break
-			}
+		if len(v.Tasks) > 0 { // Bind gave every pattern to its verifier
+			bound = append(bound, v)
 		}
 	}
 	if p.judging, err = newJudging(cfg.Judge, bound, cfg.JudgeMaxRequests); err != nil {
@@ -336,25 +333,15 @@ func prepare(cfg Config) (_ *runner, err error) {
 	return r, nil
 }
 
-// Bind maps each task id to the one verifier that binds it. Two verifiers
-// binding one task, or two verifiers with one id, is a ConfigError naming
-// both.
-func Bind(vs []*verifiers.Verifier) (map[string]*verifiers.Verifier, error) {
-	ids := map[string]*verifiers.Verifier{}
-	bindings := map[string]*verifiers.Verifier{}
-	for _, v := range vs {
-		if prev := ids[v.ID]; prev != nil {
-			return nil, &ConfigError{Msg: fmt.Sprintf("verifier id %s is defined twice (%s and %s)", v.ID, prev.Source, v.Source)}
-		}
-		ids[v.ID] = v
-		for _, t := range v.Tasks {
-			if prev := bindings[t]; prev != nil {
-				return nil, &ConfigError{Msg: fmt.Sprintf("task %s is bound by two verifiers: %s (%s) and %s (%s)", t, prev.ID, prev.Source, v.ID, v.Source)}
-			}
-			bindings[t] = v
-		}
+// Bind returns the bindings of vs (verifiers.Bind): an id given twice, a
+// bad task pattern or two verifiers with an equal pattern is a ConfigError
+// naming both.
+func Bind(vs []*verifiers.Verifier) (*verifiers.Bindings, error) {
+	b, err := verifiers.Bind(vs)
+	if err != nil {
+		return nil, &ConfigError{Msg: err.Error()}
 	}
-	return bindings, nil
+	return b, nil
 }
 
 // defaultKeep returns those of model, run_id and sample that any input
@@ -652,11 +639,18 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 	return rows, nil, true
 }
 
-// open returns the reader of a unit, made from its input's description.
+// open returns the reader of a unit (openUnit).
 func (r *runner) open(u *Unit, opts columnar.Options) (columnar.Reader, error) {
+	return openUnit(u, r.cfg.From, r.cfg.Stdin, opts)
+}
+
+// openUnit returns the reader of a unit, made from its input's
+// description; standard input is read from stdin, as JSON Lines or as a
+// log of the harness format from.
+func openUnit(u *Unit, from string, stdin io.Reader, opts columnar.Options) (columnar.Reader, error) {
 	switch {
-	case u.Path == Stdin && r.cfg.From == "":
-		return columnar.NewJSONLReader("-", r.cfg.Stdin, opts)
+	case u.Path == Stdin && from == "":
+		return columnar.NewJSONLReader("-", stdin, opts)
 	case u.input == nil:
 		return nil, u.err
 	}
@@ -823,7 +817,7 @@ func (w *writer) writeJob(j *job) error {
 		for i := range res.rewards {
 			rw := &res.rewards[i]
 			n := int(rw.ChecksTotal)
-			if v := r.plan.bindings[rw.TaskID]; v != nil && retryRow(rw, checks[:n], r.plan.judging, v) {
+			if v := r.plan.bindings.Lookup(rw.TaskID); v != nil && retryRow(rw, checks[:n], r.plan.judging, v) {
 				w.retry++
 			}
 			checks = checks[n:]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
@@ -124,4 +125,67 @@ func newTask(text []byte, fields *columnar.FieldNames) (*Task, string, error) {
 // booleans and nested values as they are.
 func rowObject(row *columnar.Row, metaNames []string, fields *columnar.FieldNames) []byte {
 	return columnar.AppendRowObject(nil, row, metaNames, fields)
+}
+
+// TaskIDs reads the task ids of the rollouts of inputs as a grading run
+// reads them (Inputs with from, the fields' columns; "-" reads stdin) and
+// returns the distinct ids, sorted, and how many rows have no valid task
+// id (missing, null, empty, not a string or number, or a line that is not
+// a JSON object). Only the ids are used: states are not parsed.
+func TaskIDs(inputs []string, from string, fields columnar.FieldNames, stdin io.Reader) (ids []string, invalid int64, err error) {
+	if err := columnar.CheckFrom(from); err != nil {
+		return nil, 0, &ConfigError{Field: "From", Msg: err.Error()}
+	}
+	files, _, err := Inputs(inputs, from)
+	if err != nil {
+		return nil, 0, err
+	}
+	fields = fields.WithDefaults()
+	opts := columnar.Options{Fields: fields, Columns: []string{}}
+	seen := map[string]bool{}
+	var doc jsonview.Doc
+	units := describeUnits(files, DefaultRowGroupsPerUnit, nil, from, stdin)
+	defer removeSpools(units)
+	for _, u := range units {
+		r, err := openUnit(&u, from, stdin, opts)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read %s: %w", u.Path, err)
+		}
+		for {
+			b, err := r.Next(256)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				r.Close()
+				return nil, 0, fmt.Errorf("read %s: %w", u.Path, err)
+			}
+			for i := range b.Rows {
+				row := &b.Rows[i]
+				if b.JSONLines && row.Err == nil {
+					if _, err := columnar.DecodeLine(row, &fields, &doc); err != nil {
+						invalid++
+						continue
+					}
+				}
+				// A harness's element that could not be mapped keeps its
+				// task id when it has one, as grading does.
+				id, problem := idText(row.Task)
+				if problem != "" || len(id) == 0 {
+					invalid++
+					continue
+				}
+				if !seen[string(id)] {
+					seen[string(id)] = true
+					ids = append(ids, string(id))
+				}
+			}
+			b.Release()
+		}
+		if err := r.Close(); err != nil {
+			return nil, 0, fmt.Errorf("close %s: %w", u.Path, err)
+		}
+	}
+	slices.Sort(ids)
+	return ids, invalid, nil
 }

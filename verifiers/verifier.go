@@ -193,7 +193,8 @@ type Verifier struct {
 	ID string
 	// Name says in a few words what success means.
 	Name string
-	// Tasks are the task ids the verifier binds.
+	// Tasks are the task patterns the verifier binds: task ids, prefixes
+	// ending in "*" ("airline/*"), or AllTasks (see Bindings).
 	Tasks []string
 	// Grade adds the rollout's checks to c. A returned error (or a panic)
 	// makes the rollout's status error, kind verifier.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -16,14 +18,19 @@ import (
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
-const specSynopsis = `gavel spec check FILE...
+const specSynopsis = `gavel spec check [--tasks FILE] [--input FILE [--from FORMAT]] FILE...
 
 Loads declarative verifier files (YAML or JSON, or directories of them) as
 gavel grade --spec does, and prints every problem with its file, line and
-column. Exit status 0 when every file is valid, 2 otherwise.`
+column. With --tasks (a tasks table) or --input (rollouts, read as gavel
+grade reads them), it also prints how many of their task ids each verifier
+binds, and the task ids no verifier binds. Exit status 0 when every file is
+valid, 2 otherwise.`
 
 const specExamples = `  gavel spec check calendar.yaml
   gavel spec check specs/
+  gavel spec check --tasks tasks.jsonl specs/
+  gavel spec check --input airline.json --from tau-bench airline.yaml
   gavel grade --spec specs/ rollouts.parquet`
 
 func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -38,11 +45,23 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("gavel spec check FILE...", "spec: unknown subcommand %q%s", args[0], didYouMean(args[0], []string{"check"}, ""))
 	}
 	fs := newFlagSet("spec check", specSynopsis, specExamples, stdout)
+	tasksFile := fs.String("tasks", "", "tasks table `FILE`: print how many of its tasks each verifier binds")
+	var inputs listFlag
+	fs.Var(&inputs, "input", "rollouts `FILE` (as gavel grade takes them; repeatable): print how many of their tasks each verifier binds")
+	from := fs.String("from", "", "read .json --input files as logs of this harness `FORMAT` (as gavel grade --from)")
+	mapping := fs.String("map", "", "read fields from other columns: `K=COL[.PATH],...` (as gavel grade --map)")
 	if err := parseFlags(fs, interleaved(fs, args[1:])); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return usagef("gavel spec check calendar.yaml", "spec check: no file given")
+	}
+	if *from != "" && len(inputs) == 0 {
+		return usagef("gavel spec check --input airline.json --from tau-bench airline.yaml", "spec check: --from reads --input files; no --input given")
+	}
+	fields, err := parseMap(*mapping)
+	if err != nil {
+		return err
 	}
 	vs, err := spec.Load(fs.Args())
 	var ps spec.Problems
@@ -55,14 +74,84 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return usagef("gavel spec check FILE...", "%v", err)
 	}
-	if _, err := allVerifiers(vs); err != nil {
+	all, err := allVerifiers(vs)
+	if err != nil {
 		return err
 	}
 	for _, v := range vs {
-		fmt.Fprintf(stdout, "%s\t%s\t%s\t%d tasks\n", v.Source, v.ID, v.Name, len(v.Tasks))
+		fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\n", v.Source, v.ID, v.Name, taskList(v.Tasks))
 	}
 	fmt.Fprintf(stdout, "ok: %d verifiers\n", len(vs))
+	if *tasksFile != "" {
+		tasks, err := pipeline.LoadTasks(*tasksFile, fields)
+		if err != nil {
+			return usagef("gavel spec check --tasks tasks.jsonl FILE...", "%v", err)
+		}
+		ids := slices.Sorted(maps.Keys(tasks))
+		printBindings(stdout, *tasksFile, ids, 0, vs, all)
+	}
+	if len(inputs) > 0 {
+		ids, invalid, err := pipeline.TaskIDs(inputs, *from, fields, os.Stdin)
+		var ce *pipeline.ConfigError
+		if errors.As(err, &ce) {
+			return usagef("gavel spec check --input rollouts.jsonl FILE...", "%v", err)
+		}
+		if err != nil {
+			return err
+		}
+		printBindings(stdout, strings.Join(inputs, ", "), ids, invalid, vs, all)
+	}
 	return nil
+}
+
+// taskList describes a verifier's task patterns: "3 tasks" for task ids
+// only, else the patterns ("airline/*, all").
+func taskList(tasks []string) string {
+	if !slices.ContainsFunc(tasks, func(t string) bool { return strings.HasSuffix(t, "*") }) {
+		return plural(int64(len(tasks)), "task", "tasks")
+	}
+	out := make([]string, len(tasks))
+	for i, t := range tasks {
+		out[i] = t
+		if t == verifiers.AllTasks {
+			out[i] = "all"
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// printBindings prints, for the task ids ids read from source, how many
+// each verifier binds (the checked verifiers, listed, in order; then the
+// built-in ones that bind any), and the ids that no verifier binds. all
+// are the verifiers a grading run would load, which allVerifiers accepted.
+func printBindings(w io.Writer, source string, ids []string, invalid int64, checked, all []*verifiers.Verifier) {
+	b, _ := verifiers.Bind(all)
+	counts := map[*verifiers.Verifier]int{}
+	var unbound []string
+	for _, id := range ids {
+		if v := b.Lookup(id); v != nil {
+			counts[v]++
+		} else {
+			unbound = append(unbound, id)
+		}
+	}
+	fmt.Fprintf(w, "%s: %s\n", source, plural(int64(len(ids)), "task", "tasks"))
+	if invalid > 0 {
+		fmt.Fprintf(w, "%s: %s without a valid task id\n", source, plural(invalid, "rollout", "rollouts"))
+	}
+	for _, v := range all {
+		if counts[v] > 0 || slices.Contains(checked, v) {
+			fmt.Fprintf(w, "%s\tbinds %s\t%s\n", v.ID, plural(int64(counts[v]), "task", "tasks"), taskList(v.Tasks))
+		}
+	}
+	if len(unbound) == 0 {
+		fmt.Fprintln(w, "every task is bound")
+		return
+	}
+	fmt.Fprintf(w, "no verifier binds %s:\n", plural(int64(len(unbound)), "task", "tasks"))
+	for _, id := range unbound {
+		fmt.Fprintf(w, "\t%s\n", id)
+	}
 }
 
 // loadVerifiers returns the verifiers a grading run uses: the Go verifiers

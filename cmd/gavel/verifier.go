@@ -68,7 +68,7 @@ const registryMarker = "// gavel:registry"
 func runVerifierAdd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("verifier add", "gavel verifier add ID --task TASK --name NAME [--dir MODULE | --spec FILE]\n\nWrites verifiers/<id>.go in the gavel source tree and registers it in\nverifiers/registry.go, or with --spec appends a declarative verifier to a spec\nfile. Its only check is required and fails on purpose until you write the real\nones; rebuild gavel (or pass the spec to gavel grade --spec) to grade with it.", `  gavel verifier add VER-007 --task TASK-007 --name "Invoice escalated"
   gavel verifier add VER-C02 --task TASK-C02 --name "Meeting moved" --spec specs/calendar.yaml`, stdout)
-	task := fs.String("task", "", "the task `ID` the verifier binds (required)")
+	task := fs.String("task", "", "the task `ID` the verifier binds, or a pattern: a prefix ending in * (airline/*), or all (required)")
 	name := fs.String("name", "", "what success means, in a few words (required)")
 	dir := fs.String("dir", "", "root of the gavel source tree (default: found from the working directory)")
 	specFile := fs.String("spec", "", "append the verifier to this spec `FILE` (YAML, created if absent) instead of writing Go")
@@ -88,6 +88,12 @@ func runVerifierAdd(args []string, stdout, stderr io.Writer) error {
 	hint := `gavel verifier add VER-007 --task TASK-007 --name "Invoice escalated"`
 	if id == "" || *task == "" || *name == "" {
 		return usagef(hint, "verifier add needs an ID, --task and --name")
+	}
+	if *task == "all" {
+		*task = verifiers.AllTasks
+	}
+	if err := verifiers.CheckTaskPattern(*task); err != nil {
+		return usagef(hint, "--task: %v", err)
 	}
 	if !verifierIDPattern.MatchString(id) {
 		return usagef(hint, "verifier id %q: use letters, digits, - and _, starting with a letter", id)

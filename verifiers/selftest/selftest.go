@@ -150,13 +150,14 @@ func grade(v *verifiers.Verifier, r *verifiers.Rollout) (checks []verifiers.Chec
 var wantVerdict = map[string]string{ExpectPass: verifiers.StatusPassed, ExpectFail: verifiers.StatusFailed, ExpectError: verifiers.StatusError}
 
 // Test runs v on each fixture, read with decode, twice (a verifier must be
-// deterministic), and on a no-op rollout for each task it binds. The no-op's initial state
+// deterministic), and on a no-op rollout for each task it binds (noOpTasks). The no-op's initial state
 // is that of the first fixture of the task (pass fixtures first); a task
 // without fixtures gets a missing state. The no-op must not pass; a
 // required check that passes on it is listed as vacuous.
 func Test(v *verifiers.Verifier, fixtures []Fixture, decode Decode) []Outcome {
 	var out []Outcome
 	initial := map[string]jsonview.Value{}
+	var seen []string // the fixtures' tasks, in order
 	for _, f := range fixtures {
 		o := Outcome{Verifier: v.ID, Case: f.Name, Kind: KindFixture, Want: wantVerdict[f.Expect]}
 		r, err := decode(f.Name, f.Data)
@@ -169,13 +170,16 @@ func Test(v *verifiers.Verifier, fixtures []Fixture, decode Decode) []Outcome {
 			out = append(out, o)
 			continue
 		}
-		if !slices.Contains(v.Tasks, r.TaskID) {
+		if !v.Binds(r.TaskID) {
 			o.Problem = fmt.Sprintf("fixture task %s is not bound by %s (it binds %s)", r.TaskID, v.ID, strings.Join(v.Tasks, ", "))
 			out = append(out, o)
 			continue
 		}
 		if _, ok := initial[r.TaskID]; !ok && r.Initial.Exists() {
 			initial[r.TaskID] = r.Initial
+		}
+		if !slices.Contains(seen, r.TaskID) {
+			seen = append(seen, r.TaskID)
 		}
 		checks, verdict := grade(v, r)
 		again, verdict2 := grade(v, r)
@@ -204,7 +208,7 @@ func Test(v *verifiers.Verifier, fixtures []Fixture, decode Decode) []Outcome {
 	var emptyLog, emptyMeta jsonview.Doc
 	logV, _ := emptyLog.Parse([]byte("[]"))
 	metaV, _ := emptyMeta.Parse([]byte("{}"))
-	for _, task := range v.Tasks {
+	for _, task := range noOpTasks(v, seen) {
 		o := Outcome{Verifier: v.ID, Case: "no-op " + task, Kind: KindNoOp, Want: "not passed"}
 		init, fromFixture := initial[task]
 		r := verifiers.Rollout{ID: "no-op " + task, TaskID: task, Initial: init, Final: init, Log: logV, Meta: metaV}
@@ -230,6 +234,29 @@ func Test(v *verifiers.Verifier, fixtures []Fixture, decode Decode) []Outcome {
 			}
 		}
 		out = append(out, o)
+	}
+	return out
+}
+
+// noOpTasks returns the tasks a no-op rollout is graded for: each task id
+// v binds as written, and for a prefix or all, the fixtures' tasks it
+// matches (the pattern itself when none does).
+func noOpTasks(v *verifiers.Verifier, fixtureTasks []string) []string {
+	var out []string
+	for _, p := range v.Tasks {
+		if !strings.HasSuffix(p, "*") {
+			out = append(out, p)
+			continue
+		}
+		n := len(out)
+		for _, t := range fixtureTasks {
+			if verifiers.MatchTask(p, t) && !slices.Contains(v.Tasks, t) && !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+		if len(out) == n {
+			out = append(out, p)
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -202,4 +203,13 @@ func summarizeOutcomes(os []Outcome) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+func TestNoOpTasks(t *testing.T) {
+	v := &verifiers.Verifier{ID: "V", Tasks: []string{"airline/*", "retail/3", "shop/*", verifiers.AllTasks}}
+	got := noOpTasks(v, []string{"retail/3", "airline/2", "airline/1", "airline/2", "other"})
+	want := []string{"airline/2", "airline/1", "retail/3", "shop/*", "other"}
+	if !slices.Equal(got, want) {
+		t.Errorf("noOpTasks = %q, want %q", got, want)
+	}
 }

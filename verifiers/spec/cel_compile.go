@@ -110,6 +110,10 @@ func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool bool
 	if iss.Err() != nil {
 		l.problem(n, "CEL variables: final, initial, output, log, task, meta; functions: object_contains, count, numbers_in, states_number, changes",
 			"CEL expression does not compile: %v", iss.Err())
+		if errs := iss.Errors(); len(errs) > 0 && errs[0].Location != nil {
+			p := &l.problems[len(l.problems)-1]
+			p.Line, p.Column = l.exprPosition(n, errs[0].Location.Line(), errs[0].Location.Column())
+		}
 		return nil
 	}
 	if wantBool {

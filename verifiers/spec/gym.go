@@ -1,8 +1,6 @@
 package spec
 
 import (
-	"fmt"
-
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
@@ -62,12 +60,11 @@ var checkTypeNames = func() map[checkKind]string {
 // YAML); name names the text in problems ("request"). An invalid array
 // returns nil and a Problems worded as `gavel spec check` words them.
 func ParseGym(name string, data []byte) (*Gym, error) {
-	l := &loader{file: name}
+	l := &loader{file: name, data: data}
 	root, err := parseYAML(data)
 	if err != nil {
-		line := 0
-		fmt.Sscanf(yamlErrLine(err.Error()), "%d", &line)
-		return nil, Problems{{File: name, Line: line, Column: 1, Msg: "not valid YAML or JSON: " + err.Error()}}
+		line, col, msg := syntaxError(data, err)
+		return nil, Problems{{File: name, Line: line, Column: col, Msg: "not valid YAML or JSON: " + msg}}
 	}
 	if root == nil || root.Kind != yaml.SequenceNode || len(root.Content) == 0 {
 		what := "nothing"

@@ -130,6 +130,7 @@ type assert struct {
 // loader collects the problems of one file.
 type loader struct {
 	file     string
+	data     []byte // the file's text
 	problems Problems
 	env      *cel.Env // the verifier's CEL environment (with its lets); nil: celEnv
 }
@@ -185,36 +186,45 @@ func (l *loader) str(m map[string]*yaml.Node, parent *yaml.Node, key, what strin
 // file's path, used in Source and in problems. An invalid spec returns nil
 // and a Problems.
 func Parse(name string, data []byte) ([]*verifiers.Verifier, error) {
-	l := &loader{file: name}
+	vs, _, err := parse(name, data)
+	return vs, err
+}
+
+// position is where a node starts in a spec file.
+type position struct{ line, column int }
+
+// parse is Parse, also returning where each verifier starts.
+func parse(name string, data []byte) ([]*verifiers.Verifier, []position, error) {
+	l := &loader{file: name, data: data}
 	root, err := parseYAML(data)
 	if err != nil {
-		line := 0
-		fmt.Sscanf(yamlErrLine(err.Error()), "%d", &line)
-		l.problems = append(l.problems, Problem{File: name, Line: line, Column: 1, Msg: "not valid YAML or JSON: " + err.Error()})
-		return nil, l.problems
+		line, col, msg := syntaxError(data, err)
+		l.problems = append(l.problems, Problem{File: name, Line: line, Column: col, Msg: "not valid YAML or JSON: " + msg})
+		return nil, nil, l.problems
 	}
 	if root == nil {
 		l.problems = append(l.problems, Problem{File: name, Msg: "empty spec file", Hint: "a spec file holds verifiers: [...]"})
-		return nil, l.problems
+		return nil, nil, l.problems
 	}
 	if root.Kind == yaml.SequenceNode {
 		l.problem(root, `wrap the checks: {"verifiers": [{"id": ..., "task": ..., "name": ..., "checks": [...]}]}`, "the spec file must be an object holding verifiers, not a list")
-		return nil, l.problems
+		return nil, nil, l.problems
 	}
 	top, ok := l.fields(root, "the spec file", "verifiers")
 	if !ok {
-		return nil, l.problems
+		return nil, nil, l.problems
 	}
 	list := top["verifiers"]
 	if list == nil {
 		l.problem(root, "a spec file holds verifiers: [...]", "the spec file has no verifiers")
-		return nil, l.problems
+		return nil, nil, l.problems
 	}
 	if list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
 		l.problem(list, "", "verifiers must be a non-empty list, not %s", kindName(list))
-		return nil, l.problems
+		return nil, nil, l.problems
 	}
 	var out []*verifiers.Verifier
+	var at []position
 	ids := map[string]*yaml.Node{}
 	for _, vn := range list.Content {
 		v := l.verifier(resolve(vn))
@@ -227,21 +237,12 @@ func Parse(name string, data []byte) ([]*verifiers.Verifier, error) {
 		}
 		ids[v.ID] = vn
 		out = append(out, v)
+		at = append(at, position{vn.Line, vn.Column})
 	}
 	if len(l.problems) > 0 {
-		return nil, l.problems
+		return nil, nil, l.problems
 	}
-	return out, nil
-}
-
-// yamlErrLine extracts the line number of a yaml error ("yaml: line 3: ...").
-func yamlErrLine(msg string) string {
-	if _, rest, ok := strings.Cut(msg, "line "); ok {
-		if end := strings.IndexAny(rest, ": "); end > 0 {
-			return rest[:end]
-		}
-	}
-	return "0"
+	return out, at, nil
 }
 
 // verifier compiles one verifier node; nil when it has problems.
@@ -261,22 +262,15 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	case t != nil && ts != nil:
 		l.problem(ts, "use task: for one task, tasks: for several", "%s has both task and tasks", what)
 	case t != nil:
-		if s, _ := l.str(m, n, "task", what, true); s != "" {
-			tasks = []string{s}
-		}
+		tasks = l.taskPatterns([]*yaml.Node{t}, "task", what)
+	case ts != nil && isString(ts) && ts.Value == "all":
+		tasks = []string{verifiers.AllTasks}
 	case ts != nil:
 		if ts.Kind != yaml.SequenceNode || len(ts.Content) == 0 {
-			l.problem(ts, "", "tasks of %s must be a non-empty list of task ids", what)
+			l.problem(ts, "tasks: [A, B], tasks: [airline/*] or tasks: all", "tasks of %s must be a non-empty list of task ids or patterns, or all", what)
 			break
 		}
-		for _, c := range ts.Content {
-			c = resolve(c)
-			if !isString(c) || c.Value == "" {
-				l.problem(c, "", "a task id must be a non-empty string, not %s", kindName(c))
-				continue
-			}
-			tasks = append(tasks, c.Value)
-		}
+		tasks = l.taskPatterns(ts.Content, "tasks", what)
 	default:
 		l.problem(n, "add task: TASK-ID", "%s binds no task", what)
 	}
@@ -320,6 +314,30 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	}
 }
 
+// taskPatterns reads the task patterns of a verifier's field key (task or
+// tasks): task ids, prefixes ending in "*", and "*" or all for every task
+// (verifiers.CheckTaskPattern), all is stored as "*".
+func (l *loader) taskPatterns(ns []*yaml.Node, key, verifier string) []string {
+	var out []string
+	for _, c := range ns {
+		c = resolve(c)
+		if !isString(c) || c.Value == "" {
+			l.problem(c, "", "%s of %s: a task id must be a non-empty string, not %s", key, verifier, kindName(c))
+			continue
+		}
+		p := c.Value
+		if p == "all" {
+			p = verifiers.AllTasks
+		}
+		if err := verifiers.CheckTaskPattern(p); err != nil {
+			l.problem(c, "a task id, a prefix ending in * (airline/*), or all", "%s of %s: %v", key, verifier, err)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // reward reads a verifier's reward formula (absent: fraction); the checks
 // a weighted formula names must be the verifier's. The formula is part of
 // the verifier's node, and so of its canonical text and fingerprint.
@@ -335,7 +353,21 @@ func (l *loader) reward(n *yaml.Node, verifier string, checks []*check) verifier
 	}
 	f, err := verifiers.ParseFormula(text)
 	if err != nil {
-		l.problem(n, hint, "reward of %s: %v", verifier, err)
+		at := n
+		if n.Kind == yaml.MappingNode && len(n.Content) == 2 {
+			// {weighted: ...} or {expr: ...}: point into it, at the first
+			// weight that is not a number.
+			at = resolve(n.Content[1])
+			if at.Kind == yaml.MappingNode {
+				for i := 1; i < len(at.Content); i += 2 {
+					if w := resolve(at.Content[i]); w.ShortTag() != "!!int" && w.ShortTag() != "!!float" {
+						at = w
+						break
+					}
+				}
+			}
+		}
+		l.problem(at, hint, "reward of %s: %v", verifier, err)
 		return verifiers.Formula{}
 	}
 	ids := make([]string, len(checks))
@@ -344,10 +376,25 @@ func (l *loader) reward(n *yaml.Node, verifier string, checks []*check) verifier
 	}
 	for _, id := range f.WeightedChecks() {
 		if !slices.Contains(ids, id) {
-			l.problem(n, "its checks: "+strings.Join(ids, ", "), "reward of %s weighs unknown check %q", verifier, id)
+			l.problem(weightKey(n, id), "its checks: "+strings.Join(ids, ", "), "reward of %s weighs unknown check %q", verifier, id)
 		}
 	}
 	return f
+}
+
+// weightKey returns the key node of check id in a weighted reward formula
+// node n, else n.
+func weightKey(n *yaml.Node, id string) *yaml.Node {
+	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		return n
+	}
+	w := resolve(n.Content[1])
+	for i := 0; i+1 < len(w.Content) && w.Kind == yaml.MappingNode; i += 2 {
+		if k := resolve(w.Content[i]); k.Value == id {
+			return k
+		}
+	}
+	return n
 }
 
 // judge reads a verifier's judge settings: {model, threshold, template},

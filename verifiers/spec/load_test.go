@@ -17,7 +17,7 @@ func TestLoadProblems(t *testing.T) {
 		// want is "line:col: message part" of the first problem.
 		want string
 	}{
-		{"not YAML", "verifiers: [", "1:1: not valid YAML or JSON"},
+		{"not YAML", "verifiers: [", "1:12: not valid YAML or JSON"},
 		{"unknown check type", oneCheck("- id: c\n  type: sql\n  asserts: [{comparator: eq, value: 1}]"), "7:15: unknown check type \"sql\""},
 		{"unknown comparator", stateAssert("{comparator: equals, value: 1}"), "10:26: unknown comparator \"equals\""},
 		{"unknown function", stateAssert("{comparator: eq, function: avg, function_args: [_result], value: 1}"), "10:40: unknown function \"avg\""},
@@ -37,8 +37,8 @@ func TestLoadProblems(t *testing.T) {
 		{"path not under _result", stateAssert("{comparator: eq, function: count, function_args: [\"events[*]\"], value: 1}"), "10:63: malformed path \"events[*]\""},
 		{"malformed table path", oneCheck("- id: c\n  type: state\n  table: crm..deals\n  asserts: [{comparator: eq, value: 1}]"), "8:16: table \"crm..deals\": empty field name"},
 		{"wrong function_args count", stateAssert("{comparator: eq, function: object_contains, function_args: [\"_result[*]\"], value: true}"), "10:72: object_contains takes 2 function_args"},
-		{"CEL does not compile", oneCheck("- id: c\n  type: expr\n  expr: final.events.exists(e,"), "8:15: CEL expression does not compile"},
-		{"CEL value does not compile", stateAssert("{comparator: eq, value: {expr: \"1 +\"}}"), "10:44: CEL expression does not compile"},
+		{"CEL does not compile", oneCheck("- id: c\n  type: expr\n  expr: final.events.exists(e,"), "8:37: CEL expression does not compile"},
+		{"CEL value does not compile", stateAssert("{comparator: eq, value: {expr: \"1 +\"}}"), "10:48: CEL expression does not compile"},
 		{"CEL not bool", oneCheck("- id: c\n  type: expr\n  expr: 1 + 2"), "8:15: expr must evaluate to a bool, not int"},
 		{"bad regex", stateAssert("{comparator: regex, value: \"a(\"}"), "10:40: bad regex"},
 		{"duplicate check id", oneCheck("- {id: c, type: rubric, rubric: r}\n- {id: c, type: rubric, rubric: s}"), "7:9: duplicate check id \"c\""},
@@ -50,13 +50,13 @@ func TestLoadProblems(t *testing.T) {
 		{"no verifiers", "checks: []\n", "1:1: unknown field \"checks\""},
 		{"empty file", "", "empty spec file"},
 		{"a bare checks array", `[{"id": "c", "type": "log", "asserts": []}]`, "1:1: the spec file must be an object holding verifiers"},
-		{"let reads the final state", "verifiers:\n  - id: V\n    task: T\n    name: n\n    let: {n: 'size(final.events)'}\n    checks: [{id: c, type: expr, expr: 'n > 0'}]\n", "5:14: CEL expression does not compile"},
+		{"let reads the final state", "verifiers:\n  - id: V\n    task: T\n    name: n\n    let: {n: 'size(final.events)'}\n    checks: [{id: c, type: expr, expr: 'n > 0'}]\n", "5:20: CEL expression does not compile"},
 		{"let name reserved", "verifiers:\n  - id: V\n    task: T\n    name: n\n    let: {final: '1'}\n    checks: [{id: c, type: expr, expr: 'true'}]\n", "5:11: let name \"final\" is reserved"},
 		{"let name not an identifier", "verifiers:\n  - id: V\n    task: T\n    name: n\n    let: {a-b: '1'}\n    checks: [{id: c, type: expr, expr: 'true'}]\n", "5:11: let name \"a-b\" is not an identifier"},
 		{"unknown reward formula", rewardSpec("most"), "5:13: reward of verifier \"V\": unknown reward formula \"most\""},
-		{"reward weighs an unknown check", rewardSpec("{weighted: {c: 2, d: 1}}"), "5:13: reward of verifier \"V\" weighs unknown check \"d\""},
-		{"reward weight not a number", rewardSpec("{weighted: {c: high}}"), "5:13: reward of verifier \"V\": weighted: weights must be"},
-		{"reward expression does not compile", rewardSpec("{expr: 'checks.('}"), "5:13: reward of verifier \"V\": reward expression"},
+		{"reward weighs an unknown check", rewardSpec("{weighted: {c: 2, d: 1}}"), "5:31: reward of verifier \"V\" weighs unknown check \"d\""},
+		{"reward weight not a number", rewardSpec("{weighted: {c: high}}"), "5:28: reward of verifier \"V\": weighted: weights must be"},
+		{"reward expression does not compile", rewardSpec("{expr: 'checks.('}"), "5:20: reward of verifier \"V\": reward expression"},
 		{"reward expression not a number", rewardSpec("{expr: 'true'}"), "gives bool, not a number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -93,13 +93,14 @@ func Load(paths []string) ([]*verifiers.Verifier, error) {
 		return nil, err
 	}
 	var all []*verifiers.Verifier
+	var at []position
 	var problems Problems
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("read spec: %w", err)
 		}
-		vs, err := Parse(f, data)
+		vs, pos, err := parse(f, data)
 		var ps Problems
 		if errors.As(err, &ps) {
 			problems = append(problems, ps...)
@@ -108,11 +109,12 @@ func Load(paths []string) ([]*verifiers.Verifier, error) {
 			return nil, err
 		}
 		all = append(all, vs...)
+		at = append(at, pos...)
 	}
 	if len(problems) > 0 {
 		return nil, problems
 	}
-	if ps := duplicateIDs(all); len(ps) > 0 {
+	if ps := duplicateIDs(all, at); len(ps) > 0 {
 		return nil, ps
 	}
 	return all, nil
@@ -162,14 +164,18 @@ func isSpecFile(path string) bool {
 	return false
 }
 
-// duplicateIDs reports verifier ids defined by two spec files.
-func duplicateIDs(vs []*verifiers.Verifier) Problems {
+// duplicateIDs reports verifier ids defined by two spec files; at holds
+// where each verifier starts in its file.
+func duplicateIDs(vs []*verifiers.Verifier, at []position) Problems {
 	seen := map[string]*verifiers.Verifier{}
 	var ps Problems
-	for _, v := range vs {
+	for i, v := range vs {
 		if prev := seen[v.ID]; prev != nil {
-			file, line, col := splitSource(v.Source)
-			ps = append(ps, Problem{File: file, Line: line, Column: col,
+			file := v.Source
+			if j := strings.LastIndexByte(file, ':'); j >= 0 {
+				file = file[:j]
+			}
+			ps = append(ps, Problem{File: file, Line: at[i].line, Column: at[i].column,
 				Msg:  fmt.Sprintf("duplicate verifier id %q (also at %s)", v.ID, prev.Source),
 				Hint: "give each verifier its own id"})
 			continue
@@ -177,14 +183,4 @@ func duplicateIDs(vs []*verifiers.Verifier) Problems {
 		seen[v.ID] = v
 	}
 	return ps
-}
-
-// splitSource splits "file:line" (as Verifier.Source holds) back.
-func splitSource(src string) (file string, line, col int) {
-	i := strings.LastIndexByte(src, ':')
-	if i < 0 {
-		return src, 0, 0
-	}
-	fmt.Sscanf(src[i+1:], "%d", &line)
-	return src[:i], line, 1
 }
