@@ -89,6 +89,12 @@ type Server struct {
 	gyms     *gymCache
 	encoders *encoders
 	tokenSum [sha256.Size]byte // of "Bearer <token>"
+
+	// Set by New to admitWait; tests wait longer.
+	maxAdmitWait time.Duration
+	// admitWaits counts the requests that found no place at once and
+	// waited for one.
+	admitWaits atomic.Int64
 }
 
 // verifierSet is one loaded set of verifiers, replaced whole by Reload.
@@ -125,6 +131,8 @@ func New(cfg Config) *Server {
 		metrics:  newMetrics(cfg.Registry),
 		gyms:     newGymCache(1024),
 		encoders: newEncoders(),
+
+		maxAdmitWait: admitWait,
 	}
 	if cfg.Judge != nil {
 		s.judgeMetrics(cfg.Registry)
@@ -374,7 +382,8 @@ func (s *Server) admit(r *http.Request) bool {
 		return true
 	default:
 	}
-	t := time.NewTimer(admitWait)
+	s.admitWaits.Add(1)
+	t := time.NewTimer(s.maxAdmitWait)
 	defer t.Stop()
 	select {
 	case s.inflight <- struct{}{}:

@@ -2,10 +2,12 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,20 +49,16 @@ func TestShutdownDrains(t *testing.T) {
 		got <- resp.Status + " " + string(b)
 	}()
 	pw.Write([]byte(`{"task_id": "TASK-C01"}` + "\n"))
-	deadline := time.Now().Add(5 * time.Second)
-	for len(s.inflight) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "the request in flight", func() bool { return len(s.inflight) == 1 })
 	cancel()
 	// The listener closes: a new connection is refused.
-	for time.Now().Before(deadline) {
+	waitUntil(t, "a new connection refused", func() bool {
 		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			break
+		if err == nil {
+			c.Close()
 		}
-		c.Close()
-		time.Sleep(5 * time.Millisecond)
-	}
+		return errors.Is(err, syscall.ECONNREFUSED)
+	})
 	select {
 	case err := <-served:
 		t.Fatalf("Serve returned %v with a request in flight", err)

@@ -174,17 +174,51 @@ func TestSlowClients(t *testing.T) {
 // A request that finds --max-inflight requests in flight waits a moment
 // for a place: one freed within the wait serves it.
 func TestAdmitWait(t *testing.T) {
-	s, ts := newServer(t, Config{MaxInflight: 1})
+	s := New(Config{MaxInflight: 1})
+	if err := s.Reload(allVerifiers()); err != nil {
+		t.Fatal(err)
+	}
+	// A wait no loaded machine outlasts: the place is freed only once the
+	// second request is seen waiting.
+	s.maxAdmitWait = time.Minute
+	ts := startServer(t, s)
 	release := make(chan struct{})
 	done, cleanup := stalled(t, ts.URL, release)
 	defer cleanup()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(s.inflight) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	waitUntil(t, "the first request in flight", func() bool { return len(s.inflight) == 1 })
+	second := make(chan response, 1)
+	go func() {
+		resp, err := ts.Client().Post(ts.URL+"/v1/grade", "", strings.NewReader(`{"task_id": "TASK-C01"}`))
+		if err != nil {
+			second <- response{code: -1, body: err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		second <- response{resp.StatusCode, resp.Header, string(b)}
+	}()
+	waitUntil(t, "the second request waiting for a place", func() bool { return s.admitWaits.Load() == 1 })
+	close(release)
+	if r := <-done; r.code != 200 {
+		t.Errorf("first request = %d %s, want 200", r.code, r.body)
 	}
-	time.AfterFunc(admitWait/4, func() { close(release) })
-	if got := do(t, ts, "POST", "/v1/grade", "", `{"task_id": "TASK-C01"}`); got.code != 200 {
+	if got := <-second; got.code != 200 {
 		t.Errorf("request while full, freed within the wait = %d %s, want 200", got.code, got.body)
 	}
-	<-done
+	if n := s.admitWaits.Load(); n != 1 {
+		t.Errorf("%d requests waited for a place, want 1", n)
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test if it does not
+// within a bound no loaded machine reaches.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

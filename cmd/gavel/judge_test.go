@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -95,7 +96,7 @@ func TestGradeJudgeFlags(t *testing.T) {
 
 // TestJudgeKill9Resume kills gavel grade (SIGKILL) while judge requests
 // hang, the first part written and the second unit's first rows judged;
-// --resume then asks only the requests that were in flight.
+// --resume then asks only the rows not answered before the kill.
 func TestJudgeKill9Resume(t *testing.T) {
 	srv := judgetest.New(t)
 	hanging := regexp.MustCompile(`: (1[5-9]|2[0-9])\n`)
@@ -127,7 +128,7 @@ func TestJudgeKill9Resume(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for (hung.Load() < 15 || countParts(out) < 1) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -139,13 +140,34 @@ func TestJudgeKill9Resume(t *testing.T) {
 	srv.Script(nil)
 	before := srv.Requests()
 	cmd, stderr = gavelCmd(t, dir, append([]string{args[0], "--resume"}, args[1:]...)...)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr)
 	}
-	if got := srv.Requests() - before; got != 15 {
-		t.Errorf("resumed run sent %d requests, want 15 (those in flight at the kill)", got)
+	// The resumed run judges the rows of the units not written, 10 to 29:
+	// asking the server or hitting the cache.
+	m := judgeCounts.FindStringSubmatch(stdout.String())
+	if m == nil {
+		t.Fatalf("resume printed no judge counters:\n%s", stdout.String())
+	}
+	requests, _ := strconv.Atoi(m[1])
+	hits, _ := strconv.Atoi(m[2])
+	if requests+hits != 20 {
+		t.Errorf("resumed run judged %d rows (%d requests, %d cache hits), want 20 (rows 10 to 29)", requests+hits, requests, hits)
+	}
+	// The first part (rows 0 to 9) is kept: the resumed run asks for rows 10 to 29 at most, those hanging at the kill and
+	// those never answered; by timing, rows of 10 to 14 answered but not
+	// yet cached when the kill landed may be among them. It asks for no
+	// fewer than the rows never answered.
+	answered := before - int(hung.Load())
+	if got := srv.Requests() - before; got > 20 || got < 30-answered {
+		t.Errorf("resumed run sent %d requests, want %d to 20 (%d rows answered before the kill)", got, 30-answered, answered)
 	}
 }
+
+// judgeCounts matches the requests and cache hits in grade's summary.
+var judgeCounts = regexp.MustCompile(`judge: [^\n]*?, (\d+) requests?, (\d+) cache hits?,`)
 
 // TestJudgeRerunAsksOnlyFailures: a failed judgement is not cached, so a
 // second run with the same cache asks only the verdicts that failed.

@@ -134,9 +134,11 @@ func logLine(t *testing.T, log, msg string) map[string]json.RawMessage {
 	return nil
 }
 
-// A non-loopback address needs a token or --insecure; each run that
-// starts serves until its context ends (exit 0), so a refusal that went
-// missing fails rather than hangs.
+// A non-loopback address needs a token or --insecure. A run let through
+// on a non-loopback address is shown by its listen error: 192.0.2.1
+// (TEST-NET-1) is no address of this machine, so no test serves other
+// machines. A run that starts is stopped once it logs that it listens, so
+// a refusal that went missing fails rather than hangs.
 func TestServeRefusesOpenAddress(t *testing.T) {
 	t.Setenv("GAVEL_TEST_TOKEN", "s3cret")
 	for _, tt := range []struct {
@@ -146,15 +148,36 @@ func TestServeRefusesOpenAddress(t *testing.T) {
 	}{
 		{[]string{"--addr", "0.0.0.0:0"}, 2, "--token-env"},
 		{[]string{"--addr", "[::]:0"}, 2, "--token-env"},
-		{[]string{"--addr", "0.0.0.0:0", "--insecure"}, 0, `"msg":"listening"`},
-		{[]string{"--addr", "0.0.0.0:0", "--token-env", "GAVEL_TEST_TOKEN"}, 0, `"auth":true`},
+		{[]string{"--addr", "192.0.2.1:0"}, 2, "--token-env"},
+		{[]string{"--addr", "192.0.2.1:0", "--insecure"}, 1, "listen tcp 192.0.2.1:0"},
+		{[]string{"--addr", "192.0.2.1:0", "--token-env", "GAVEL_TEST_TOKEN"}, 1, "listen tcp 192.0.2.1:0"},
+		{[]string{"--addr", "127.0.0.1:0", "--token-env", "GAVEL_TEST_TOKEN"}, 0, `"auth":true`},
 		{[]string{"--addr", "localhost:0"}, 0, `"msg":"listening"`},
 		{[]string{"--spec", "/nonexistent.yaml"}, 2, "nonexistent"},
 		{[]string{"--timeout", "0s"}, 2, "--timeout"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		var stderr bytes.Buffer
-		code := run(ctx, append([]string{"serve"}, tt.args...), io.Discard, &stderr)
+		ctx, cancel := context.WithCancel(context.Background())
+		var stderr syncBuffer
+		done := make(chan int, 1)
+		go func() { done <- run(ctx, append([]string{"serve"}, tt.args...), io.Discard, &stderr) }()
+		code, listened := -1, false
+		deadline := time.Now().Add(60 * time.Second)
+		for code == -1 {
+			select {
+			case code = <-done:
+				continue
+			default:
+			}
+			if !listened && strings.Contains(stderr.String(), `"msg":"listening"`) {
+				listened = true
+				cancel()
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				t.Fatalf("serve %v neither returned nor listened in 60s:\n%s", tt.args, stderr.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		cancel()
 		if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("serve %v = %d %s, want %d with %q", tt.args, code, stderr.String(), tt.code, tt.want)

@@ -11,7 +11,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -295,10 +297,27 @@ func TestReadKeepsFailing(t *testing.T) {
 	if res == nil || res.Summary.Rollouts == 0 || len(res.Summary.FailedInputs) != 1 {
 		t.Fatalf("result %+v: want the JSON Lines input graded and one failed input", res)
 	}
-	if f := res.Summary.FailedInputs[0]; !strings.Contains(f.Error, "s3://b/in/a.parquet") {
+	f := res.Summary.FailedInputs[0]
+	if !strings.Contains(f.Error, "s3://b/in/a.parquet") {
 		t.Errorf("failed input %+v does not name the object", f)
 	}
+	st, err := os.Stat(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byteRange.FindStringSubmatch(f.Error)
+	if m == nil {
+		t.Fatalf("failed input error %q names no byte range", f.Error)
+	}
+	first, _ := strconv.ParseInt(m[1], 10, 64)
+	last, _ := strconv.ParseInt(m[2], 10, 64)
+	if first > last || last >= st.Size() {
+		t.Errorf("failed input error %q: bytes %d-%d, want a range within the object's %d bytes", f.Error, first, last, st.Size())
+	}
 }
+
+// byteRange matches the byte range of a failed read of s3://b/in/a.parquet.
+var byteRange = regexp.MustCompile(`read s3://b/in/a\.parquet bytes (\d+)-(\d+): `)
 
 // TestUploadFailsThenResume: an upload that keeps failing stops the run;
 // --resume completes it with the results of a run that never failed, and
