@@ -21,15 +21,28 @@ func TestPoolAllocator(t *testing.T) {
 			}
 		}
 	}
-	for _, size := range []int{1, 100, 4096, 5000, 1 << 20, 9 << 20} {
+	addr := func(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+	for _, c := range []struct {
+		size   int
+		pooled bool
+	}{{1, false}, {100, false}, {4096, true}, {5000, true}, {1 << 20, true}, {9 << 20, false}} {
+		size := c.size
 		b := p.Allocate(size)
 		check("new", b, size)
 		for i := range b {
 			b[i] = 0xff
 		}
+		before := p.bytes
 		p.Free(b)
+		if kept := p.bytes - before; c.pooled && kept != cap(b) || !c.pooled && kept != 0 {
+			t.Errorf("Free(%d bytes, capacity %d): pool grew by %d, pooled %v", size, cap(b), kept, c.pooled)
+		}
+		freed := addr(b)
 		b = p.Allocate(size)
 		check("reused", b, size)
+		if reused := addr(b) == freed; reused != c.pooled {
+			t.Errorf("Allocate(%d) after Free: same buffer %v, want %v", size, reused, c.pooled)
+		}
 		b[0] = 7
 		b = p.Reallocate(2*size, b)
 		if b[0] != 7 {
@@ -41,5 +54,30 @@ func TestPoolAllocator(t *testing.T) {
 	}
 	if p.bytes > poolMaxBytes {
 		t.Errorf("pool keeps %d bytes, want at most %d", p.bytes, poolMaxBytes)
+	}
+
+	// A full pool keeps no more: of nine megabytes freed, eight are kept
+	// and handed out again, the ninth is new.
+	p = new(poolAllocator)
+	var bufs [][]byte
+	for range 9 {
+		bufs = append(bufs, p.Allocate(1<<20))
+	}
+	for _, b := range bufs {
+		p.Free(b)
+	}
+	if p.bytes != poolMaxBytes {
+		t.Errorf("pool keeps %d bytes, want %d", p.bytes, poolMaxBytes)
+	}
+	kept := map[uintptr]bool{}
+	for _, b := range bufs[:8] {
+		kept[addr(b)] = true
+	}
+	for i := range 9 {
+		b := p.Allocate(1 << 20)
+		if kept[addr(b)] != (i < 8) {
+			t.Errorf("allocation %d of a full pool: reused %v, want %v", i, kept[addr(b)], i < 8)
+		}
+		delete(kept, addr(b))
 	}
 }

@@ -152,7 +152,8 @@ func TestNestedMemoCells(t *testing.T) {
 // value of dictionary arrays by the dictionary it indexes: the same
 // indices into another record batch's dictionary are another value, also
 // when that dictionary was seen before, and a dictionary with the same
-// content as an earlier one finds its texts.
+// content as an earlier one finds its texts: right after it, and after a
+// dictionary seen before, which does not empty the memo as a new one does.
 func TestNestedMemoDictionaries(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -189,6 +190,7 @@ func TestNestedMemoDictionaries(t *testing.T) {
 		{batch(`["b", "a"]`, 0, 1, 0), []string{`{"names":["b"]}`, `{"names":["a"]}`, `{"names":["b"]}`}},
 		{batch(`["b", "a"]`, 0), []string{`{"names":["b"]}`}},
 		{batch(`["a", "b"]`, 0), []string{`{"names":["a"]}`}},
+		{batch(`["b", "a"]`, 0), []string{`{"names":["b"]}`}},
 	}
 	c := &arrowCol{name: "initial_state", slots: []int{slotInitial}, nested: true}
 	cb := &chunkBatch[struct{}]{}
@@ -214,5 +216,11 @@ func TestNestedMemoDictionaries(t *testing.T) {
 	}
 	if unsafe.SliceData(cells[1][0].Data) != unsafe.SliceData(cells[2][0].Data) {
 		t.Error("batches 1 and 2, with the same dictionary, do not share a text")
+	}
+	// Batch 3's dictionary has batch 0's content: it is known again, so it
+	// keeps the memo (only a new dictionary empties it), and batch 4, back
+	// to batch 2's dictionary, finds batch 2's text again.
+	if unsafe.SliceData(cells[4][0].Data) != unsafe.SliceData(cells[2][0].Data) {
+		t.Error("batch 4 does not find batch 2's text again after batch 3's dictionary, seen before")
 	}
 }

@@ -205,6 +205,9 @@ func TestNestedTwins(t *testing.T) {
 	arrowPath, pqPath, jsonlPath := writeNestedTwins(t, t.TempDir())
 	for _, opts := range []Options{{}, {Fields: FieldNames{Final: "world.after", Initial: "world.before"}}} {
 		want := cellValues(t, jsonlPath, opts)
+		if len(want) != len(nestedRows) {
+			t.Fatalf("%s: %d rows, want %d", filepath.Base(jsonlPath), len(want), len(nestedRows))
+		}
 		for _, path := range []string{arrowPath, pqPath} {
 			got := cellValues(t, path, opts)
 			if !reflect.DeepEqual(got, want) {
@@ -344,7 +347,11 @@ func TestNestedParquetDictionaries(t *testing.T) {
 	}
 	f.Close()
 
-	for i, row := range cellValues(t, path, Options{}) {
+	rows := cellValues(t, path, Options{})
+	if len(rows) != len(states) {
+		t.Errorf("%d rows, want %d", len(rows), len(states))
+	}
+	for i, row := range rows {
 		want, err := decodeJSON(states[i])
 		if err != nil {
 			t.Fatal(err)

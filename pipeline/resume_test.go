@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,7 +112,8 @@ func TestOutputFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			inputs := faultInputs(t, dir, 4)
-			v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
+			var calls atomic.Int64
+			v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) { calls.Add(1) })}
 			cfg := Config{Inputs: inputs, Format: columnar.FormatJSONL, Verifiers: v, Workers: 2, BatchSize: 2}
 
 			ref := cfg
@@ -143,8 +145,37 @@ func TestOutputFaults(t *testing.T) {
 				}
 			}
 			fix()
+			// The units done before the resume, with their parts as they
+			// are: the resume keeps them and grades only the others.
+			done := map[string]os.FileInfo{}
+			for u := range inputs {
+				name := columnar.PartName(u, cfg.Format)
+				if partDone(cfg.Out, u, name) == nil {
+					continue
+				}
+				for _, sub := range []string{"rewards", "checks"} {
+					fi, err := os.Stat(filepath.Join(cfg.Out, sub, name))
+					if err != nil {
+						t.Fatal(err)
+					}
+					done[filepath.Join(sub, name)] = fi
+				}
+			}
+			if tt.name == "full disk" && len(done) < 4 {
+				t.Fatalf("%d parts done before the resume, want those of units 0 and 1 at least", len(done))
+			}
+			calls.Store(0)
 			cfg.Resume = true
 			grade(t, cfg)
+			if got, want := calls.Load(), int64(3*(len(inputs)-len(done)/2)); got != want {
+				t.Errorf("the resume graded %d rollouts, want %d: those of the %d units not done", got, want, len(inputs)-len(done)/2)
+			}
+			for name, before := range done {
+				fi, err := os.Stat(filepath.Join(cfg.Out, name))
+				if err != nil || !os.SameFile(fi, before) || !fi.ModTime().Equal(before.ModTime()) {
+					t.Errorf("%s, done before the resume, was written again", name)
+				}
+			}
 			// The reference directory was written under another name.
 			os.Rename(filepath.Join(dir, "ref"), filepath.Join(dir, "a"))
 			os.Rename(filepath.Join(dir, "run"), filepath.Join(dir, "ref"))

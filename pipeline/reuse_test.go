@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -37,23 +38,34 @@ func countedVerifiers(calls map[string]*atomic.Int64) []*verifiers.Verifier {
 	return vs
 }
 
-// sameFiles fails unless the rewards and checks parts of dirs a and b are
-// byte-identical.
+// sameFiles fails unless the rewards and checks tables of dirs a and b
+// have the same parts, byte-identical.
 func sameFiles(t *testing.T, a, b string) {
 	t.Helper()
 	for _, table := range []string{"rewards", "checks"} {
-		parts, err := filepath.Glob(filepath.Join(a, table, "part-*"))
-		if err != nil || len(parts) == 0 {
-			t.Fatalf("no %s parts in %s", table, a)
+		names := func(dir string) []string {
+			parts, err := filepath.Glob(filepath.Join(dir, table, "part-*"))
+			if err != nil || len(parts) == 0 {
+				t.Fatalf("no %s parts in %s", table, dir)
+			}
+			for i, p := range parts {
+				parts[i] = filepath.Base(p)
+			}
+			return parts
 		}
-		for _, p := range parts {
-			x, errX := os.ReadFile(p)
-			y, errY := os.ReadFile(filepath.Join(b, table, filepath.Base(p)))
+		inA, inB := names(a), names(b)
+		if !slices.Equal(inA, inB) {
+			t.Errorf("%s parts differ: %v in the reusing run, %v in a full run", table, inA, inB)
+			continue
+		}
+		for _, name := range inA {
+			x, errX := os.ReadFile(filepath.Join(a, table, name))
+			y, errY := os.ReadFile(filepath.Join(b, table, name))
 			if errX != nil || errY != nil {
-				t.Fatalf("read %s: %v %v", p, errX, errY)
+				t.Fatalf("read %s/%s: %v %v", table, name, errX, errY)
 			}
 			if !bytes.Equal(x, y) {
-				t.Errorf("%s/%s differs between the reusing run and a full run", table, filepath.Base(p))
+				t.Errorf("%s/%s differs between the reusing run and a full run", table, name)
 			}
 		}
 	}
@@ -115,6 +127,9 @@ func TestReuse(t *testing.T) {
 				lines[i], _ = json.Marshal(m)
 				break
 			}
+			if mutated == "" {
+				t.Fatal("no rollout with a final state to change")
+			}
 			if err := os.WriteFile(data, append(bytes.Join(lines, []byte("\n")), '\n'), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -130,6 +145,7 @@ func TestReuse(t *testing.T) {
 			grade(t, Config{Inputs: []string{data}, Out: full, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(map[string]*atomic.Int64{})})
 			sameFiles(t, again, full)
 
+			checkJudged(t, full, mutated)
 			checkRegraded(t, full, res.Summary, calls, func(id, verifier string) bool { return verifier == bumped || id == mutated })
 		})
 	}
@@ -164,6 +180,9 @@ func TestReuseNotAligned(t *testing.T) {
 				lines[i], _ = json.Marshal(m)
 				break
 			}
+			if mutated == "" {
+				t.Fatal("no rollout with a final state to change")
+			}
 			split := filepath.Join(dir, "split")
 			if err := os.MkdirAll(split, 0o755); err != nil {
 				t.Fatal(err)
@@ -183,6 +202,7 @@ func TestReuseNotAligned(t *testing.T) {
 			full := filepath.Join(dir, "full")
 			grade(t, Config{Inputs: []string{split}, Out: full, Format: format, Workers: 2, BatchSize: 50, Verifiers: countedVerifiers(map[string]*atomic.Int64{})})
 			sameFiles(t, again, full)
+			checkJudged(t, full, mutated)
 			checkRegraded(t, full, res.Summary, calls, func(id, verifier string) bool { return verifier == bumped || id == mutated })
 		})
 	}
@@ -208,6 +228,9 @@ func checkRegraded(t *testing.T, full string, s *Summary, calls map[string]*atom
 			want[verifier]++
 		}
 	})
+	if len(want) == 0 {
+		t.Fatal("no judged row is among the changed ones: the check would hold for any run")
+	}
 	for id, n := range calls {
 		if got := n.Load(); got != want[id] {
 			t.Errorf("verifier %s ran %d times, want %d", id, got, want[id])
@@ -216,6 +239,19 @@ func checkRegraded(t *testing.T, full string, s *Summary, calls map[string]*atom
 	ru := s.Reuse
 	if ru == nil || ru.Graded != graded || ru.Reused != total-graded || ru.Reused == 0 || ru.CopiedParts != 0 {
 		t.Errorf("reuse summary %+v, want graded %d of %d", ru, graded, total)
+	}
+}
+
+// checkJudged fails unless rollout id has a row in the results in dir that
+// a verifier judged, so that changing it must make that verifier run again.
+func checkJudged(t *testing.T, dir, id string) {
+	t.Helper()
+	judged := false
+	scanRewards(t, dir, func(rid, verifier, _, kind string) {
+		judged = judged || rid == id && verifier != "" && kind != verifiers.KindInput
+	})
+	if !judged {
+		t.Fatalf("changed rollout %s has no judged row", id)
 	}
 }
 

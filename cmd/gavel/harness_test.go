@@ -178,10 +178,14 @@ func TestGradeFromTasks(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for id, row := range rewardRows(t, out) {
-		if row["status"] != "failed" {
-			t.Errorf("%s: %v, want failed (no answer names order 43)", id, row["status"])
+	rows := rewardRows(t, out)
+	for _, id := range []string{"refund-a", "refund-b", "weather-a", "weather-b"} {
+		if row := rows[id]; row == nil || row["status"] != "failed" {
+			t.Errorf("%s: %v, want failed (no answer names order 43)", id, row)
 		}
+	}
+	if len(rows) != 4 {
+		t.Errorf("%d rows, want 4", len(rows))
 	}
 
 	// Without --tasks, the tau-bench rows' own tasks: a spec reading
@@ -196,11 +200,21 @@ func TestGradeFromTasks(t *testing.T) {
         expr: task.instruction != ""
 `)
 	tau := filepath.Join(harnessData, "tau-bench", "tool-calling-gpt-4o-0.0_range_0--1.json")
-	out, _, _ = gradeFrom(t, "--from", "tau-bench", "--spec", spec, tau)
-	for id, row := range rewardRows(t, out) {
-		if row["task_id"] != "" && row["status"] != "passed" {
-			t.Errorf("%s: %v (%v), want passed: the task row is the log's", id, row["status"], row["error"])
+	out, code, stderr = gradeFrom(t, "--from", "tau-bench", "--spec", spec, tau)
+	if code != 3 {
+		t.Fatalf("tau-bench: exit %d, want 3 (one element has no task id): %s", code, stderr)
+	}
+	rows = rewardRows(t, out)
+	for _, id := range []string{"tool-calling-gpt-4o-0.0_range_0--1/0/0", "tool-calling-gpt-4o-0.0_range_0--1/3/0", "tool-calling-gpt-4o-0.0_range_0--1/0/1"} {
+		if row := rows[id]; row == nil || row["status"] != "passed" {
+			t.Errorf("%s: %v, want passed: the task row is the log's", id, row)
 		}
+	}
+	if row := rows["tool-calling-gpt-4o-0.0_range_0--1//2"]; row == nil || row["status"] != "error" {
+		t.Errorf("element without a task id: %v, want an error row", row)
+	}
+	if len(rows) != 4 {
+		t.Errorf("tau-bench: %d rows, want 4", len(rows))
 	}
 }
 
@@ -267,17 +281,28 @@ func TestGradeSetAndMapPath(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("exit %d, want 3 (no verifier binds the tasks): %s", code, stderr)
 	}
-	for id, row := range rewardRows(t, out) {
-		if row["model"] != "gpt-4o" || row["harness"] != "tau2" {
-			t.Errorf("%s: model %v harness %v, want gpt-4o and tau2", id, row["model"], row["harness"])
+	rows := rewardRows(t, out)
+	for _, id := range []string{"2b1d9c1e-0001", "2b1d9c1e-0002", "2b1d9c1e-0003"} {
+		if row := rows[id]; row == nil || row["model"] != "gpt-4o" || row["harness"] != "tau2" {
+			t.Errorf("%s: %v, want model gpt-4o and harness tau2", id, row)
 		}
 	}
+	if len(rows) != 3 {
+		t.Errorf("tau2: %d rows, want 3", len(rows))
+	}
 	// Kept by default once set.
-	out, _, _ = gradeFrom(t, "--from", "tau-bench", "--set", "model=gpt-4o", filepath.Join(harnessData, "tau-bench"))
-	for id, row := range rewardRows(t, out) {
-		if row["model"] != "gpt-4o" {
-			t.Errorf("%s: model %v, want gpt-4o kept by default", id, row["model"])
+	out, code, stderr = gradeFrom(t, "--from", "tau-bench", "--set", "model=gpt-4o", filepath.Join(harnessData, "tau-bench"))
+	if code != 3 {
+		t.Fatalf("tau-bench: exit %d, want 3 (no verifier binds the tasks): %s", code, stderr)
+	}
+	rows = rewardRows(t, out)
+	for _, id := range []string{"tool-calling-gpt-4o-0.0_range_0--1/0/0", "tool-calling-gpt-4o-0.0_range_0--1/3/0", "tool-calling-gpt-4o-0.0_range_0--1/0/1", "tool-calling-gpt-4o-0.0_range_0--1//2"} {
+		if row := rows[id]; row == nil || row["model"] != "gpt-4o" {
+			t.Errorf("%s: %v, want model gpt-4o kept by default", id, row)
 		}
+	}
+	if len(rows) != 4 {
+		t.Errorf("tau-bench: %d rows, want 4", len(rows))
 	}
 	for _, c := range []struct{ flag, value, stderr string }{
 		{"--set", "task_id=x", "rollout field"},

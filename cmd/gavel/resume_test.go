@@ -239,6 +239,9 @@ func TestResumeAfterKill(t *testing.T) {
 	}
 
 	out := filepath.Join(runDir, "out")
+	// kept holds the identity of the parts of every unit complete after a
+	// stop: a resume keeps them as they are, it does not grade them again.
+	kept := map[string]fileID{}
 	stops := []struct {
 		sig   syscall.Signal
 		parts int // stop once this many parts exist
@@ -293,6 +296,12 @@ func TestResumeAfterKill(t *testing.T) {
 		if fileExists(filepath.Join(out, "_SUCCESS")) {
 			t.Fatalf("stop %d: _SUCCESS after an interrupted run", i)
 		}
+		checkKept(t, out, kept, fmt.Sprintf("stop %d", i))
+		for name, id := range doneParts(t, out) {
+			if _, ok := kept[name]; !ok {
+				kept[name] = id
+			}
+		}
 		t.Logf("stop %d (%v) at %d parts: %d parts complete", i, s.sig, s.parts, countParts(out))
 	}
 	cmd, stderr = gavelCmd(t, runDir, append([]string{"grade", "--resume"}, args[1:]...)...)
@@ -300,6 +309,69 @@ func TestResumeAfterKill(t *testing.T) {
 		t.Fatalf("final resume: exit %d, want 3\n%s", code, stderr)
 	}
 	compareOutputs(t, filepath.Join(refDir, "out"), out)
+	checkKept(t, out, kept, "final resume")
+	// Of the units whose parts existed at the last stop, at most the few
+	// being committed lacked their statistics.
+	if units, want := len(kept)/2, stops[len(stops)-1].parts/2; units < want {
+		t.Errorf("%d units complete across the stops, want at least %d", units, want)
+	}
+	t.Logf("%d units kept across the stops", len(kept)/2)
+}
+
+// fileID is what tells a file apart from one written again in its place.
+type fileID struct {
+	ino, size uint64
+	mtime     int64
+}
+
+func statID(t *testing.T, path string) (fileID, bool) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fileID{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return fileID{ino: uint64(st.Ino), size: uint64(fi.Size()), mtime: fi.ModTime().UnixNano()}, true
+}
+
+// doneParts returns, by path under out, the identity of the rewards and
+// checks parts of every unit a resume takes as done: both parts and the
+// unit's statistics present.
+func doneParts(t *testing.T, out string) map[string]fileID {
+	t.Helper()
+	done := map[string]fileID{}
+	entries, _ := os.ReadDir(filepath.Join(out, "rewards"))
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, "part-") {
+			continue
+		}
+		unit := strings.TrimSuffix(name, filepath.Ext(name))
+		if !fileExists(filepath.Join(out, "_stats", unit+".json")) {
+			continue
+		}
+		rw, okR := statID(t, filepath.Join(out, "rewards", name))
+		ch, okC := statID(t, filepath.Join(out, "checks", name))
+		if okR && okC {
+			done[filepath.Join("rewards", name)] = rw
+			done[filepath.Join("checks", name)] = ch
+		}
+	}
+	return done
+}
+
+// checkKept fails unless every file in kept is still the one recorded.
+func checkKept(t *testing.T, out string, kept map[string]fileID, when string) {
+	t.Helper()
+	for name, want := range kept {
+		got, ok := statID(t, filepath.Join(out, name))
+		if !ok || got != want {
+			t.Errorf("%s: %s, done before, was written again (%+v, was %+v)", when, name, got, want)
+		}
+	}
 }
 
 func fileExists(path string) bool {
