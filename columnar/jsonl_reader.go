@@ -200,24 +200,37 @@ func (r *JSONLReader) Next(max int) (*Batch, error) {
 // readLine appends the next line, terminator included, to *dst and returns
 // its length in the stream. A line longer than the limit is consumed but
 // not kept (tooLong). err is io.EOF when the stream ended with this line.
+//
+// The terminator ("\n", "\r\n", or a final "\r") does not count: a line
+// of exactly the limit is kept, one byte more is too long. While the line
+// is read, more than limit+2 bytes are too long whatever ends them; once
+// it is whole, its length without the terminator decides.
 func (r *JSONLReader) readLine(dst *[]byte) (n int, tooLong bool, err error) {
+	start := len(*dst)
 	for {
 		chunk, err := r.br.ReadSlice('\n')
 		n += len(chunk)
 		if !tooLong {
-			if n > r.maxLine+2 { // the terminator does not count
+			if n > r.maxLine+2 {
 				tooLong = true
+				*dst = (*dst)[:start]
 			} else {
 				*dst = append(*dst, chunk...)
 			}
 		}
-		switch {
-		case err == nil:
-			return n, tooLong, nil
-		case errors.Is(err, bufio.ErrBufferFull):
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
-		default:
-			return n, tooLong, err
 		}
+		if !tooLong {
+			line := bytes.TrimSuffix(bytes.TrimSuffix((*dst)[start:], []byte{'\n'}), []byte{'\r'})
+			if len(line) > r.maxLine {
+				tooLong = true
+				*dst = (*dst)[:start]
+			}
+		}
+		if err == nil {
+			return n, tooLong, nil
+		}
+		return n, tooLong, err
 	}
 }

@@ -86,6 +86,32 @@ func TestJSONLReaderLineLimit(t *testing.T) {
 	}
 }
 
+// A line of exactly the limit is kept and one byte more is too long,
+// whatever terminates it: the terminator does not count.
+func TestJSONLReaderLineLimitExact(t *testing.T) {
+	const limit = 100
+	line := func(n int) string { return `{"x":"` + strings.Repeat("a", n-8) + `"}` }
+	for _, term := range []string{"\n", "\r\n", ""} {
+		for _, tt := range []struct {
+			n    int
+			keep bool
+		}{{limit - 1, true}, {limit, true}, {limit + 1, false}, {limit + 2, false}} {
+			text := line(tt.n) + term
+			r, err := NewJSONLReader("x.jsonl", strings.NewReader(text), Options{MaxLineBytes: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []lineRow{{Index: 0, Offset: 0, Line: line(tt.n)}}
+			if !tt.keep {
+				want = []lineRow{{Index: 0, Offset: 0, Err: "line 1 is longer than the limit of 100 bytes"}}
+			}
+			if diff := cmp.Diff(want, readAllLines(t, r, 10)); diff != "" {
+				t.Errorf("line of %d bytes ending %q (-want +got):\n%s", tt.n, term, diff)
+			}
+		}
+	}
+}
+
 func TestJSONLReaderCompressed(t *testing.T) {
 	var lines []string
 	for i := range 3000 {
@@ -333,7 +359,7 @@ func FuzzJSONLReaderLines(f *testing.F) {
 			rest = rest[n:]
 			line := bytes.TrimSuffix(bytes.TrimSuffix(text, []byte{'\n'}), []byte{'\r'})
 			switch {
-			case n > limit+2:
+			case len(line) > limit:
 				want = append(want, lineRow{Index: i, Offset: off, Err: fmt.Sprintf("line %d is longer than the limit of %d bytes", i+1, limit)})
 			case len(bytes.TrimSpace(line)) > 0:
 				want = append(want, lineRow{Index: i, Offset: off, Line: string(line)})
