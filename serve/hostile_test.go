@@ -6,6 +6,22 @@ import (
 	"testing"
 )
 
+// The Bearer scheme is case-insensitive (RFC 9110 section 11.1); the
+// token is not.
+func TestTokenSchemeCase(t *testing.T) {
+	_, ts := newServer(t, Config{Token: "s3cret"})
+	for _, auth := range []string{"Bearer s3cret", "bearer s3cret", "BEARER s3cret", "bEaReR s3cret"} {
+		if got := do(t, ts, "GET", "/v1/verifiers", "", "", "Authorization", auth); got.code != 200 {
+			t.Errorf("GET /v1/verifiers with %q = %d %s, want 200", auth, got.code, got.body)
+		}
+	}
+	for _, auth := range []string{"Bearer S3CRET", "Basic s3cret", "Bearers3cret", "Bearer  s3cret x", "s3cret"} {
+		if got := do(t, ts, "GET", "/v1/verifiers", "", "", "Authorization", auth); got.code != 401 {
+			t.Errorf("GET /v1/verifiers with %q = %d, want 401", auth, got.code)
+		}
+	}
+}
+
 // A JSON Lines line of exactly --max-body bytes is graded; one byte more
 // is a row with status error, like any longer line.
 func TestJSONLinesLineLimitExact(t *testing.T) {

@@ -187,7 +187,7 @@ func TestToken(t *testing.T) {
 		{"PUT", "/sessions/s1", state, false},
 		{"DELETE", "/sessions/s1", "", false},
 	} {
-		for _, auth := range []string{"", "Bearer wrong", "Bearer s3cre", "Bearer s3cret2", "s3cret", "bearer s3cret"} {
+		for _, auth := range []string{"", "Bearer wrong", "Bearer s3cre", "Bearer s3cret2", "s3cret", "Basic s3cret", "Bearer S3CRET"} {
 			got := do(t, ts, tt.method, tt.path, "", tt.body, "Authorization", auth)
 			if tt.open && got.code >= 400 || !tt.open && (got.code != 401 || got.header.Get("WWW-Authenticate") == "") {
 				t.Errorf("%s %s with %q = %d, want %s", tt.method, tt.path, auth, got.code, map[bool]string{true: "served", false: "401 with WWW-Authenticate"}[tt.open])

@@ -88,7 +88,7 @@ type Server struct {
 	ready    atomic.Bool
 	gyms     *gymCache
 	encoders *encoders
-	tokenSum [sha256.Size]byte // of "Bearer <token>"
+	tokenSum [sha256.Size]byte // of the token
 
 	// Set by New to admitWait; tests wait longer.
 	maxAdmitWait time.Duration
@@ -137,7 +137,7 @@ func New(cfg Config) *Server {
 	if cfg.Judge != nil {
 		s.judgeMetrics(cfg.Registry)
 	}
-	s.tokenSum = sha256.Sum256([]byte("Bearer " + cfg.Token))
+	s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	s.routes()
 	return s
 }
@@ -394,12 +394,16 @@ func (s *Server) admit(r *http.Request) bool {
 	return false
 }
 
-// authorized reports whether r carries the token. The SHA-256 sums of the
-// header and of the expected value are compared in constant time: the
-// time taken depends on neither the token nor its length.
+// authorized reports whether r carries the token as "Authorization:
+// Bearer <token>". The scheme is case-insensitive (RFC 9110 section
+// 11.1); the token is not. The SHA-256 sums of the token sent and of the
+// expected one are compared in constant time: the time taken depends on
+// neither the token nor its length.
 func (s *Server) authorized(r *http.Request) bool {
-	got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
-	return subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	got := sha256.Sum256([]byte(strings.TrimLeft(token, " ")))
+	ok := subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1
+	return ok && strings.EqualFold(scheme, "Bearer")
 }
 
 // errorBody is every error response, and the last line of a stream cut
