@@ -54,3 +54,31 @@ func TestJSONLinesLineLimitExact(t *testing.T) {
 		}
 	}
 }
+
+// With a token required, a request without it learns nothing of the
+// routes: an unknown route, or a known one asked with another method,
+// gets the same 401 as a protected route, with no Allow and no list of
+// routes. With the token, the 404 and 405 still help.
+func TestUnauthenticatedNotFound(t *testing.T) {
+	_, ts := newServer(t, Config{Token: "s3cret"})
+	want := do(t, ts, "GET", "/v1/verifiers", "", "")
+	if want.code != 401 {
+		t.Fatalf("GET /v1/verifiers without the token = %d, want 401", want.code)
+	}
+	for _, tt := range []struct{ method, path string }{
+		{"GET", "/nope"}, {"GET", "/v1/grade"}, {"POST", "/healthz"}, {"GET", "/sessions/s1"}, {"GET", "/sessions/a/b"}, {"DELETE", "/metrics"},
+	} {
+		for _, auth := range []string{"", "Bearer wrong"} {
+			got := do(t, ts, tt.method, tt.path, "", "", "Authorization", auth)
+			if got.code != 401 || got.body != want.body || got.header.Get("Allow") != "" || got.header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%s %s with %q = %d, Allow %q, %s; want the 401 of any route: %s", tt.method, tt.path, auth, got.code, got.header.Get("Allow"), got.body, want.body)
+			}
+		}
+	}
+	if got := do(t, ts, "GET", "/nope", "", "", "Authorization", "Bearer s3cret"); got.code != 404 || !strings.Contains(got.body, "POST /v1/grade") {
+		t.Errorf("GET /nope with the token = %d %s, want 404 listing the routes", got.code, got.body)
+	}
+	if got := do(t, ts, "GET", "/v1/grade", "", "", "Authorization", "Bearer s3cret"); got.code != 405 || got.header.Get("Allow") != "POST" {
+		t.Errorf("GET /v1/grade with the token = %d, Allow %q, want 405 with POST", got.code, got.header.Get("Allow"))
+	}
+}

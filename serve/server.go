@@ -51,8 +51,10 @@ type Config struct {
 	// "timed out after D". While MaxInflight calls are stuck past it, the
 	// grading routes answer 503 and /readyz is not ready.
 	Timeout time.Duration
-	// Token, when set, is required as "Authorization: Bearer <token>" on
-	// every route but /healthz and /readyz.
+	// Token, when set, is required as "Authorization: Bearer <token>" (the
+	// scheme in any case) on every route but GET /healthz and /readyz:
+	// without it, an unknown path or method is the same 401 as a
+	// protected route.
 	Token string
 	// MaxSessions and MaxSessionBytes bound the sessions stored with PUT
 	// /sessions/{id} (0: 10,000 sessions, 256 MiB); the least recently
@@ -236,7 +238,11 @@ func (s *Server) routes() {
 	m.Handle("GET /metrics", s.wrap("/metrics", true, false, func(w http.ResponseWriter, r *http.Request, st *reqState) {
 		promHandler.ServeHTTP(w, r)
 	}))
-	m.Handle("/", s.wrap("other", false, false, func(w http.ResponseWriter, r *http.Request, st *reqState) {
+	// The catch-all asks for the token like the protected routes: without
+	// it, an unknown route and a known one answer the same 401, and
+	// neither a 404's list of routes nor a 405's Allow tells a stranger
+	// what the server serves.
+	m.Handle("/", s.wrap("other", true, false, func(w http.ResponseWriter, r *http.Request, st *reqState) {
 		if allow := allowed(r.URL.Path); allow != "" {
 			w.Header().Set("Allow", allow)
 			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path, "use "+allow)
