@@ -1,7 +1,10 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -80,5 +83,44 @@ func TestUnauthenticatedNotFound(t *testing.T) {
 	}
 	if got := do(t, ts, "GET", "/v1/grade", "", "", "Authorization", "Bearer s3cret"); got.code != 405 || got.header.Get("Allow") != "POST" {
 		t.Errorf("GET /v1/grade with the token = %d, Allow %q, want 405 with POST", got.code, got.header.Get("Allow"))
+	}
+}
+
+// The access log's request_id is always the server's, and the response's
+// X-Request-Id names it; a client's X-Request-Id is logged beside it as
+// client_request_id, printable and at most 64 bytes.
+func TestClientRequestID(t *testing.T) {
+	var logBuf bytes.Buffer
+	s, _ := newServer(t, Config{Logger: slog.New(slog.NewJSONHandler(&logBuf, nil))})
+	for _, tt := range []struct{ sent, logged string }{
+		{"", ""},
+		{"trace-1", "trace-1"},
+		{"a b\n\x1b[31mc\té", "a_b__[31mc___"},
+		{strings.Repeat("z", 100), strings.Repeat("z", 64)},
+	} {
+		logBuf.Reset()
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		if tt.sent != "" {
+			req.Header.Set("X-Request-Id", tt.sent)
+		}
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		var line struct {
+			RequestID       string  `json:"request_id"`
+			ClientRequestID *string `json:"client_request_id"`
+		}
+		if err := json.Unmarshal(logBuf.Bytes(), &line); err != nil {
+			t.Fatalf("log %q: %v", logBuf.String(), err)
+		}
+		id := rec.Header().Get("X-Request-Id")
+		if id == "" || id == tt.sent || line.RequestID != id || !strings.HasPrefix(id, idPrefix+"-") {
+			t.Errorf("sent %q: X-Request-Id %q, logged request_id %q; want the server's own id in both", tt.sent, id, line.RequestID)
+		}
+		switch {
+		case tt.logged == "" && line.ClientRequestID != nil:
+			t.Errorf("sent no id: logged client_request_id %q, want none", *line.ClientRequestID)
+		case tt.logged != "" && (line.ClientRequestID == nil || *line.ClientRequestID != tt.logged):
+			t.Errorf("sent %q: logged client_request_id %v, want %q", tt.sent, line.ClientRequestID, tt.logged)
+		}
 	}
 }

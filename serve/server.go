@@ -312,6 +312,30 @@ var idPrefix = func() string {
 
 var reqSeq atomic.Uint64
 
+// maxClientID bounds the length of a client's X-Request-Id in the log.
+const maxClientID = 64
+
+// clientRequestID returns a client's X-Request-Id as the access log keeps
+// it: at most maxClientID bytes, each byte outside printable ASCII (control
+// characters, spaces, the bytes of non-ASCII text) replaced by '_'.
+func clientRequestID(v string) string {
+	if len(v) > maxClientID {
+		v = v[:maxClientID]
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c <= ' ' || c > '~' {
+			b := []byte(v)
+			for j := i; j < len(b); j++ {
+				if b[j] <= ' ' || b[j] > '~' {
+					b[j] = '_'
+				}
+			}
+			return string(b)
+		}
+	}
+	return v
+}
+
 // admitWait is how long a request waits for a place among the
 // MaxInflight before it is a 429: long enough to ride out a burst (or a
 // pause of the process), short against a client's timeout.
@@ -331,12 +355,14 @@ func (s *Server) wrap(route string, auth, limited bool, h func(http.ResponseWrit
 		st := reqStates.Get().(*reqState)
 		*st = reqState{w: statusWriter{ResponseWriter: rw}}
 		w := &st.w
-		id := r.Header.Get("X-Request-Id")
-		if id == "" || len(id) > 64 {
-			var b [40]byte
-			id = string(strconv.AppendUint(append(append(b[:0], idPrefix...), '-'), reqSeq.Add(1), 10))
-		}
+		// The server's own id names the request in the log, the response
+		// header and bug hints; a client's X-Request-Id is logged beside
+		// it, never in its place, so a client cannot forge or collide with
+		// the ids of other requests.
+		var b [40]byte
+		id := string(strconv.AppendUint(append(append(b[:0], idPrefix...), '-'), reqSeq.Add(1), 10))
 		w.Header()["X-Request-Id"] = []string{id}
+		clientID := clientRequestID(r.Header.Get("X-Request-Id"))
 		s.metrics.inflight.Inc()
 		defer func() {
 			if p := recover(); p != nil {
@@ -355,10 +381,13 @@ func (s *Server) wrap(route string, auth, limited bool, h func(http.ResponseWrit
 			d := time.Since(start)
 			rm.observe(code, d)
 			if log != nil {
-				log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-					slog.String("request_id", id), slog.String("method", r.Method),
+				attrs := []slog.Attr{slog.String("request_id", id), slog.String("method", r.Method),
 					slog.Int("status", code), slog.Int64("rollouts", st.rollouts), slog.Int64("bytes", w.bytes),
-					slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("remote", r.RemoteAddr))
+					slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("remote", r.RemoteAddr)}
+				if clientID != "" {
+					attrs = append(attrs, slog.String("client_request_id", clientID))
+				}
+				log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 			}
 			*st = reqState{}
 			reqStates.Put(st)
