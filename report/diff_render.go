@@ -30,6 +30,12 @@ func pct(r float64) string { return strconv.FormatFloat(100*r, 'f', 2, 64) + "%"
 
 // formatStatusChanges lists status changes, "from->to N", sorted.
 func formatStatusChanges(m map[string]int64) string {
+	return statusChanges(m, func(k string) string { return k })
+}
+
+// statusChanges lists status changes sorted by key, each key written by
+// key, then its count.
+func statusChanges(m map[string]int64, key func(string) string) string {
 	if len(m) == 0 {
 		return "-"
 	}
@@ -40,7 +46,7 @@ func formatStatusChanges(m map[string]int64) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+		parts[i] = fmt.Sprintf("%s %d", key(k), m[k])
 	}
 	return strings.Join(parts, ", ")
 }
@@ -76,21 +82,7 @@ func mdArrows(s string) string {
 }
 
 // mdStatusChanges is formatStatusChanges for Markdown.
-func mdStatusChanges(m map[string]int64) string {
-	if len(m) == 0 {
-		return "-"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", mdArrows(k), m[k])
-	}
-	return strings.Join(parts, ", ")
-}
+func mdStatusChanges(m map[string]int64) string { return statusChanges(m, mdArrows) }
 
 // mdChecks joins a changed rollout's changed checks for Markdown.
 func mdChecks(checks []string) string {
