@@ -11,9 +11,10 @@ ROLLOUTS ?= 20000
 
 # The binary is static and stripped: no cgo, so no libc to match, and it
 # runs on any Linux of its architecture. Only this build: `make test` keeps
-# cgo for the race detector.
+# cgo for the race detector. -buildvcs=auto stamps the commit, which
+# `gavel --version` prints, even where GOFLAGS turns stamping off.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/gavel
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags='-s -w' -o $(BIN) ./cmd/gavel
 
 demo: build
 	mkdir -p $(DEMO)
