@@ -228,9 +228,6 @@ func (r *JSONLReader) readLine(dst *[]byte) (n int, tooLong bool, err error) {
 				*dst = (*dst)[:start]
 			}
 		}
-		if err == nil {
-			return n, tooLong, nil
-		}
 		return n, tooLong, err
 	}
 }

@@ -168,7 +168,7 @@ func Rescore(ctx context.Context, cfg RescoreConfig) (*RescoreResult, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				stats[i], changes[i], errs[i] = rescorePart(ctx, cfg, m, i, formulas)
+				stats[i], errs[i] = rescorePart(ctx, cfg, m, i, formulas, &changes[i])
 				if errs[i] != nil {
 					cancel()
 				}
@@ -340,15 +340,8 @@ func checkCols(formulas map[string]verifiers.Formula) []string {
 const rescoreBatch = 1024
 
 // rescorePart rescores the part of unit i of the run m describes and
-// returns its statistics and the rollouts whose reward changed.
-func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, formulas map[string]verifiers.Formula) (*partStats, partChanges, error) {
-	var changes partChanges
-	ps, err := rescoreRows(ctx, cfg, m, i, formulas, &changes)
-	return ps, changes, err
-}
-
-// rescoreRows is rescorePart, adding the reward changes to changes.
-func rescoreRows(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, formulas map[string]verifiers.Formula, changes *partChanges) (*partStats, error) {
+// returns its statistics; the rollouts whose reward changed go to changes.
+func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, formulas map[string]verifiers.Formula, changes *partChanges) (*partStats, error) {
 	in := &m.Inputs[i]
 	format := m.Config.Format
 	// The checks part first: a rewards part in place implies its checks

@@ -817,8 +817,10 @@ func (w *writer) writeJob(j *job) error {
 		for i := range res.rewards {
 			rw := &res.rewards[i]
 			n := int(rw.ChecksTotal)
-			if v := r.plan.bindings.Lookup(rw.TaskID); v != nil && retryRow(rw, checks[:n], r.plan.judging, v) {
-				w.retry++
+			if rw.Status != verifiers.StatusPassed { // a passed row is never a retry row: no lookup
+				if v := r.plan.bindings.Lookup(rw.TaskID); v != nil && retryRow(rw, checks[:n], r.plan.judging, v) {
+					w.retry++
+				}
 			}
 			checks = checks[n:]
 			w.cur.add(rw)
