@@ -34,6 +34,11 @@ type JSONLReader struct {
 	br      *bufio.Reader
 	closers []io.Closer
 	maxLine int
+	// maxBatch ends a batch at this many bytes (0: no bound); see
+	// Options.MaxBatchBytes.
+	maxBatch int
+	// discarded is Options.Discarded (nil: none).
+	discarded func(n int)
 
 	line int64 // index of the next line
 	off  int64 // byte offset of the next line in the decompressed stream
@@ -62,14 +67,18 @@ func OpenJSONL(path string, opts Options) (*JSONLReader, error) {
 // NewJSONLReader reads JSON Lines from r; name is used in errors and picks
 // the decompressor by its extension. Closing the reader does not close r.
 func NewJSONLReader(name string, r io.Reader, opts Options) (*JSONLReader, error) {
-	jr := &JSONLReader{path: name, maxLine: opts.MaxLineBytes}
+	jr := &JSONLReader{path: name, maxLine: opts.MaxLineBytes, maxBatch: opts.MaxBatchBytes, discarded: opts.Discarded}
 	if jr.maxLine <= 0 {
 		jr.maxLine = DefaultMaxLineBytes
 	}
 	lower := strings.ToLower(name)
 	switch {
 	case strings.HasSuffix(lower, ".zst"):
-		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow), zstd.WithDecoderMaxMemory(1<<40))
+		window := uint64(zstdMaxWindow)
+		if opts.ZstdMaxWindow > 0 {
+			window = uint64(opts.ZstdMaxWindow)
+		}
+		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(window), zstd.WithDecoderMaxMemory(1<<40))
 		if err != nil {
 			return nil, fmt.Errorf("open %s: zstd: %w", name, err)
 		}
@@ -83,7 +92,14 @@ func NewJSONLReader(name string, r io.Reader, opts Options) (*JSONLReader, error
 		r = gr
 		jr.closers = append(jr.closers, gr)
 	}
-	jr.br = bufio.NewReaderSize(r, 1<<20)
+	if opts.Decoded != nil {
+		r = opts.Decoded(r)
+	}
+	size := 1 << 20
+	if jr.maxBatch > 0 {
+		size = min(size, max(jr.maxBatch, 64<<10))
+	}
+	jr.br = bufio.NewReaderSize(r, size)
 	// A leading UTF-8 byte order mark is not part of the first line (RFC
 	// 8259 section 8.1 lets a parser skip it); offsets still count it.
 	if p, _ := jr.br.Peek(len(utf8BOM)); string(p) == utf8BOM {
@@ -99,6 +115,11 @@ const utf8BOM = "\xef\xbb\xbf"
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
+
+// Offset returns the byte offset, in the decompressed stream, of the next
+// line Next reads: the bytes the batches so far consumed, blank and
+// too-long lines included.
+func (r *JSONLReader) Offset() int64 { return r.off }
 
 // Rows returns -1: a JSON Lines file does not record its length.
 func (r *JSONLReader) Rows() int64 { return -1 }
@@ -130,12 +151,16 @@ func (r *JSONLReader) put(b *Batch) {
 	}
 	b.Rows = b.Rows[:0]
 	b.arena = b.arena[:0]
+	if r.maxBatch > 0 && cap(b.arena) > 2*r.maxBatch {
+		b.arena = nil // a long line's buffer is not kept
+	}
 	r.mu.Lock()
 	r.free = append(r.free, b)
 	r.mu.Unlock()
 }
 
-// Next returns the next batch of at most max non-blank lines.
+// Next returns the next batch of at most max non-blank lines (and, with
+// Options.MaxBatchBytes, of about that many bytes).
 func (r *JSONLReader) Next(max int) (*Batch, error) {
 	if r.err != nil {
 		return nil, r.err
@@ -184,6 +209,9 @@ func (r *JSONLReader) Next(max int) (*Batch, error) {
 			r.err = io.EOF
 			break
 		}
+		if r.maxBatch > 0 && len(b.arena) >= r.maxBatch {
+			break
+		}
 	}
 	// The arena may have moved while it grew: take the line slices last.
 	for i, s := range spans {
@@ -195,6 +223,12 @@ func (r *JSONLReader) Next(max int) (*Batch, error) {
 		return nil, io.EOF
 	}
 	return b, nil
+}
+
+func (r *JSONLReader) discard(n int) {
+	if r.discarded != nil && n > 0 {
+		r.discarded(n)
+	}
 }
 
 // readLine appends the next line, terminator included, to *dst and returns
@@ -210,13 +244,15 @@ func (r *JSONLReader) readLine(dst *[]byte) (n int, tooLong bool, err error) {
 	for {
 		chunk, err := r.br.ReadSlice('\n')
 		n += len(chunk)
-		if !tooLong {
-			if n > r.maxLine+2 {
-				tooLong = true
-				*dst = (*dst)[:start]
-			} else {
-				*dst = append(*dst, chunk...)
-			}
+		switch {
+		case tooLong:
+			r.discard(len(chunk))
+		case n > r.maxLine+2:
+			tooLong = true
+			r.discard(len(*dst) - start + len(chunk))
+			*dst = (*dst)[:start]
+		default:
+			*dst = append(*dst, chunk...)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -225,6 +261,7 @@ func (r *JSONLReader) readLine(dst *[]byte) (n int, tooLong bool, err error) {
 			line := bytes.TrimSuffix(bytes.TrimSuffix((*dst)[start:], []byte{'\n'}), []byte{'\r'})
 			if len(line) > r.maxLine {
 				tooLong = true
+				r.discard(len(*dst) - start)
 				*dst = (*dst)[:start]
 			}
 		}

@@ -35,6 +35,22 @@ type Options struct {
 	// readers read; the others are skipped, never decoded. JSON Lines
 	// lines are read whole.
 	Columns []string
+	// MaxBatchBytes, when positive, ends a JSON Lines batch once its
+	// lines hold that many bytes (a batch holds at least one line), and a
+	// released batch's buffer grown past twice that is not kept for the
+	// next: a reader then holds a few such buffers, whatever its lines'
+	// lengths.
+	MaxBatchBytes int
+	// Decoded, when set, wraps a JSON Lines stream after decompression,
+	// before it is split into lines: it sees every byte the lines hold.
+	Decoded func(io.Reader) io.Reader
+	// Discarded, when set, is told of the bytes of a JSON Lines stream
+	// dropped as they are read: those of lines longer than MaxLineBytes,
+	// which no batch holds.
+	Discarded func(n int)
+	// ZstdMaxWindow bounds the window a zstd frame may ask the decoder to
+	// keep (0: 128 MiB); a frame asking more is an error.
+	ZstdMaxWindow int
 }
 
 // errReaderClosed is what Next returns after Close.

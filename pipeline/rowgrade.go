@@ -199,6 +199,7 @@ func (g *RowGrader) Grade(ctx context.Context, b *columnar.Batch, keep []string,
 	}
 	w.call = nil
 	w.g.timedOut = -1
+	w.g.trim(maxPooledDoc)
 	g.graders.Put(w)
 	defer func() {
 		c.res.reset()
@@ -222,6 +223,26 @@ func (g *RowGrader) Grade(ctx context.Context, b *columnar.Batch, keep []string,
 		checks = checks[n:]
 	}
 	return nil
+}
+
+// maxPooledDoc bounds the index a pooled grader keeps from one document:
+// after a rollout of a large world, a server does not hold its index
+// until the pool is emptied.
+const maxPooledDoc = 4 << 20
+
+// trim drops the documents and buffers that hold more than max bytes.
+func (g *grader) trim(max int) {
+	for _, d := range []*jsonview.Doc{&g.line, &g.final, &g.initial, &g.log, &g.meta, &g.setMeta} {
+		if d.Footprint() > max {
+			*d = jsonview.Doc{}
+		}
+	}
+	if cap(g.metaBuf) > max {
+		g.metaBuf = nil
+	}
+	if cap(g.setBuf) > max {
+		g.setBuf = nil
+	}
 }
 
 // watching adds w to the watched workers, or removes it, and starts the

@@ -62,6 +62,11 @@ type gradeReq struct {
 	// The single-object path's reusable state.
 	doc   jsonview.Doc
 	body  []byte
+	body0 chargedReader
+	raw   rawBody // the request's body, as the connection gives it
+	// cut says a stream set the connection's read deadline to now, to
+	// end a read of its body in progress.
+	cut   bool
 	rows  [1]columnar.Row
 	batch columnar.Batch
 }
@@ -79,7 +84,7 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 	}
 	g := gradeReqs.Get().(*gradeReq)
 	defer func() {
-		if cap(g.body) > maxPooledBody {
+		if cap(g.body) > maxPooledBody || g.doc.Footprint() > maxPooledBody {
 			*g = gradeReq{} // do not keep a large body's memory
 		} else {
 			g.doc.Reset()
@@ -114,8 +119,20 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 		g.jsonLines(r)
 		return
 	}
+	g.raw = rawBody{ReadCloser: r.Body}
+	g.body0 = chargedReader{r: http.MaxBytesReader(w, &g.raw, s.cfg.MaxBody), acct: &st.acct}
+	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBody {
+		// One charge and one buffer of the announced size.
+		if err := st.acct.reserve(n + 1); err != nil {
+			g.readFailed(err, "")
+			return
+		}
+		if int64(cap(g.body)) < n+1 {
+			g.body = make([]byte, 0, n+1)
+		}
+	}
 	body := readerPool.Get().(*bufio.Reader)
-	body.Reset(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	body.Reset(&g.body0)
 	defer func() {
 		body.Reset(nil)
 		readerPool.Put(body)
@@ -176,11 +193,24 @@ func firstByte(br *bufio.Reader) (byte, error) {
 // readFailed answers a request whose body could not be read.
 func (g *gradeReq) readFailed(err error, where string) {
 	var mbe *http.MaxBytesError
+	if d, ok := g.ctx.Deadline(); ok && !time.Now().Before(d) {
+		// Past the deadline, whatever failed first (a read cut by the
+		// connection's deadline cancels the request's context).
+		err = context.DeadlineExceeded
+	}
 	switch {
 	case errors.As(err, &mbe):
 		g.fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", mbe.Limit), "raise --max-body, or send JSON Lines (Content-Type: application/x-ndjson; the limit is then per line)")
-	case isTimeout(err):
-		g.fail(http.StatusServiceUnavailable, "request body not received within the request timeout"+where, "send faster, or raise --request-timeout")
+	case errors.Is(err, errMemory):
+		if !g.wrote {
+			g.w.Header().Set("Retry-After", "1")
+		}
+		g.fail(http.StatusServiceUnavailable, "server busy: the memory for requests is in use by others"+where, "retry after a second (the rest of the stream), or raise --max-memory")
+	case isTimeout(err), errors.Is(err, context.DeadlineExceeded):
+		g.fail(http.StatusServiceUnavailable, fmt.Sprintf("request took longer than %s (the request timeout)", g.s.cfg.RequestTimeout)+where, "send faster or less at once, or raise --request-timeout")
+	case errors.Is(err, context.Canceled):
+		// The client has gone: nobody reads the answer.
+		g.fail(http.StatusServiceUnavailable, "request cancelled"+where, "the client closed the connection")
 	case g.encoding != "":
 		g.fail(http.StatusBadRequest, "request body"+where+": "+err.Error(), "send the body compressed with "+g.encoding+", as Content-Encoding says, or send it uncompressed without Content-Encoding")
 	default:
@@ -224,18 +254,23 @@ func (g *gradeReq) object(body io.Reader) {
 	} else {
 		g.enc = g.s.encoders.get(g.keep)
 	}
+	if g.doc.Footprint() > maxPooledBody {
+		// Grading indexes the rollout again: a large one's first index
+		// goes before.
+		g.doc = jsonview.Doc{}
+	}
 	g.rows[0] = columnar.Row{Line: line}
 	g.batch = columnar.Batch{JSONLines: true, Rows: g.rows[:]}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	out, err := g.grade(&g.batch, (*bp)[:0])
+	out, err := g.grade(g.ctx, &g.batch, (*bp)[:0])
 	*bp = out[:0]
 	if err != nil {
 		g.gradeFailed(err)
 		return
 	}
-	if time.Since(g.start) > g.s.cfg.RequestTimeout {
-		g.fail(http.StatusServiceUnavailable, fmt.Sprintf("request took longer than %s", g.s.cfg.RequestTimeout), "raise --request-timeout")
+	if time.Now().After(g.deadline()) {
+		g.readFailed(context.DeadlineExceeded, "")
 		return
 	}
 	g.w.Header()["Content-Type"] = ndjsonHeader
@@ -400,10 +435,10 @@ func (k *lineSink) count(status string) {
 
 // grade grades b and appends its response lines to out. It may run on
 // several goroutines at once for one request.
-func (g *gradeReq) grade(b *columnar.Batch, out []byte) ([]byte, error) {
+func (g *gradeReq) grade(ctx context.Context, b *columnar.Batch, out []byte) ([]byte, error) {
 	k := lineSinks.Get().(*lineSink)
 	k.enc, k.out, k.counts = g.enc, out, k.counts[:0]
-	err := g.set.grader.Grade(g.ctx, b, g.keep, k.each)
+	err := g.set.grader.Grade(ctx, b, g.keep, k.each)
 	for _, c := range k.counts {
 		g.s.metrics.graded(c.status, c.n)
 		atomic.AddInt64(&g.st.rollouts, int64(c.n))
@@ -414,21 +449,16 @@ func (g *gradeReq) grade(b *columnar.Batch, out []byte) ([]byte, error) {
 	return out, err
 }
 
-// deadlineReader extends the connection's read deadline before each read,
-// so that a stream's timeout applies to each piece of it, not the whole.
-type deadlineReader struct {
-	r       io.Reader
-	rc      *http.ResponseController
-	timeout time.Duration
-	n       int64 // bytes read
-}
+// streamWorkers bounds the batches of one stream graded at once.
+const streamWorkers = 8
 
-func (d *deadlineReader) Read(p []byte) (int, error) {
-	d.rc.SetReadDeadline(time.Now().Add(d.timeout))
-	n, err := d.r.Read(p)
-	d.n += int64(n)
-	return n, err
-}
+// streamBatchBytes ends a stream's batch once its lines hold this many
+// bytes: a stream holds a few batches, whatever its lines' lengths.
+const streamBatchBytes = 1 << 20
+
+// zstdMaxWindow bounds the window a zstd-compressed request may ask the
+// decoder to keep (the zstd tool's levels 1 to 19 use at most 8 MiB).
+const zstdMaxWindow = 8 << 20
 
 // jsonLines grades a JSON Lines body; the body size limit applies to each
 // line.
@@ -444,25 +474,79 @@ func (g *gradeReq) jsonLines(r *http.Request) {
 		g.fail(http.StatusUnsupportedMediaType, "unsupported Content-Encoding "+r.Header.Get("Content-Encoding"), "gzip, zstd or none")
 		return
 	}
-	body := &deadlineReader{r: r.Body, rc: g.rc, timeout: g.s.cfg.RequestTimeout}
-	rd, err := columnar.NewJSONLReader(name, body, columnar.Options{Fields: gymFields, MaxLineBytes: int(min(g.s.cfg.MaxBody, 1<<30))})
+	g.rc.SetReadDeadline(g.deadline())
+	charged := &chargedReader{acct: &g.st.acct}
+	g.raw = rawBody{ReadCloser: r.Body}
+	// The bytes of lines too long to keep are given back as they are
+	// read, not with their batch.
+	var discarded int64
+	rd, err := columnar.NewJSONLReader(name, &g.raw, columnar.Options{Fields: gymFields, MaxLineBytes: int(min(g.s.cfg.MaxBody, 1<<30)),
+		MaxBatchBytes: streamBatchBytes, ZstdMaxWindow: zstdMaxWindow,
+		Decoded:   func(r io.Reader) io.Reader { charged.r = r; return charged },
+		Discarded: func(n int) { discarded += int64(n); g.st.acct.drop(int64(n)) }})
 	if err != nil {
 		g.readFailed(err, "")
 		return
 	}
 	defer rd.Close()
-	g.stream(func() (*columnar.Batch, error) { return rd.Next(streamBatch) })
+	g.stream(func() (*columnar.Batch, int64, error) {
+		before, dropped := rd.Offset(), discarded
+		b, err := rd.Next(streamBatch)
+		return b, rd.Offset() - before - (discarded - dropped), err
+	})
+}
+
+// rawBody is a request's body, recording that it reached its end.
+type rawBody struct {
+	io.ReadCloser
+	eof atomic.Bool
+}
+
+func (b *rawBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof.Store(true)
+	}
+	return n, err
+}
+
+// unblockReader ends a read of the body in progress, when the stream ends
+// early. A body read to its end is not waited on (its reader stops at its
+// next read, the context being done): cutting the connection's read then
+// would cut net/http's own.
+func (g *gradeReq) unblockReader() {
+	if g.raw.eof.Load() {
+		return
+	}
+	g.cut = true
+	g.rc.SetReadDeadline(time.Now())
+}
+
+// deadline is when the request must end.
+func (g *gradeReq) deadline() time.Time {
+	d, _ := g.ctx.Deadline()
+	return d
 }
 
 // arrayReader reads the elements of a JSON array as rows.
 type arrayReader struct {
 	dec   *json.Decoder
-	body  *deadlineReader
+	body  *chargedReader
 	index int64
 	done  bool
+	off   int64 // the decoder's input offset after the last batch
 }
 
-func (a *arrayReader) next() (*columnar.Batch, error) {
+// next returns the next batch, and the bytes of the body it consumed.
+func (a *arrayReader) next() (*columnar.Batch, int64, error) {
+	b, err := a.batch()
+	off := a.dec.InputOffset()
+	n := off - a.off
+	a.off = off
+	return b, n, err
+}
+
+func (a *arrayReader) batch() (*columnar.Batch, error) {
 	if a.done {
 		return nil, io.EOF
 	}
@@ -531,27 +615,33 @@ func (a *arrayReader) err(err error) error {
 
 // array grades a JSON array body.
 func (g *gradeReq) array(body io.Reader) {
-	dr := &deadlineReader{r: body, rc: g.rc, timeout: g.s.cfg.RequestTimeout}
-	dec := json.NewDecoder(dr)
+	g.rc.SetReadDeadline(g.deadline())
+	dec := json.NewDecoder(body)
 	if _, err := dec.Token(); err != nil {
 		g.readFailed(err, "")
 		return
 	}
-	a := &arrayReader{dec: dec, body: dr}
+	a := &arrayReader{dec: dec, body: &g.body0}
 	g.stream(a.next)
 }
 
-// graded is one graded batch's response lines, or why it was not graded.
+// graded is one graded batch's response lines, or why it was not graded,
+// and the body bytes it held.
 type graded struct {
-	buf *[]byte
-	err error
+	buf   *[]byte
+	err   error
+	bytes int64
 }
 
 // stream reads batches with next, grades them on parallel goroutines and
-// writes their lines in order. At most GOMAXPROCS+2 batches are in memory:
-// the one being read, those being graded, the one being written.
-func (g *gradeReq) stream(next func() (*columnar.Batch, error)) {
-	first, err := next()
+// writes their lines in order. At most workers+2 batches are in memory:
+// the one being read, those being graded, the one being written; and each
+// is charged to the request's memory (next reads through a
+// chargedReader) until it is written. Reading, grading and writing stop
+// at the request's deadline, or when its client goes.
+func (g *gradeReq) stream(next func() (*columnar.Batch, int64, error)) {
+	acct := &g.st.acct
+	first, n, err := next()
 	if errors.Is(err, io.EOF) {
 		g.w.Header()["Content-Type"] = ndjsonHeader
 		g.w.WriteHeader(http.StatusOK)
@@ -562,8 +652,8 @@ func (g *gradeReq) stream(next func() (*columnar.Batch, error)) {
 		return
 	}
 	g.setKeep(first)
-	workers := runtime.GOMAXPROCS(0)
-	ctx, cancel := context.WithCancel(context.Background())
+	workers := min(runtime.GOMAXPROCS(0), streamWorkers)
+	ctx, cancel := context.WithCancel(g.ctx)
 	defer cancel()
 	futures := make(chan chan graded, workers)
 	var readErr error
@@ -579,19 +669,25 @@ func (g *gradeReq) stream(next func() (*columnar.Batch, error)) {
 			case futures <- f:
 			case <-ctx.Done():
 				b.Release()
+				acct.drop(n)
 				return
 			}
+			acct.batch(+1)
 			wg.Add(1)
-			go func(b *columnar.Batch) {
+			go func(b *columnar.Batch, n int64) {
 				defer wg.Done()
 				bp := bufPool.Get().(*[]byte)
 				var err error
-				*bp, err = g.grade(b, (*bp)[:0])
+				*bp, err = g.grade(ctx, b, (*bp)[:0])
 				b.Release()
-				f <- graded{buf: bp, err: err}
-			}(b)
+				f <- graded{buf: bp, err: err, bytes: n}
+			}(b, n)
+			if err := ctx.Err(); err != nil {
+				readErr = context.Cause(ctx)
+				return
+			}
 			var err error
-			b, err = next()
+			b, n, err = next()
 			if err != nil {
 				if !errors.Is(err, io.EOF) {
 					readErr = err
@@ -606,7 +702,7 @@ func (g *gradeReq) stream(next func() (*columnar.Batch, error)) {
 		if res.err != nil && gradeErr == nil && writeErr == nil {
 			gradeErr = res.err
 			cancel()
-			g.rc.SetReadDeadline(time.Now()) // unblock the reader
+			g.unblockReader()
 		}
 		if writeErr == nil && gradeErr == nil {
 			if !g.wrote {
@@ -615,24 +711,45 @@ func (g *gradeReq) stream(next func() (*columnar.Batch, error)) {
 				g.w.Header()["Content-Type"] = ndjsonHeader
 				g.wrote = true
 			}
-			g.rc.SetWriteDeadline(time.Now().Add(g.s.cfg.RequestTimeout))
+			g.rc.SetWriteDeadline(g.deadline())
 			if _, writeErr = g.w.Write(*res.buf); writeErr == nil {
 				writeErr = g.rc.Flush()
 			}
 			if writeErr != nil {
 				cancel()
-				g.rc.SetReadDeadline(time.Now()) // unblock the reader
+				g.unblockReader()
 			}
 		}
 		*res.buf = (*res.buf)[:0]
 		bufPool.Put(res.buf)
+		acct.drop(res.bytes)
+		acct.batch(-1)
 	}
 	wg.Wait()
+	if g.cut && g.raw.eof.Load() {
+		// The body ended as its read was cut: the connection's read past
+		// the body (net/http's, which watches for the client going) may
+		// have been cut instead, and net/http would then cancel the
+		// context of every later request on the connection. It is not
+		// used again.
+		if !g.wrote {
+			g.w.Header().Set("Connection", "close")
+		} else {
+			defer panic(http.ErrAbortHandler)
+		}
+	}
 	if gradeErr != nil && writeErr == nil {
+		if g.ctx.Err() != nil {
+			g.readFailed(context.Cause(g.ctx), fmt.Sprintf(" after %d rollouts", g.st.rollouts))
+			return
+		}
 		g.gradeFailed(gradeErr)
 		return
 	}
 	if readErr != nil && writeErr == nil {
+		if g.ctx.Err() != nil {
+			readErr = context.Cause(g.ctx)
+		}
 		g.readFailed(readErr, fmt.Sprintf(" after %d rollouts", g.st.rollouts))
 	}
 }

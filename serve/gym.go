@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,10 +38,39 @@ type gymDocs struct {
 
 var gymDocsPool = sync.Pool{New: func() any { return new(gymDocs) }}
 
-// readBody reads a body of at most max bytes into buf; too large is a 413,
-// a read past the deadline a 503.
-func readBody(w http.ResponseWriter, r *http.Request, max int64, buf []byte) ([]byte, bool) {
-	body := http.MaxBytesReader(w, r.Body, max)
+// maxPooledGym bounds what pooled gymDocs keep from one request.
+const maxPooledGym = 1 << 20
+
+// putGymDocs pools d, without what a large request left in it.
+func putGymDocs(d *gymDocs) {
+	if cap(d.body) > maxPooledGym {
+		d.body = nil
+	}
+	for _, doc := range []*jsonview.Doc{&d.line, &d.final, &d.initial, &d.log} {
+		if doc.Footprint() > maxPooledGym {
+			*doc = jsonview.Doc{}
+		} else {
+			doc.Reset()
+		}
+	}
+	gymDocsPool.Put(d)
+}
+
+// readBody reads a body of at most max bytes into buf, charging the
+// request's memory for it; too large is a 413, a read past the deadline
+// or a memory bound that stays full a 503.
+func readBody(w http.ResponseWriter, r *http.Request, acct *memAccount, max int64, buf []byte) ([]byte, bool) {
+	body := &chargedReader{r: http.MaxBytesReader(w, r.Body, max), acct: acct}
+	if n := r.ContentLength; n > 0 && n <= max {
+		// One charge and one buffer of the announced size.
+		if err := acct.reserve(n + 1); err != nil {
+			bodyFailed(w, err, max)
+			return nil, false
+		}
+		if int64(cap(buf)) < n+1 {
+			buf = make([]byte, 0, n+1)
+		}
+	}
 	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {
@@ -52,18 +82,31 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64, buf []byte) ([]
 			return buf, true
 		}
 		if err != nil {
-			var mbe *http.MaxBytesError
-			switch {
-			case errors.As(err, &mbe):
-				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", max), "raise --max-body, or send JSON Lines (the limit is then per line)")
-			case isTimeout(err):
-				writeError(w, http.StatusServiceUnavailable, "request body not received within the request timeout", "send the body faster, or raise --request-timeout")
-			default:
-				writeError(w, http.StatusBadRequest, "read request body: "+err.Error(), "send the whole body, as its Content-Length says")
-			}
+			bodyFailed(w, err, max)
 			return nil, false
 		}
 	}
+}
+
+// bodyFailed answers a request whose body could not be read whole.
+func bodyFailed(w http.ResponseWriter, err error, max int64) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", max), "raise --max-body, or send JSON Lines (the limit is then per line)")
+	case errors.Is(err, errMemory):
+		memoryFull(w)
+	case isTimeout(err), errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusServiceUnavailable, "request body not received within the request timeout", "send the body faster, or raise --request-timeout")
+	default:
+		writeError(w, http.StatusBadRequest, "read request body: "+err.Error(), "send the whole body, as its Content-Length says")
+	}
+}
+
+// memoryFull answers a request refused for want of request memory.
+func memoryFull(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "server busy: the memory for requests is in use by others", "retry after a second, or raise --max-memory")
 }
 
 func isTimeout(err error) bool {
@@ -73,12 +116,12 @@ func isTimeout(err error) bool {
 
 func (s *Server) handlePutSession(w http.ResponseWriter, r *http.Request, st *reqState) {
 	id := r.PathValue("id")
-	body, ok := readBody(w, r, s.cfg.MaxBody, nil)
+	body, ok := readBody(w, r, &st.acct, s.cfg.MaxBody, nil)
 	if !ok {
 		return
 	}
 	d := gymDocsPool.Get().(*gymDocs)
-	defer gymDocsPool.Put(d)
+	defer putGymDocs(d)
 	if _, problem := d.rollout(body); problem != "" {
 		writeError(w, http.StatusBadRequest, problem, `a session is {"final_state": ..., "initial_state": ..., "log": [...], "output": "..."}`)
 		return
@@ -181,8 +224,8 @@ func hasState(root jsonview.Value) bool {
 
 func (s *Server) handleVerifier(w http.ResponseWriter, r *http.Request, st *reqState) {
 	d := gymDocsPool.Get().(*gymDocs)
-	defer gymDocsPool.Put(d)
-	body, ok := readBody(w, r, s.cfg.MaxBody, d.body)
+	defer putGymDocs(d)
+	body, ok := readBody(w, r, &st.acct, s.cfg.MaxBody, d.body)
 	if !ok {
 		return
 	}
@@ -204,6 +247,11 @@ func (s *Server) handleVerifier(w http.ResponseWriter, r *http.Request, st *reqS
 		writeError(w, http.StatusBadRequest, "checks: missing", `{"sessionId": "...", "checks": [{"id": ..., "type": "state", ...}]}`)
 		return
 	}
+	// Compiling checks not in the cache holds their programs.
+	if err := st.acct.reserve(int64(len(checks.Raw())) * bytesPerCheckByte / bytesPerBodyByte); err != nil {
+		memoryFull(w)
+		return
+	}
 	gym, err := s.gyms.get(checks.Raw())
 	if err != nil {
 		var ps spec.Problems
@@ -221,8 +269,12 @@ func (s *Server) handleVerifier(w http.ResponseWriter, r *http.Request, st *reqS
 				"send the state inline, or store it first with PUT /sessions/"+sessionID)
 			return
 		}
+		if err := st.acct.reserve(int64(len(stored))); err != nil {
+			memoryFull(w)
+			return
+		}
 		sd := gymDocsPool.Get().(*gymDocs)
-		defer gymDocsPool.Put(sd)
+		defer putGymDocs(sd)
 		if ro, problem = sd.rollout(stored); problem != "" { // checked when stored
 			writeError(w, http.StatusInternalServerError, "stored session: "+problem, bugHint(w))
 			return
@@ -365,17 +417,25 @@ func appendRaw(b []byte, text string) []byte {
 }
 
 // gymCache keeps the compiled checks of recent requests by their text:
-// an environment sends the same checks for every episode of a task.
+// an environment sends the same checks for every episode of a task. It
+// counts what an entry holds at bytesPerCheckByte per byte of its text,
+// and is emptied when a new entry would take it past its bound.
 type gymCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]*spec.Gym
+	mu       sync.Mutex
+	maxBytes int64
+	bytes    int64
+	m        map[string]*spec.Gym
 }
 
-func newGymCache(max int) *gymCache { return &gymCache{max: max, m: map[string]*spec.Gym{}} }
+func newGymCache(maxBytes int64) *gymCache {
+	return &gymCache{maxBytes: maxBytes, m: map[string]*spec.Gym{}}
+}
 
 // maxCachedChecks bounds the text of checks kept compiled.
 const maxCachedChecks = 64 << 10
+
+// checksCost is what compiled checks of a text of n bytes hold.
+func checksCost(n int) int64 { return int64(n)*bytesPerCheckByte + 1024 }
 
 func (c *gymCache) get(text []byte) (*spec.Gym, error) {
 	c.mu.Lock()
@@ -388,12 +448,16 @@ func (c *gymCache) get(text []byte) (*spec.Gym, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(text) <= maxCachedChecks {
+	if cost := checksCost(len(text)); len(text) <= maxCachedChecks && cost <= c.maxBytes {
 		c.mu.Lock()
-		if len(c.m) >= c.max {
-			clear(c.m) // simple and bounded; a working set refills at once
+		if _, ok := c.m[string(text)]; !ok {
+			if c.bytes+cost > c.maxBytes {
+				clear(c.m) // simple and bounded; a working set refills at once
+				c.bytes = 0
+			}
+			c.m[string(text)] = g
+			c.bytes += cost
 		}
-		c.m[string(text)] = g
 		c.mu.Unlock()
 	}
 	return g, nil

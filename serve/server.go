@@ -43,8 +43,9 @@ type Config struct {
 	// MaxInflight bounds the requests being served at once on the
 	// grading and session routes (0: 4 per CPU); more are a 429.
 	MaxInflight int
-	// RequestTimeout bounds a request, and each line of a JSON Lines
-	// body (0: 30s); past it the request is a 503.
+	// RequestTimeout bounds a request's whole life, from its first byte
+	// to its last, streams included (0: 30s): past it the request is a
+	// 503, or a stream ends with an error line.
 	RequestTimeout time.Duration
 	// Timeout bounds one verifier call, as grade's --timeout (0: 10s;
 	// negative: no limit): the rollout gets status error, kind verifier,
@@ -56,9 +57,15 @@ type Config struct {
 	// without it, an unknown path or method is the same 401 as a
 	// protected route.
 	Token string
+	// MaxMemory is the memory the server's requests, sessions and
+	// compiled checks may hold (0: DefaultMaxMemory); see memory.go for
+	// how it is shared out. `gavel serve` also sets the Go runtime's soft
+	// limit from it.
+	MaxMemory int64
 	// MaxSessions and MaxSessionBytes bound the sessions stored with PUT
-	// /sessions/{id} (0: 10,000 sessions, 256 MiB); the least recently
-	// used are evicted.
+	// /sessions/{id} (0: 10,000 sessions, an eighth of MaxMemory); the
+	// least recently used are evicted. A session counts the bytes it
+	// holds.
 	MaxSessions     int
 	MaxSessionBytes int64
 	// Logger receives one access log line per request (nil: none).
@@ -89,6 +96,7 @@ type Server struct {
 	mux      *http.ServeMux
 	ready    atomic.Bool
 	gyms     *gymCache
+	mem      *memBudget // request memory
 	encoders *encoders
 	tokenSum [sha256.Size]byte // of the token
 
@@ -120,8 +128,11 @@ func New(cfg Config) *Server {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = 10000
 	}
+	if cfg.MaxMemory <= 0 {
+		cfg.MaxMemory = DefaultMaxMemory
+	}
 	if cfg.MaxSessionBytes <= 0 {
-		cfg.MaxSessionBytes = 256 << 20
+		cfg.MaxSessionBytes = cfg.MaxMemory / 8
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
@@ -131,7 +142,8 @@ func New(cfg Config) *Server {
 		inflight: make(chan struct{}, cfg.MaxInflight),
 		sessions: newSessions(cfg.MaxSessions, cfg.MaxSessionBytes),
 		metrics:  newMetrics(cfg.Registry),
-		gyms:     newGymCache(1024),
+		gyms:     newGymCache(cfg.MaxMemory / 16),
+		mem:      newMemBudget(cfg.MaxMemory / 4),
 		encoders: newEncoders(),
 
 		maxAdmitWait: admitWait,
@@ -182,8 +194,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	hs := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: min(10*time.Second, s.cfg.RequestTimeout),
-		// A body's read deadline; the grading routes extend it per line
-		// of a stream.
+		// A request's whole life is bounded: its body must have arrived
+		// within the request timeout (wrap bounds the rest).
 		ReadTimeout:    s.cfg.RequestTimeout,
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
@@ -231,6 +243,15 @@ func (s *Server) routes() {
 			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("not ready: %d verifier calls are stuck past the timeout", n), "a verifier never returns: fix it, or restart the server")
 			return
 		}
+		// Saturated: a new request would wait, then be a 429 or 503.
+		if n := len(s.inflight); n >= s.cfg.MaxInflight {
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("not ready: saturated, %d of %d requests in flight", n, s.cfg.MaxInflight), "send to another replica, or raise --max-inflight")
+			return
+		}
+		if used, waiting := s.mem.state(); waiting > 0 {
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("not ready: saturated, %d requests wait for request memory (%d MiB in use)", waiting, used>>20), "send to another replica, or raise --max-memory")
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ready"}` + "\n"))
 	}))
@@ -274,6 +295,9 @@ func allowed(path string) string {
 type reqState struct {
 	w        statusWriter
 	rollouts int64 // added to atomically: a stream grades on several goroutines
+	// acct is the request's charge on the request memory (limited routes
+	// only); its context ends at the request's deadline.
+	acct memAccount
 }
 
 var reqStates = sync.Pool{New: func() any { return new(reqState) }}
@@ -404,6 +428,15 @@ func (s *Server) wrap(route string, auth, limited bool, h func(http.ResponseWrit
 				return
 			}
 			defer func() { <-s.inflight }()
+			// The request's whole life, waiting included, is bounded:
+			// reading its body, grading and writing stop at the
+			// deadline, or when its client goes.
+			deadline := start.Add(s.cfg.RequestTimeout)
+			ctx, cancel := context.WithDeadline(r.Context(), deadline)
+			defer cancel()
+			r = r.WithContext(ctx)
+			st.acct = memAccount{b: s.mem, ctx: ctx, deadline: deadline}
+			defer st.acct.close()
 		}
 		h(w, r, st)
 	})

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"container/list"
+	"strings"
 	"sync"
 )
 
@@ -25,11 +26,22 @@ func newSessions(max int, maxBytes int64) *sessions {
 	return &sessions{max: max, maxBytes: maxBytes, lru: list.New(), byID: map[string]*list.Element{}}
 }
 
-func (s *sessions) size(ss *session) int64 { return int64(len(ss.id) + len(ss.body)) }
+// sessionOverhead is what a session holds beside its id and body: its
+// list element, its struct and its map entry.
+const sessionOverhead = 160
 
-// put stores body under id, replacing an earlier one, and evicts the least
-// recently used sessions past the bounds. It reports whether id existed.
+// size is the memory a session holds: its body is stored in a buffer of
+// its exact length (put copies it).
+func (s *sessions) size(ss *session) int64 {
+	return int64(len(ss.id)+cap(ss.body)) + sessionOverhead
+}
+
+// put stores a copy of body under id, replacing an earlier one, and
+// evicts the least recently used sessions past the bounds. It reports
+// whether id existed.
 func (s *sessions) put(id string, body []byte) (replaced bool) {
+	body = append(make([]byte, 0, len(body)), body...)
+	id = strings.Clone(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.byID[id]; ok {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,12 +34,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tasks := fs.String("tasks", "", "tasks table `FILE` (task_id, initial_state, other fields)")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in `BYTES` (for JSON Lines: largest line)")
 	maxInflight := fs.Int("max-inflight", 0, "requests served at once before 429 (default 4 per CPU)")
-	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "a request (for streams: each piece of the body) taking longer than `D` is a 503")
+	reqTimeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "a request taking longer than `D`, from its first byte to its last (streams too), is a 503 or ends with an error line")
 	timeout := fs.Duration("timeout", pipeline.DefaultTimeout, "a verifier running longer than `D` on one rollout gives that rollout status error")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, wait at most `D` for the requests in flight")
 	tokenEnv := fs.String("token-env", "", "require Authorization: Bearer <token>, the token read from environment variable `NAME`")
 	insecure := fs.Bool("insecure", false, "allow a non-loopback --addr without --token-env")
 	maxSessions := fs.Int("max-sessions", 10000, "sessions kept by PUT /sessions/{id} (least recently used evicted)")
+	maxMemory := sizeFlag(serve.DefaultMaxMemory)
+	fs.Var(&maxMemory, "max-memory", "keep the server's resident memory under `SIZE` (bytes, or with KiB, MiB, GiB): requests, sessions and compiled checks share it")
 	jf := judgeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -52,6 +55,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return usagef("gavel serve --help", "serve takes no arguments, got %q", fs.Arg(0))
+	}
+	if maxMemory < 64<<20 {
+		return usagef("gavel serve --max-memory 512MiB", "--max-memory %s: want at least 64MiB", maxMemory.String())
 	}
 	if *maxBody <= 0 || *reqTimeout <= 0 || *shutdown <= 0 || *maxInflight < 0 || *maxSessions <= 0 {
 		return usagef("gavel serve --help", "--max-body, --request-timeout, --shutdown-timeout and --max-sessions must be positive")
@@ -79,7 +85,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg := serve.Config{
 		MaxBody: *maxBody, MaxInflight: *maxInflight, RequestTimeout: *reqTimeout, Timeout: *timeout, Token: token,
-		MaxSessions: *maxSessions, Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Judge: judgeCfg,
+		MaxSessions: *maxSessions, MaxMemory: int64(maxMemory), Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Judge: judgeCfg,
 	}
 	if *tasks != "" {
 		t, err := pipeline.LoadTasks(*tasks, pipeline.Config{}.Fields)
@@ -100,7 +106,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(defaultMemoryLimit)
+		// The soft limit sits above what requests, sessions and compiled
+		// checks may hold together (half of --max-memory, serve/memory.go),
+		// so that collection does not run hot when they are full, and
+		// below --max-memory by what the program's code and runtime take.
+		debug.SetMemoryLimit(int64(maxMemory) / 4 * 3)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -183,4 +193,40 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// sizeFlag is a flag of a size in bytes, written as a number of bytes or
+// with a binary unit: 512MiB, 1GiB, 64KiB.
+type sizeFlag int64
+
+func (f *sizeFlag) String() string {
+	n := int64(*f)
+	for _, u := range []struct {
+		name  string
+		scale int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.scale && n%u.scale == 0 {
+			return strconv.FormatInt(n/u.scale, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (f *sizeFlag) Set(v string) error {
+	num, scale := v, int64(1)
+	for _, u := range []struct {
+		name  string
+		scale int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(v, u.name); ok {
+			num, scale = n, u.scale
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/scale {
+		return fmt.Errorf("want a size such as 512MiB, 2GiB or 1048576, got %q", v)
+	}
+	*f = sizeFlag(n * scale)
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects Parse accepts, the
@@ -78,6 +79,12 @@ type Doc struct {
 	sk                  Skips
 	scanned, matched    Skipped
 	scanSeen, matchSeen bool
+}
+
+// Footprint returns the bytes d's index holds (not its text's): what
+// Reset keeps for the next Parse.
+func (d *Doc) Footprint() int {
+	return cap(d.nodes)*int(unsafe.Sizeof(node{})) + cap(d.stack)*int(unsafe.Sizeof(frame{})) + cap(d.spaces)*4
 }
 
 // Share promises that d will never be parsed into or reset again, and that
