@@ -9,25 +9,6 @@ import (
 	"testing"
 )
 
-// drain reads r to the end, checking every rollout is valid JSON; it
-// bounds the items read.
-func drain(t *testing.T, r *Reader) {
-	for i := 0; i < 10000; i++ {
-		it, err := r.Next()
-		if err != nil {
-			return
-		}
-		if it.Rollout != nil && !json.Valid(it.Rollout) {
-			t.Fatalf("%s: invalid rollout %q", it.Where, it.Rollout)
-		}
-	}
-	for _, id := range r.TaskIDs() {
-		if row, _ := r.Task(id); !json.Valid(row) {
-			t.Fatalf("task %q: invalid row %q", id, row)
-		}
-	}
-}
-
 func addSeeds(f *testing.F, files ...string) {
 	for _, name := range files {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
@@ -38,7 +19,11 @@ func addSeeds(f *testing.F, files ...string) {
 	}
 }
 
-func fuzzStream(f *testing.F, format Format, seeds ...string) {
+// fuzzStream fuzzes the reader of format against its plain decoder
+// (plain_test.go): what the plain decoder reads, the reader must read the
+// same; strict asks, in addition, that what the plain decoder rejects the
+// reader do not read cleanly.
+func fuzzStream(f *testing.F, format Format, plain func(data []byte) (plainDoc, bool), strict bool, seeds ...string) {
 	addSeeds(f, seeds...)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<20 {
@@ -48,24 +33,27 @@ func fuzzStream(f *testing.F, format Format, seeds ...string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		drain(t, r)
+		doc, valid := plain(data)
+		compareReader(t, r, doc, valid, strict)
 	})
 }
 
 func FuzzTauBench(f *testing.F) {
-	fuzzStream(f, TauBench, "tau-bench/tool-calling-gpt-4o-0.0_range_0--1.json")
+	plain := func(data []byte) (plainDoc, bool) { return plainTauBench("fuzz", data) }
+	fuzzStream(f, TauBench, plain, true, "tau-bench/tool-calling-gpt-4o-0.0_range_0--1.json")
 }
 
 func FuzzTau2(f *testing.F) {
-	fuzzStream(f, Tau2, "tau2/results.json", "tau2/tasks_last.json")
+	fuzzStream(f, Tau2, plainTau2, false, "tau2/results.json", "tau2/tasks_last.json")
 }
 
 func FuzzInspectJSON(f *testing.F) {
-	fuzzStream(f, Inspect, "inspect/log.json")
+	fuzzStream(f, Inspect, plainInspect, false, "inspect/log.json")
 }
 
 func FuzzMessages(f *testing.F) {
-	fuzzStream(f, Messages, "messages/chats.jsonl")
+	plain := func(data []byte) (plainDoc, bool) { return plainMessages("fuzz", data), true }
+	fuzzStream(f, Messages, plain, true, "messages/chats.jsonl")
 }
 
 // FuzzInspectSample fuzzes the sample member of an .eval archive (the
@@ -100,6 +88,13 @@ func FuzzInspectSample(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		drain(t, r)
+		var doc plainDoc
+		sample = bytes.TrimPrefix(sample, bom)
+		valid := plainValid(sample)
+		if valid {
+			h := plainHeader{evalID: "e", task: "t", model: "m", seen: true}
+			doc.items = []plainItem{plainSample(h, sample)}
+		}
+		compareReader(t, r, doc, valid, true)
 	})
 }
