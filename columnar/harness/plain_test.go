@@ -29,7 +29,8 @@ import (
 
 // plainItem is what the plain decoder expects of one trajectory.
 type plainItem struct {
-	// bad: the item must carry an error.
+	// bad: the item must carry an error; its fields, if any, are what
+	// its rollout must still hold.
 	bad bool
 	// fields are rollout members and their JSON values; a nil value
 	// means the member must be absent.
@@ -429,17 +430,18 @@ func plainMessages(name string, data []byte) plainDoc {
 		if len(bytes.TrimSpace([]byte(line))) == 0 {
 			continue
 		}
-		if !plainValid([]byte(line)) {
-			doc.items = append(doc.items, plainItem{bad: true})
-			continue
+		// A line that is not an object still names its rollout.
+		defaultID := quoted(fmt.Sprintf("%s#%d", name, i))
+		var m map[string]json.RawMessage
+		if plainValid([]byte(line)) {
+			m = members(json.RawMessage(line))
 		}
-		m := members(json.RawMessage(line))
 		if m == nil {
-			doc.items = append(doc.items, plainItem{bad: true})
+			doc.items = append(doc.items, plainItem{bad: true, fields: map[string]json.RawMessage{"rollout_id": defaultID}})
 			continue
 		}
 		f := map[string]json.RawMessage{
-			"rollout_id": quoted(fmt.Sprintf("%s#%d", name, i)),
+			"rollout_id": defaultID,
 			"messages":   nil,
 		}
 		if !isNull(m["rollout_id"]) {
@@ -540,7 +542,7 @@ func compareReader(t *testing.T, r *Reader, doc plainDoc, valid, strict bool) {
 		if (it.Err != nil) != want.bad {
 			t.Fatalf("item %d (%s): error %v, the plain decoder wants an error: %v", i, it.Where, it.Err, want.bad)
 		}
-		if want.bad {
+		if want.bad && want.fields == nil {
 			continue
 		}
 		m := members(it.Rollout)
