@@ -93,7 +93,7 @@ func FuzzInspectSample(f *testing.F) {
 		valid := plainValid(sample)
 		if valid {
 			h := plainHeader{evalID: "e", task: "t", model: "m", seen: true}
-			doc.items = []plainItem{plainSample(h, sample)}
+			doc.items = []plainItem{plainSample(h, sample, &doc.tasks)}
 		}
 		compareReader(t, r, doc, valid, true)
 	})

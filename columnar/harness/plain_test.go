@@ -46,6 +46,31 @@ type plainDoc struct {
 	// anyEnd: the reader may end with io.EOF or an error (a format
 	// hint for a document that holds no trajectories).
 	anyEnd bool
+	// tasks is the tasks table, in the order first seen.
+	tasks plainTasks
+}
+
+// plainTask is one row of the tasks table.
+type plainTask struct {
+	id  string
+	row map[string]json.RawMessage
+}
+
+// plainTasks is a tasks table; a task's first row counts.
+type plainTasks []plainTask
+
+func (ts *plainTasks) add(id string, members map[string]json.RawMessage) {
+	for _, t := range *ts {
+		if t.id == id {
+			return
+		}
+	}
+	row := map[string]json.RawMessage{}
+	for k, v := range members {
+		row[k] = v
+	}
+	row["task_id"] = quoted(id)
+	*ts = append(*ts, plainTask{id, row})
 }
 
 // plainValid reports whether data is one valid JSON text.
@@ -230,6 +255,9 @@ func plainTauBench(stem string, data []byte) (plainDoc, bool) {
 		}
 		trial, _ := idText(res["trial"])
 		info := members(res["info"])
+		if t := members(info["task"]); t != nil {
+			doc.tasks.add(task, t)
+		}
 		f := map[string]json.RawMessage{
 			"rollout_id": quoted(stem + "/" + task + "/" + trial),
 			"task_id":    quoted(task),
@@ -270,6 +298,15 @@ func plainTau2(data []byte) (plainDoc, bool) {
 			if !isNull(v) && elements(v) == nil {
 				doc.fails = true
 				return doc, true
+			}
+			for _, e := range elements(v) {
+				t := members(e)
+				id, ok := idText(t["id"])
+				if t == nil || !ok {
+					continue
+				}
+				delete(t, "id")
+				doc.tasks.add(id, t)
 			}
 		case "simulations":
 			sims = true
@@ -363,7 +400,7 @@ func plainInspect(data []byte) (plainDoc, bool) {
 				return doc, true
 			}
 			for _, e := range es {
-				doc.items = append(doc.items, plainSample(h, e))
+				doc.items = append(doc.items, plainSample(h, e, &doc.tasks))
 			}
 		}
 	}
@@ -371,7 +408,7 @@ func plainInspect(data []byte) (plainDoc, bool) {
 	return doc, true
 }
 
-func plainSample(h plainHeader, e json.RawMessage) plainItem {
+func plainSample(h plainHeader, e json.RawMessage, tasks *plainTasks) plainItem {
 	smp := members(e)
 	if smp == nil {
 		return plainItem{bad: true}
@@ -381,6 +418,13 @@ func plainSample(h plainHeader, e json.RawMessage) plainItem {
 		return plainItem{bad: true}
 	}
 	epoch, _ := idText(smp["epoch"])
+	row := map[string]json.RawMessage{}
+	for _, k := range []string{"input", "target", "choices", "metadata", "setup"} {
+		if !isNull(smp[k]) {
+			row[k] = smp[k]
+		}
+	}
+	tasks.add(h.task+"/"+id, row)
 	out := members(smp["output"])
 	output, _ := text(out["completion"])
 	if output == "" {
@@ -514,6 +558,24 @@ func compareReader(t *testing.T, r *Reader, doc plainDoc, valid, strict bool) {
 	for _, id := range r.TaskIDs() {
 		if row, _ := r.Task(id); !json.Valid(row) {
 			t.Fatalf("task %q: invalid row %q", id, row)
+		}
+	}
+	if valid && !doc.fails && !doc.anyEnd {
+		if len(r.TaskIDs()) != len(doc.tasks) {
+			t.Fatalf("the reader has tasks %q, the plain decoder %d", r.TaskIDs(), len(doc.tasks))
+		}
+		for i, id := range r.TaskIDs() {
+			want := doc.tasks[i]
+			row, _ := r.Task(id)
+			got := members(row)
+			if id != want.id || len(got) != len(want.row) {
+				t.Fatalf("task %d: %q with row %s; the plain decoder's: %q with %d members", i, id, row, want.id, len(want.row))
+			}
+			for k, w := range want.row {
+				if !sameJSON(got[k], w) {
+					t.Fatalf("task %q: %s = %s, want %s", id, k, got[k], w)
+				}
+			}
 		}
 	}
 	if !valid {
