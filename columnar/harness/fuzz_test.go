@@ -23,8 +23,9 @@ func addSeeds(f *testing.F, files ...string) {
 // (plain_test.go): what the plain decoder reads, the reader must read the
 // same; strict asks, in addition, that what the plain decoder rejects the
 // reader do not read cleanly.
-func fuzzStream(f *testing.F, format Format, plain func(data []byte) (plainDoc, bool), strict bool, seeds ...string) {
+func fuzzStream(f *testing.F, format Format, plain func(data []byte) (plainDoc, bool), strict bool, text string, seeds ...string) {
 	addSeeds(f, seeds...)
+	f.Add([]byte(text))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<20 {
 			return
@@ -40,20 +41,24 @@ func fuzzStream(f *testing.F, format Format, plain func(data []byte) (plainDoc, 
 
 func FuzzTauBench(f *testing.F) {
 	plain := func(data []byte) (plainDoc, bool) { return plainTauBench("fuzz", data) }
-	fuzzStream(f, TauBench, plain, true, "tau-bench/tool-calling-gpt-4o-0.0_range_0--1.json")
+	fuzzStream(f, TauBench, plain, true, `[{"task_id": 1e2, "reward": 1, "reward": 0, "info": {"reward_info": {"r": 1}, "error": null, "task": {"user_id": "u"}},
+		"traj": [{"role": "assistant", "content": [{"type": "text", "text": "a\u00e9"}, {"type": "image"}, {"type": "output_text", "text": ""}]}, {"r\u006fle": "assistant", "content": "b"}]},
+		7, {"task_id": {}}, {"task_id": "1e2", "trial": 2}]`, "tau-bench/tool-calling-gpt-4o-0.0_range_0--1.json")
 }
 
 func FuzzTau2(f *testing.F) {
-	fuzzStream(f, Tau2, plainTau2, false, "tau2/results.json", "tau2/tasks_last.json")
+	fuzzStream(f, Tau2, plainTau2, false, `{"info": {"agent_info": {"llm": "m"}}, "simulations": [{"id": 3, "task_id": "t", "messages": [{"role": "assistant", "content": "x"}],
+		"reward_info": {"reward": 0.5}, "trial": 1}, {"id": "s"}], "tasks": [{"id": "t", "d": 1}, {"id": "t", "d": 2}, {"x": 1}], "simulations": null}`, "tau2/results.json", "tau2/tasks_last.json")
 }
 
 func FuzzInspectJSON(f *testing.F) {
-	fuzzStream(f, Inspect, plainInspect, false, "inspect/log.json")
+	fuzzStream(f, Inspect, plainInspect, false, `{"eval": {"eval_id": "", "run_id": "R", "task": "T"}, "samples": [{"id": "a", "epoch": 2, "store": null, "error": {"message": "boom"}, "limit": {"type": "tokens"},
+		"output": {"completion": "", "choices": [{"message": {"content": [{"type": "text", "text": "c"}]}}]}}, {"id": true, "epoch": 1}, {"id": 1, "epoch": "1"}]}`, "inspect/log.json")
 }
 
 func FuzzMessages(f *testing.F) {
 	plain := func(data []byte) (plainDoc, bool) { return plainMessages("fuzz", data), true }
-	fuzzStream(f, Messages, plain, true, "messages/chats.jsonl")
+	fuzzStream(f, Messages, plain, true, "\xef\xbb\xbf{\"rollout_id\": 5.0, \"output\": null, \"x\": 1, \"x\": 2}\r\n  \n[1]\n{\"rollout_id\": null, \"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"b\"}]}", "messages/chats.jsonl")
 }
 
 // FuzzInspectSample fuzzes the sample member of an .eval archive (the
