@@ -5,14 +5,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -477,37 +482,280 @@ func serveOnce(s *Server, method, path, ctype string, body []byte) *httptest.Res
 
 // FuzzGradeBody posts arbitrary bodies to /v1/grade as JSON and as JSON
 // Lines: the answer is 200 with one JSON object per line, or an error with
-// a JSON {error, hint} body.
+// a JSON {error, hint} body. A body that encoding/json reads as one object
+// or an array (valid UTF-8), or any JSON Lines body, must answer 200 with
+// the rows `gavel grade --format jsonl` writes for the same rollouts in a
+// file (gradeFile), but for the source name; any other JSON body must
+// fail, with an error status or a stream that ends in an error line.
 func FuzzGradeBody(f *testing.F) {
-	for _, seed := range []string{`{"task_id": "TASK-C01", "final_state": {"events": []}}`, `[{"task_id": 1}, 2]`, "{\"task_id\": \"TASK-001\"}\n\n[", `[`, `{"task_id": "TASK-004", "output": "$1,234", "log": "[]"}`} {
+	for _, seed := range []string{`{"task_id": "TASK-C01", "final_state": {"events": []}}`, `[{"task_id": 1}, 2]`, "{\"task_id\": \"TASK-001\"}\n\n[", `[`, `{"task_id": "TASK-004", "output": "$1,234", "log": "[]"}`,
+		`[{"task_id": "TASK-C01", "model": "m", "final_state": {"events": [` + meeting + `]}}, {"task_id": "TASK-404", "rollout_id": "r"}, {"task_id": "TASK-001",` + "\n" + ` "output": "x"}]`,
+		`{"task_id": "TASK-C01", "run_id": "r1", "sample": 3, "final_state": {"events": [` + meeting + `, 1]}}`,
+		`[{"task_id": "TASK-001"}] {}`} {
 		f.Add([]byte(seed), false)
 		f.Add([]byte(seed), true)
 	}
 	s := fuzzServer(f)
+	dir := f.TempDir()
+	n := 0
 	f.Fuzz(func(t *testing.T, body []byte, ndjson bool) {
+		if len(body) > 1<<16 { // the server's MaxBody
+			return
+		}
 		ctype := "application/json"
 		if ndjson {
 			ctype = "application/x-ndjson"
 		}
 		rec := serveOnce(s, "POST", "/v1/grade", ctype, body)
 		checkFuzzResponse(t, rec)
+		var lines []string
 		if rec.Code == 200 {
 			for _, line := range strings.Split(strings.TrimSuffix(rec.Body.String(), "\n"), "\n") {
 				if line != "" && !json.Valid([]byte(line)) {
 					t.Fatalf("response line is not JSON: %q", line)
 				}
+				if line != "" {
+					lines = append(lines, line)
+				}
 			}
+		}
+		// The plain reading of the body: its rollouts as JSON Lines.
+		var rows []byte
+		switch trimmed := bytes.TrimLeft(body, " \t\r\n"); {
+		case ndjson:
+			rows = body
+		case !json.Valid(body) || !utf8.Valid(body) || len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '['):
+			if rec.Code == 200 && (len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], `{"error":`)) {
+				t.Fatalf("an invalid body answered 200 without an error line: %q", rec.Body.String())
+			}
+			return
+		case trimmed[0] == '{':
+			rows = compactLine(t, body)
+		default:
+			var elems []json.RawMessage
+			if err := json.Unmarshal(body, &elems); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range elems {
+				rows = append(rows, compactLine(t, e)...)
+			}
+		}
+		if rec.Code != 200 {
+			t.Fatalf("a body read as %d rows answered %d %s", bytes.Count(rows, []byte("\n")), rec.Code, rec.Body.String())
+		}
+		checkPlainRows(t, rows, ndjson, lines)
+		if fuzzing() {
+			// Grading a file costs tens of milliseconds (its outputs are
+			// synced to disk): the corpus is compared with the file path,
+			// new inputs with the plain decode only.
+			return
+		}
+		n++
+		path := filepath.Join(dir, fmt.Sprintf("in-%d.jsonl", n))
+		wantRewards, wantChecks := gradeFile(t, path, rows)
+		var gotRewards, gotChecks []string
+		for _, line := range lines {
+			var l struct {
+				Rewards json.RawMessage   `json:"rewards"`
+				Checks  []json.RawMessage `json:"checks"`
+			}
+			if err := json.Unmarshal([]byte(line), &l); err != nil || l.Rewards == nil {
+				t.Fatalf("response line %q is not {rewards, checks}: %v", line, err)
+			}
+			// An array's element that is not an object is named as an
+			// element, not a line: by design.
+			gotRewards = append(gotRewards, notObjectElement.ReplaceAllString(string(l.Rewards), `"error":"line $1: not a JSON object"`))
+			for _, c := range l.Checks {
+				gotChecks = append(gotChecks, string(c))
+			}
+		}
+		if diff := cmp.Diff(wantRewards, gotRewards); diff != "" {
+			t.Fatalf("rewards (-grade +serve):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantChecks, gotChecks); diff != "" {
+			t.Fatalf("checks (-grade +serve):\n%s", diff)
 		}
 	})
 }
 
-// FuzzVerifierBody posts arbitrary bodies to /verifier.
+// fuzzing reports whether the test binary runs with -fuzz.
+func fuzzing() bool {
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
+}
+
+// checkPlainRows checks the response lines of a graded body against a
+// plain decode of its rows, JSON Lines (as the request had them, or the
+// elements of its array or its one object, one a line): a line per
+// non-blank row, in order, each with the row's index as source_row, and
+// the rollout id the row gives (a string as it is, a number in decimal
+// form, else request#<row>); a row that is not a JSON object is an input
+// error, and an input error may fall back to request#<row>.
+func checkPlainRows(t *testing.T, rows []byte, ndjson bool, lines []string) {
+	t.Helper()
+	type plainRow struct {
+		index  int
+		id     string
+		object bool
+	}
+	var want []plainRow
+	if ndjson {
+		rows = bytes.TrimPrefix(rows, []byte("\xef\xbb\xbf"))
+	}
+	for i, line := range bytes.Split(bytes.TrimSuffix(rows, []byte("\n")), []byte("\n")) {
+		if len(rows) == 0 {
+			break
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		index := i
+		if !ndjson {
+			index = len(want)
+		}
+		r := plainRow{index: index, id: fmt.Sprintf("request#%d", index)}
+		if m := firstMembers(line); m != nil && utf8.Valid(line) {
+			r.object = true
+			if id, ok := plainID(m["rollout_id"]); ok {
+				r.id = id
+			}
+		}
+		want = append(want, r)
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d response lines for %d rows", len(lines), len(want))
+	}
+	for i, line := range lines {
+		var l struct {
+			Rewards struct {
+				RolloutID string `json:"rollout_id"`
+				SourceRow int    `json:"source_row"`
+				ErrorKind string `json:"error_kind"`
+			} `json:"rewards"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("response line %q: %v", line, err)
+		}
+		got, w := l.Rewards, want[i]
+		input := got.ErrorKind == "input"
+		switch {
+		case got.SourceRow != w.index:
+			t.Fatalf("line %d: source_row %d, want %d", i, got.SourceRow, w.index)
+		case !w.object && !input:
+			t.Fatalf("line %d: row %d is not a JSON object, error_kind %q, want input", i, w.index, got.ErrorKind)
+		case got.RolloutID != w.id && !(input && got.RolloutID == fmt.Sprintf("request#%d", w.index)):
+			t.Fatalf("line %d: rollout_id %q, want %q", i, got.RolloutID, w.id)
+		}
+	}
+}
+
+// firstMembers returns the members of a JSON object, the first of a
+// repeated key, or nil when raw is not one valid JSON object.
+func firstMembers(raw []byte) map[string]json.RawMessage {
+	if !json.Valid(raw) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	m := make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if _, ok := m[tok.(string)]; !ok {
+			m[tok.(string)] = v
+		}
+	}
+	return m
+}
+
+// plainID returns the text of a rollout id: a string as it is, a number
+// in its plain decimal form; ok is false for null, a missing id or any
+// other value.
+func plainID(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err == nil
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		if strings.Trim(string(raw), "-0123456789") == "" {
+			return string(raw), true
+		}
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return string(raw), true
+		}
+		return strconv.FormatFloat(f, 'f', -1, 64), true
+	}
+	return "", false
+}
+
+var notObjectElement = regexp.MustCompile(`"error":"element (\d+) of the array: not a JSON object but [a-z ]+"`)
+
+// compactLine returns the JSON value raw compacted, as one line.
+func compactLine(t *testing.T, raw []byte) []byte {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatal(err)
+	}
+	return append(b.Bytes(), '\n')
+}
+
+// gradeFile grades rows, JSON Lines written to path, as `gavel grade
+// --format jsonl` does, and returns its rewards and checks lines with the
+// source named as a request names it: source_file "request", default
+// rollout ids request#<row>.
+func gradeFile(t *testing.T, path string, rows []byte) (rewards, checks []string) {
+	t.Helper()
+	if err := os.WriteFile(path, rows, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := path + ".out"
+	if _, err := pipeline.Run(context.Background(), pipeline.Config{Inputs: []string{path}, Out: out, Format: columnar.FormatJSONL, Verifiers: allVerifiers(), Workers: 1}); err != nil {
+		t.Fatalf("grade %s: %v", path, err)
+	}
+	name := jsonString(path)
+	fix := strings.NewReplacer(`"source_file":`+name, `"source_file":"request"`, `"rollout_id":"`+strings.Trim(name, `"`)+`#`, `"rollout_id":"request#`)
+	for _, l := range readLines(t, filepath.Join(out, "rewards", "part-00000.jsonl")) {
+		rewards = append(rewards, fix.Replace(l))
+	}
+	for _, l := range readLines(t, filepath.Join(out, "checks", "part-00000.jsonl")) {
+		checks = append(checks, fix.Replace(l))
+	}
+	os.RemoveAll(out)
+	os.Remove(path)
+	return rewards, checks
+}
+
+// FuzzVerifierBody posts arbitrary bodies to /verifier. Its checks must
+// compile and grade as the same checks do in a spec file, loaded by
+// spec.Parse: a 200 answers the checks' ids in order and each check's
+// result and the verdict as the spec verifier's grading of the body's
+// state gives them; a 422 is a checks array the spec file refuses; a 404
+// (no session is stored) is a body whose checks load and that has no
+// state; a body that encoding/json reads as an object with a string
+// sessionId, checks and no state fields is never a 400.
 func FuzzVerifierBody(f *testing.F) {
 	for _, seed := range []string{
 		`{"sessionId": "s", "final_state": {"events": []}, "checks": [{"id": "c", "type": "state", "table": "events", "asserts": [{"comparator": "eq", "function": "count", "function_args": ["_result"], "value": 0}]}]}`,
 		`{"sessionId": "s", "log": [{"a": 1}], "checks": [{"id": "c", "type": "sequential", "steps": [{"a": 1}]}, {"id": "r", "type": "rubric", "rubric": "x"}]}`,
 		`{"sessionId": "s", "output": "7", "checks": [{"id": "c", "type": "expr", "expr": "states_number(output, 7.0)"}]}`,
 		`{"sessionId": "s", "checks": "no"}`,
+		`{"sessionId": "s", "checks": [{"id": "c", "type": "log", "asserts": [{"comparator": "eq", "value": []}]}]}`,
+		`{"sessionId": "s", "final_state": "{\"events\": [` + strings.ReplaceAll(meeting, `"`, `\"`) + `]}", "checks": [{"id": "a", "type": "state", "table": "events", "required": false, "asserts": [{"comparator": "eq", "function": "count", "function_args": ["_result"], "value": 1}]}, {"id": "b", "type": "expr", "expr": "count(final.events) > 1"}]}`,
+		`{"sessionId": "s", "final_state": {}, "checks": [{"id": "c", "type": "state", "table": "events", "asserts": [{"comparator": "equals", "value": 1}]}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -518,7 +766,139 @@ func FuzzVerifierBody(f *testing.F) {
 		if rec.Code == 200 && !json.Valid(rec.Body.Bytes()) {
 			t.Fatalf("response is not JSON: %q", rec.Body.String())
 		}
+		// The plain reading of the body.
+		var m map[string]json.RawMessage
+		if utf8.Valid(body) {
+			m = firstMembers(bytes.TrimSpace(body))
+		}
+		var sid string
+		sidOK := m != nil && json.Unmarshal(m["sessionId"], &sid) == nil && bytes.HasPrefix(bytes.TrimSpace(m["sessionId"]), []byte(`"`))
+		checks, hasChecks := m["checks"]
+		hasState := false
+		for _, k := range []string{"final_state", "initial_state", "log", "output"} {
+			if _, ok := m[k]; ok {
+				hasState = true
+			}
+		}
+		if !sidOK || !hasChecks {
+			if rec.Code == 200 || rec.Code == 404 || rec.Code == 422 {
+				t.Fatalf("a body without a string sessionId and checks answered %d %s", rec.Code, rec.Body.String())
+			}
+			return
+		}
+		if rec.Code == 400 && !hasState {
+			t.Fatalf("a body with a sessionId and checks answered 400 %s", rec.Body.String())
+		}
+		if rec.Code == 400 {
+			return // a state field the row decode refuses
+		}
+		// The same checks in a spec file.
+		doc := []byte(`{"verifiers": [{"id": "V", "task": "T", "name": "n", "checks": ` + string(checks) + `}]}`)
+		vs, err := spec.Parse("f.json", doc)
+		if (err == nil) != (rec.Code != 422) {
+			t.Fatalf("spec.Parse of the checks: %v; /verifier answered %d %s", err, rec.Code, rec.Body.String())
+		}
+		if rec.Code != 200 {
+			if rec.Code == 404 && hasState {
+				t.Fatalf("a body with state answered 404 %s", rec.Body.String())
+			}
+			return
+		}
+		if len(vs) != 1 {
+			t.Fatalf("spec.Parse gave %d verifiers, want 1", len(vs))
+		}
+		r := verifiers.Rollout{ID: sid, Output: plainOutput(m["output"])}
+		var docs [3]jsonview.Doc
+		r.Final = plainState(t, &docs[0], m["final_state"])
+		r.Initial = plainState(t, &docs[1], m["initial_state"])
+		r.Log = plainState(t, &docs[2], m["log"])
+		var c verifiers.Checks
+		gradeErr := vs[0].Grade(&r, &c)
+		want := verifiers.Score(c.List(), gradeErr).Outcome
+
+		var got struct {
+			Success   any `json:"success"`
+			Verifiers []struct {
+				ID       string `json:"id"`
+				Success  any    `json:"success"`
+				Optional bool   `json:"optional"`
+			} `json:"verifiers"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if gs, ws := fmt.Sprint(got.Success), gymSuccess(want); gs != ws {
+			t.Fatalf("success %s, the spec verifier's outcome %s: %s", gs, ws, rec.Body.String())
+		}
+		if gradeErr != nil {
+			return // the checks are not listed
+		}
+		list := c.List()
+		if len(got.Verifiers) != len(list) {
+			t.Fatalf("%d checks answered, the spec verifier grades %d: %s", len(got.Verifiers), len(list), rec.Body.String())
+		}
+		for i, ch := range list {
+			g := got.Verifiers[i]
+			ws := "false"
+			switch ch.Status {
+			case verifiers.Pass:
+				ws = "true"
+			case verifiers.Pending:
+				ws = "PENDING"
+			}
+			if g.ID != ch.ID || fmt.Sprint(g.Success) != ws || (ch.Status != verifiers.Pending && g.Optional == ch.Required) {
+				t.Fatalf("check %d: id %q success %v optional %v; the spec verifier's: id %q status %v required %v (%s)",
+					i, g.ID, g.Success, g.Optional, ch.ID, ch.Status, ch.Required, ch.Detail)
+			}
+		}
 	})
+}
+
+// gymSuccess is an outcome as the gym API's success prints it.
+func gymSuccess(o verifiers.Outcome) string {
+	switch o {
+	case verifiers.Passed:
+		return "true"
+	case verifiers.PendingOutcome:
+		return "PENDING"
+	}
+	return "false"
+}
+
+// plainState reads a state field as SPEC 3 has it: absent or null is no
+// state, a string holds JSON text, any other value is the state.
+func plainState(t *testing.T, d *jsonview.Doc, raw json.RawMessage) jsonview.Value {
+	t.Helper()
+	if isNullRaw(raw) {
+		return jsonview.Value{}
+	}
+	text := []byte(raw)
+	var s string
+	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		text = []byte(s)
+	}
+	v, err := d.Parse(text)
+	if err != nil {
+		t.Fatalf("state %s answered 200, but it is not JSON: %v", raw, err)
+	}
+	if v.Kind() == jsonview.Null {
+		return jsonview.Value{}
+	}
+	return v
+}
+
+// plainOutput is the output field's text ("" when absent or null).
+func plainOutput(raw json.RawMessage) string {
+	var s string
+	json.Unmarshal(raw, &s)
+	return s
+}
+
+func isNullRaw(raw json.RawMessage) bool {
+	return raw == nil || string(bytes.TrimSpace(raw)) == "null"
 }
 
 func checkFuzzResponse(t *testing.T, rec *httptest.ResponseRecorder) {

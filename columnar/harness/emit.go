@@ -117,6 +117,17 @@ func appendStringBody(b []byte, s string) []byte {
 	return b[:len(b)-2]
 }
 
+// elems returns the first element of v, an array, to iterate with Next;
+// Missing when v is not an array. The lists a rollout is mapped from
+// (messages, content parts, tool calls) are arrays: the members of an
+// object in their place are not read as a list's elements.
+func elems(v jsonview.Value) jsonview.Value {
+	if v.Kind() != jsonview.Array {
+		return jsonview.Value{}
+	}
+	return v.First()
+}
+
 // appendText appends the text of a message's content as the body of a
 // JSON string: a string content as it is; of a list of parts, the text of
 // each part whose type is "text" (Inspect, OpenAI) or an OpenAI Responses
@@ -131,7 +142,7 @@ func appendText(b []byte, content jsonview.Value, sep string) ([]byte, bool) {
 		return append(append(b, sep...), s...), true
 	}
 	wrote := false
-	for p := content.First(); p.Exists(); p = p.Next() {
+	for p := elems(content); p.Exists(); p = p.Next() {
 		t := p.Get("type")
 		if !t.StrIs("text") && !t.StrIs("output_text") && !t.StrIs("input_text") {
 			continue

@@ -9,25 +9,6 @@ import (
 	"testing"
 )
 
-// drain reads r to the end, checking every rollout is valid JSON; it
-// bounds the items read.
-func drain(t *testing.T, r *Reader) {
-	for i := 0; i < 10000; i++ {
-		it, err := r.Next()
-		if err != nil {
-			return
-		}
-		if it.Rollout != nil && !json.Valid(it.Rollout) {
-			t.Fatalf("%s: invalid rollout %q", it.Where, it.Rollout)
-		}
-	}
-	for _, id := range r.TaskIDs() {
-		if row, _ := r.Task(id); !json.Valid(row) {
-			t.Fatalf("task %q: invalid row %q", id, row)
-		}
-	}
-}
-
 func addSeeds(f *testing.F, files ...string) {
 	for _, name := range files {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
@@ -38,8 +19,13 @@ func addSeeds(f *testing.F, files ...string) {
 	}
 }
 
-func fuzzStream(f *testing.F, format Format, seeds ...string) {
+// fuzzStream fuzzes the reader of format against its plain decoder
+// (plain_test.go): what the plain decoder reads, the reader must read the
+// same; strict asks, in addition, that what the plain decoder rejects the
+// reader do not read cleanly.
+func fuzzStream(f *testing.F, format Format, plain func(data []byte) (plainDoc, bool), strict bool, text string, seeds ...string) {
 	addSeeds(f, seeds...)
+	f.Add([]byte(text))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<20 {
 			return
@@ -48,24 +34,31 @@ func fuzzStream(f *testing.F, format Format, seeds ...string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		drain(t, r)
+		doc, valid := plain(data)
+		compareReader(t, r, doc, valid, strict)
 	})
 }
 
 func FuzzTauBench(f *testing.F) {
-	fuzzStream(f, TauBench, "tau-bench/tool-calling-gpt-4o-0.0_range_0--1.json")
+	plain := func(data []byte) (plainDoc, bool) { return plainTauBench("fuzz", data) }
+	fuzzStream(f, TauBench, plain, true, `[{"task_id": 1e2, "reward": 1, "reward": 0, "info": {"reward_info": {"r": 1}, "error": null, "task": {"user_id": "u"}},
+		"traj": [{"role": "assistant", "content": [{"type": "text", "text": "a\u00e9"}, {"type": "image"}, {"type": "output_text", "text": ""}]}, {"r\u006fle": "assistant", "content": "b"}]},
+		7, {"task_id": {}}, {"task_id": "1e2", "trial": 2}]`, "tau-bench/tool-calling-gpt-4o-0.0_range_0--1.json")
 }
 
 func FuzzTau2(f *testing.F) {
-	fuzzStream(f, Tau2, "tau2/results.json", "tau2/tasks_last.json")
+	fuzzStream(f, Tau2, plainTau2, false, `{"info": {"agent_info": {"llm": "m"}}, "simulations": [{"id": 3, "task_id": "t", "messages": [{"role": "assistant", "content": "x"}],
+		"reward_info": {"reward": 0.5}, "trial": 1}, {"id": "s"}], "tasks": [{"id": "t", "d": 1}, {"id": "t", "d": 2}, {"x": 1}], "simulations": null}`, "tau2/results.json", "tau2/tasks_last.json")
 }
 
 func FuzzInspectJSON(f *testing.F) {
-	fuzzStream(f, Inspect, "inspect/log.json")
+	fuzzStream(f, Inspect, plainInspect, false, `{"eval": {"eval_id": "", "run_id": "R", "task": "T"}, "samples": [{"id": "a", "epoch": 2, "store": null, "error": {"message": "boom"}, "limit": {"type": "tokens"},
+		"output": {"completion": "", "choices": [{"message": {"content": [{"type": "text", "text": "c"}]}}]}}, {"id": true, "epoch": 1}, {"id": 1, "epoch": "1"}]}`, "inspect/log.json")
 }
 
 func FuzzMessages(f *testing.F) {
-	fuzzStream(f, Messages, "messages/chats.jsonl")
+	plain := func(data []byte) (plainDoc, bool) { return plainMessages("fuzz", data), true }
+	fuzzStream(f, Messages, plain, true, "\xef\xbb\xbf{\"rollout_id\": 5.0, \"output\": null, \"x\": 1, \"x\": 2}\r\n  \n[1]\n{\"rollout_id\": null, \"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"b\"}]}", "messages/chats.jsonl")
 }
 
 // FuzzInspectSample fuzzes the sample member of an .eval archive (the
@@ -100,6 +93,13 @@ func FuzzInspectSample(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		drain(t, r)
+		var doc plainDoc
+		sample = bytes.TrimPrefix(sample, bom)
+		valid := plainValid(sample)
+		if valid {
+			h := plainHeader{evalID: "e", task: "t", model: "m", seen: true}
+			doc.items = []plainItem{plainSample(h, sample, &doc.tasks)}
+		}
+		compareReader(t, r, doc, valid, true)
 	})
 }

@@ -41,7 +41,8 @@
 //
 // Absent values are left out. Texts are joined with a newline; a
 // message's content is a string or a list of parts, of which the text
-// parts count. Log events (see logWriter) are, in order:
+// parts count. Lists (messages, parts, tool calls) are JSON arrays: an
+// object in the place of one reads as an empty list. Log events (see logWriter) are, in order:
 //
 //	{"eventType":"tool_call","name":N,"kwargs":{...},"id":I}
 //	{"eventType":"tool_result","name":N,"content":"...","id":I}

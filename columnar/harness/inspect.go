@@ -560,10 +560,10 @@ func (r *Reader) inspectSample(h *evalHeader, smp jsonview.Value, where string) 
 	o.b = append(o.b, '"')
 
 	r.log.reset()
-	for m := smp.Get("messages").First(); m.Exists(); m = m.Next() {
+	for m := elems(smp.Get("messages")); m.Exists(); m = m.Next() {
 		switch role := m.Get("role"); {
 		case role.StrIs("assistant"):
-			for c := m.Get("tool_calls").First(); c.Exists(); c = c.Next() {
+			for c := elems(m.Get("tool_calls")); c.Exists(); c = c.Next() {
 				r.log.call(c.Get("function"), c.Get("id"), c.Get("arguments"), c.Get("parse_error"), jsonview.Value{})
 			}
 		case role.StrIs("tool"):

@@ -107,7 +107,7 @@ func (r *Reader) chatOutput(o *object, msgs jsonview.Value, all bool) {
 	o.b = append(o.b, '"')
 	if all {
 		sep := ""
-		for m := msgs.First(); m.Exists(); m = m.Next() {
+		for m := elems(msgs); m.Exists(); m = m.Next() {
 			if m.Get("role").StrIs("assistant") {
 				var wrote bool
 				if o.b, wrote = appendText(o.b, m.Get("content"), sep); wrote {
@@ -117,7 +117,7 @@ func (r *Reader) chatOutput(o *object, msgs jsonview.Value, all bool) {
 		}
 	} else {
 		var last jsonview.Value
-		for m := msgs.First(); m.Exists(); m = m.Next() {
+		for m := elems(msgs); m.Exists(); m = m.Next() {
 			if m.Get("role").StrIs("assistant") {
 				last = m
 			}
@@ -135,10 +135,10 @@ func (r *Reader) chatOutput(o *object, msgs jsonview.Value, all bool) {
 func (r *Reader) chatLog(o *object, msgs jsonview.Value) {
 	r.log.reset()
 	var none jsonview.Value
-	for m := msgs.First(); m.Exists(); m = m.Next() {
+	for m := elems(msgs); m.Exists(); m = m.Next() {
 		switch role := m.Get("role"); {
 		case role.StrIs("assistant"):
-			for c := m.Get("tool_calls").First(); c.Exists(); c = c.Next() {
+			for c := elems(m.Get("tool_calls")); c.Exists(); c = c.Next() {
 				fn := c.Get("function")
 				r.log.call(fn.Get("name"), c.Get("id"), fn.Get("arguments"), none, none)
 			}
@@ -292,10 +292,10 @@ func (r *Reader) tau2Simulation(model []byte, sim jsonview.Value, where string) 
 		isErr, _ := t.Get("error").Bool()
 		r.log.result(none, t.Get("id"), t.Get("content"), isErr, none, t.Get("requestor"))
 	}
-	for m := msgs.First(); m.Exists(); m = m.Next() {
+	for m := elems(msgs); m.Exists(); m = m.Next() {
 		if m.Get("role").StrIs("tool") {
 			if tm := m.Get("tool_messages"); tm.Exists() {
-				for t := tm.First(); t.Exists(); t = t.Next() {
+				for t := elems(tm); t.Exists(); t = t.Next() {
 					result(t)
 				}
 			} else {
@@ -303,7 +303,7 @@ func (r *Reader) tau2Simulation(model []byte, sim jsonview.Value, where string) 
 			}
 			continue
 		}
-		for c := m.Get("tool_calls").First(); c.Exists(); c = c.Next() {
+		for c := elems(m.Get("tool_calls")); c.Exists(); c = c.Next() {
 			r.log.call(c.Get("name"), c.Get("id"), c.Get("arguments"), none, c.Get("requestor"))
 		}
 	}
