@@ -48,7 +48,7 @@ func IsURL(name string) bool {
 // fragment, which may carry credentials (a presigned URL's signature) or
 // bucket options. A string that is not a URL is returned unchanged.
 func Redact(raw string) string {
-	u, err := url.Parse(raw)
+	u, err := parseURL(raw)
 	if err != nil || u.Scheme == "" {
 		if i := strings.IndexAny(raw, "?#"); i >= 0 && strings.Contains(raw, "://") {
 			return raw[:i]
@@ -57,6 +57,55 @@ func Redact(raw string) string {
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return u.String()
+}
+
+// parseURL parses raw as url.Parse does, except in a bucket URL (s3://,
+// gs://, azblob://, file://), where a "?" starts the query only when the
+// rest is bucket options (name=value pairs joined by "&"): any other "?"
+// belongs to the key, where it is a glob's one-character wildcard
+// (s3://b/shard-?.jsonl, or s3://b/shard-?.jsonl?region=x with options).
+func parseURL(raw string) (*url.URL, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return url.Parse(raw)
+	}
+	switch scheme {
+	case "https", "http":
+		return url.Parse(raw)
+	}
+	query := ""
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '?' && isOptions(rest[i+1:]) {
+			rest, query = rest[:i], rest[i+1:]
+			break
+		}
+	}
+	u, err := url.Parse(scheme + "://" + strings.ReplaceAll(rest, "?", "%3F"))
+	if err != nil {
+		return nil, err
+	}
+	u.RawQuery = query
+	return u, nil
+}
+
+// isOptions reports whether q reads as a URL's options: name=value pairs
+// joined by "&", each name of letters, digits, "_", "-" or ".".
+func isOptions(q string) bool {
+	if q == "" {
+		return false
+	}
+	for _, kv := range strings.Split(q, "&") {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return false
+		}
+		for _, c := range name {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Location is a place in object storage named by a URL: a bucket and a
@@ -71,7 +120,7 @@ type Location struct {
 // Open opens the bucket of the URL raw. An https or http URL names one
 // object and has no bucket: only OpenFile and Attributes work on it.
 func Open(ctx context.Context, raw string) (*Location, error) {
-	u, err := url.Parse(raw)
+	u, err := parseURL(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: bad URL", Redact(raw))
 	}
@@ -197,11 +246,13 @@ func (l *Location) Expand(ctx context.Context) ([]Object, error) {
 		return []Object{{Key: l.Key, Size: size}}, nil
 	}
 	key := l.Key
-	if i := strings.IndexAny(key, "*?["); i >= 0 {
+	if strings.ContainsAny(key, "*?[") {
 		if _, err := path.Match(key, ""); err != nil {
 			return nil, fmt.Errorf("%s: bad glob: %v", Redact(l.u.String()), err)
 		}
-		all, err := l.List(ctx, key[:i])
+		// The listing's prefix is the key up to its first metacharacter
+		// or escape: a\*b matches the key a*b, which a\ does not begin.
+		all, err := l.List(ctx, key[:strings.IndexAny(key, "*?[\\")])
 		if err != nil {
 			return nil, err
 		}
@@ -354,7 +405,7 @@ func scrub(err error, raw string) error {
 	if red != raw && strings.Contains(msg, raw) {
 		return errors.New(strings.ReplaceAll(msg, raw, red))
 	}
-	if u, perr := url.Parse(raw); perr == nil && u.RawQuery != "" && strings.Contains(msg, u.RawQuery) {
+	if u, perr := parseURL(raw); perr == nil && u.RawQuery != "" && strings.Contains(msg, u.RawQuery) {
 		return errors.New(strings.ReplaceAll(msg, u.RawQuery, ""))
 	}
 	return err
