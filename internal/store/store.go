@@ -11,7 +11,9 @@
 // variables, AWS_ENDPOINT_URL for S3-compatible servers, profiles and
 // instance roles). A URL may carry user information or a query (a
 // presigned URL's signature, a bucket's options); Redact removes both and
-// every name this package puts in an error is redacted.
+// every name this package puts in an error is redacted. The errors of the
+// SDKs are scrubbed too: a service's error body may echo a request's
+// signature or token, and a request URL its SAS token.
 package store
 
 import (
@@ -20,7 +22,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -391,8 +395,10 @@ func retryable(err error) bool {
 	return true
 }
 
-// scrub turns a not-found error into ErrNotExist, and removes the query
-// and user information of raw from err's text.
+// scrub turns a not-found error into ErrNotExist, and removes from err's
+// text the query and user information of raw and every credential
+// redacted finds. The error it returns still unwraps to err, for
+// gcerrors.Code.
 func scrub(err error, raw string) error {
 	if err == nil {
 		return nil
@@ -401,12 +407,76 @@ func scrub(err error, raw string) error {
 		return ErrNotExist
 	}
 	msg := err.Error()
-	red := Redact(raw)
-	if red != raw && strings.Contains(msg, raw) {
-		return errors.New(strings.ReplaceAll(msg, raw, red))
+	clean := msg
+	if raw != "" {
+		if red := Redact(raw); red != raw {
+			clean = strings.ReplaceAll(clean, raw, red)
+		}
+		if u, perr := parseURL(raw); perr == nil && u.RawQuery != "" {
+			clean = strings.ReplaceAll(clean, u.RawQuery, "")
+		}
 	}
-	if u, perr := parseURL(raw); perr == nil && u.RawQuery != "" && strings.Contains(msg, u.RawQuery) {
-		return errors.New(strings.ReplaceAll(msg, u.RawQuery, ""))
+	clean = redacted(clean)
+	if clean == msg {
+		return err
 	}
-	return err
+	return &scrubbed{msg: clean, err: err}
+}
+
+// scrubbed is an error whose text had credentials removed.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// secretPatterns match the credentials an SDK's error may carry: a
+// request URL with a SAS token or a presigned query, a service's error
+// body that echoes the request (Azure's AuthenticationFailed names the
+// request's signature; a proxy may echo its headers), a token endpoint's
+// answer echoing the form it was sent. The first group of each is kept.
+var secretPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\b((?:sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential|x-goog-signature|x-goog-credential|access_token|refresh_token|id_token|client_secret|assertion|password|AccountKey|SharedAccessSignature)=)[^&;\s"'<>]+`),
+	regexp.MustCompile(`(?i)("(?:access_token|refresh_token|id_token|client_secret|private_key|assertion)"\s*:\s*")[^"]+`),
+	regexp.MustCompile(`(?i)\b((?:Bearer|Basic|SharedKey|SharedKeyLite) )[^\s"'<>]+`),
+	regexp.MustCompile(`(?i)(signature found in the HTTP request ')[^']+`),
+}
+
+// secretEnv are the variables whose values are credentials of the SDKs
+// gavel links; their values are removed from errors wherever they appear.
+var secretEnv = []string{
+	"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+	"AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_CLIENT_SECRET",
+	"AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGEBLOB_CONNECTIONSTRING",
+	"GOOGLE_OAUTH_ACCESS_TOKEN",
+}
+
+// redacted returns msg with credentials replaced by REDACTED: the values
+// of signature and token parameters and fields, of Authorization
+// schemes (Bearer, SharedKey), and the values of the credential
+// variables (secretEnv; a connection string's AccountKey and
+// SharedAccessSignature too) wherever they appear.
+func redacted(msg string) string {
+	for _, name := range secretEnv {
+		v := os.Getenv(name)
+		vals := []string{v}
+		if strings.HasSuffix(name, "CONNECTIONSTRING") || strings.HasSuffix(name, "CONNECTION_STRING") {
+			for _, part := range strings.Split(v, ";") {
+				if k, val, ok := strings.Cut(part, "="); ok && (k == "AccountKey" || k == "SharedAccessSignature") {
+					vals = append(vals, val)
+				}
+			}
+		}
+		for _, s := range vals {
+			if len(s) >= 8 { // a short value would redact ordinary words
+				msg = strings.ReplaceAll(msg, s, "REDACTED")
+			}
+		}
+	}
+	for _, re := range secretPatterns {
+		msg = re.ReplaceAllString(msg, "${1}REDACTED")
+	}
+	return msg
 }
