@@ -50,7 +50,9 @@ func IsURL(name string) bool {
 
 // Redact returns the URL raw without user information, query and
 // fragment, which may carry credentials (a presigned URL's signature) or
-// bucket options. A string that is not a URL is returned unchanged.
+// bucket options. A string that is not a URL is returned unchanged. A
+// file URL's host localhost is dropped: file://localhost/a and file:///a
+// name one file, and have one name.
 func Redact(raw string) string {
 	u, err := parseURL(raw)
 	if err != nil || u.Scheme == "" {
@@ -60,6 +62,9 @@ func Redact(raw string) string {
 		return raw
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	if u.Scheme == "file" && u.Host == "localhost" {
+		u.Host = ""
+	}
 	return u.String()
 }
 
@@ -133,6 +138,11 @@ func Open(ctx context.Context, raw string) (*Location, error) {
 	case "https", "http":
 		return l, nil
 	case "file":
+		// file://data/a.jsonl would name /a.jsonl on host "data": a
+		// relative path has no URL, and other hosts are not reached.
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("%s: a file URL names an absolute path (file:///path), not host %q", Redact(raw), u.Host)
+		}
 		l.Key = strings.TrimPrefix(u.Path, "/")
 		if l.bucket, err = blob.OpenBucket(ctx, "file:///?metadata=skip"); err != nil {
 			return nil, fmt.Errorf("open %s: %w", Redact(raw), err)
