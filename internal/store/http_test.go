@@ -28,6 +28,8 @@ const (
 	status503       // 503 Service Unavailable, no body
 	reset           // a part of the body, then the connection reset (RST)
 	short           // a part of the body, then the connection closed short of its Content-Length
+	status403       // 403 Forbidden, as an expired presigned URL
+	status429       // 429 Too Many Requests
 )
 
 // rangeServer serves data over TLS on 127.0.0.1 with range requests,
@@ -78,8 +80,15 @@ func (s *rangeServer) handle(w http.ResponseWriter, r *http.Request) {
 	s.reqs = append(s.reqs, served{rng: r.Header.Get("Range"), f: f})
 	s.mu.Unlock()
 
-	if f == status503 {
+	switch f {
+	case status503:
 		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	case status403:
+		w.WriteHeader(http.StatusForbidden)
+		return
+	case status429:
+		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}
 	first, last, ok := parseRange(r.Header.Get("Range"), len(s.data))
@@ -192,7 +201,7 @@ func checkResumed(t *testing.T, reqs []served, start int, end string) {
 }
 
 func (f fault) String() string {
-	return [...]string{"served body", "503", "reset", "short body"}[f]
+	return [...]string{"served body", "503", "reset", "short body", "403", "429"}[f]
 }
 
 // TestHTTPReadAtRetries reads an https:// object with ReadAt through a
@@ -201,7 +210,7 @@ func (f fault) String() string {
 // it broke, and the bytes are the object's.
 func TestHTTPReadAtRetries(t *testing.T) {
 	data := randomData(t, 300<<10)
-	script := []fault{status503, reset, short, status503}
+	script := []fault{status503, reset, short, status429}
 	srv := startRangeServer(t, data, script...)
 	store.BlockSize = 1 << 20 // one block: the requests come one at a time, in order
 	f, err := store.OpenFile(context.Background(), srv.URL+"/a.parquet?X-Amz-Signature=secret")
@@ -282,5 +291,25 @@ func TestHTTPKeepsFailing(t *testing.T) {
 	}
 	if n := len(srv.served()) - before; n != 1+store.Retries {
 		t.Errorf("stat: %d requests, want %d", n, 1+store.Retries)
+	}
+}
+
+// TestHTTPRefusedNotRetried: a 403 (an expired presigned URL) is not
+// retried: one request, and an error naming the object and the status.
+func TestHTTPRefusedNotRetried(t *testing.T) {
+	data := randomData(t, 10<<10)
+	srv := startRangeServer(t, data, status403)
+	f, err := store.OpenFile(context.Background(), srv.URL+"/a.parquet?X-Amz-Signature=expired")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = f.ReadAt(make([]byte, 10), 0)
+	want := fmt.Sprintf("read %s/a.parquet bytes 0-%d: HTTP 403 Forbidden", srv.URL, len(data)-1)
+	if err == nil || err.Error() != want {
+		t.Errorf("ReadAt error %v, want %q", err, want)
+	}
+	if n := len(srv.served()); n != 2 {
+		t.Errorf("%d requests, want 2 (the stat and the refused read)", n)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -396,6 +397,10 @@ func retry(ctx context.Context, fn func() error) error {
 func retryable(err error) bool {
 	if errors.Is(err, ErrNotExist) || errors.Is(err, context.Canceled) {
 		return false
+	}
+	var se *statusError
+	if errors.As(err, &se) { // an https:// source: 5xx and throttling pass
+		return se.code >= 500 || se.code == http.StatusTooManyRequests || se.code == http.StatusRequestTimeout
 	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound, gcerrors.PermissionDenied, gcerrors.InvalidArgument,
