@@ -3,8 +3,10 @@ package s3test_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -44,5 +46,12 @@ func TestGradeGlobURL(t *testing.T) {
 	want := []string{"s3://b/in/shard-0.jsonl", "s3://b/in/shard-1.jsonl"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("inputs of the run (-want +got):\n%s", diff)
+	}
+
+	// A glob matching nothing is a configuration error naming it as given.
+	_, _, err = pipeline.Inputs([]string{"s3://b/in/shard-?.parquet"}, "")
+	var ce *pipeline.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "input s3://b/in/shard-?.parquet: ") {
+		t.Errorf("Inputs(s3://b/in/shard-?.parquet) = %v, want a ConfigError naming the glob", err)
 	}
 }

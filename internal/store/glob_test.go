@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -96,9 +95,7 @@ func TestGlobURLNames(t *testing.T) {
 		{"https://h/a.parquet?X-Amz-Signature=s", "https://h/a.parquet"},
 	}
 	for _, tt := range tests {
-		got := store.Redact(tt.in)
-		// A "?" of the key may come back escaped: it names the same key.
-		if strings.ReplaceAll(got, "%3F", "?") != tt.want {
+		if got := store.Redact(tt.in); got != tt.want {
 			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}

@@ -53,7 +53,8 @@ func IsURL(name string) bool {
 // fragment, which may carry credentials (a presigned URL's signature) or
 // bucket options. A string that is not a URL is returned unchanged. A
 // file URL's host localhost is dropped: file://localhost/a and file:///a
-// name one file, and have one name.
+// name one file, and have one name. A "?" in a bucket URL's key is kept
+// as it is, a glob's wildcard.
 func Redact(raw string) string {
 	u, err := parseURL(raw)
 	if err != nil || u.Scheme == "" {
@@ -65,6 +66,10 @@ func Redact(raw string) string {
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	if u.Scheme == "file" && u.Host == "localhost" {
 		u.Host = ""
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		// A bucket URL's "?" wildcard reads as given (parseURL).
+		return strings.ReplaceAll(u.String(), "%3F", "?")
 	}
 	return u.String()
 }
