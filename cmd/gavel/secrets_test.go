@@ -31,7 +31,12 @@ type secrets struct {
 	reqs int
 }
 
-func (s *secrets) add(v ...string) {
+// maxSecretRequests bounds the requests a scripted server answers.
+const maxSecretRequests = 1000
+
+// add records a request and its credentials, and reports whether the
+// server still answers (it refuses past maxSecretRequests).
+func (s *secrets) add(v ...string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reqs++
@@ -40,6 +45,7 @@ func (s *secrets) add(v ...string) {
 			s.seen = append(s.seen, x)
 		}
 	}
+	return s.reqs <= maxSecretRequests
 }
 
 func (s *secrets) list() ([]string, int) {
@@ -73,7 +79,10 @@ func fakeAzure(t *testing.T, sec *secrets) *httptest.Server {
 		auth := r.Header.Get("Authorization")
 		sig := r.URL.Query().Get("sig")
 		_, mac, _ := strings.Cut(auth, ":")
-		sec.add(mac, sig)
+		if !sec.add(mac, sig) {
+			http.Error(w, "too many requests for a test", http.StatusBadRequest)
+			return
+		}
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		q := r.URL.Query()
 		switch {
@@ -237,8 +246,7 @@ func TestGCSErrorsHoldNoSecret(t *testing.T) {
 	sec := &secrets{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		sec.add()
-		if r.URL.Path != "/token" {
+		if !sec.add() || r.URL.Path != "/token" {
 			http.NotFound(w, r)
 			return
 		}

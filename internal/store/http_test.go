@@ -47,6 +47,9 @@ type rangeServer struct {
 	reqs   []served
 }
 
+// maxRequests bounds the requests a rangeServer answers.
+const maxRequests = 1000
+
 type served struct {
 	rng  string
 	f    fault
@@ -77,6 +80,11 @@ func (s *rangeServer) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	i := len(s.reqs)
+	if i >= maxRequests {
+		s.mu.Unlock()
+		http.Error(w, "too many requests for a test", http.StatusBadRequest)
+		return
+	}
 	s.reqs = append(s.reqs, served{rng: r.Header.Get("Range"), f: f})
 	s.mu.Unlock()
 
