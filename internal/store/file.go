@@ -236,7 +236,7 @@ func (f *File) readFull(p []byte, off int64) error {
 			delay = RetryDelay
 		}
 	}
-	return fmt.Errorf("read %s bytes %d-%d: %w", f.name, off, off+int64(len(p))-1, err)
+	return fmt.Errorf("read %s bytes %d-%d: %w", f.name, off, off+int64(len(p))-1, scrub(err, ""))
 }
 
 // Read reads the object in order from the start, through one streamed
@@ -290,7 +290,7 @@ func (f *File) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 	}
-	return 0, fmt.Errorf("read %s bytes %d-%d: %w", f.name, f.pos, f.size-1, err)
+	return 0, fmt.Errorf("read %s bytes %d-%d: %w", f.name, f.pos, f.size-1, scrub(err, ""))
 }
 
 // Seek sets the offset of the next Read, as io.Seeker does.

@@ -11,7 +11,9 @@
 // variables, AWS_ENDPOINT_URL for S3-compatible servers, profiles and
 // instance roles). A URL may carry user information or a query (a
 // presigned URL's signature, a bucket's options); Redact removes both and
-// every name this package puts in an error is redacted.
+// every name this package puts in an error is redacted. The errors of the
+// SDKs are scrubbed too: a service's error body may echo a request's
+// signature or token, and a request URL its SAS token.
 package store
 
 import (
@@ -19,8 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
+	"os"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -46,9 +51,12 @@ func IsURL(name string) bool {
 
 // Redact returns the URL raw without user information, query and
 // fragment, which may carry credentials (a presigned URL's signature) or
-// bucket options. A string that is not a URL is returned unchanged.
+// bucket options. A string that is not a URL is returned unchanged. A
+// file URL's host localhost is dropped: file://localhost/a and file:///a
+// name one file, and have one name. A "?" in a bucket URL's key is kept
+// as it is, a glob's wildcard.
 func Redact(raw string) string {
-	u, err := url.Parse(raw)
+	u, err := parseURL(raw)
 	if err != nil || u.Scheme == "" {
 		if i := strings.IndexAny(raw, "?#"); i >= 0 && strings.Contains(raw, "://") {
 			return raw[:i]
@@ -56,7 +64,63 @@ func Redact(raw string) string {
 		return raw
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	if u.Scheme == "file" && u.Host == "localhost" {
+		u.Host = ""
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		// A bucket URL's "?" wildcard reads as given (parseURL).
+		return strings.ReplaceAll(u.String(), "%3F", "?")
+	}
 	return u.String()
+}
+
+// parseURL parses raw as url.Parse does, except in a bucket URL (s3://,
+// gs://, azblob://, file://), where a "?" starts the query only when the
+// rest is bucket options (name=value pairs joined by "&"): any other "?"
+// belongs to the key, where it is a glob's one-character wildcard
+// (s3://b/shard-?.jsonl, or s3://b/shard-?.jsonl?region=x with options).
+func parseURL(raw string) (*url.URL, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return url.Parse(raw)
+	}
+	switch scheme {
+	case "https", "http":
+		return url.Parse(raw)
+	}
+	query := ""
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '?' && isOptions(rest[i+1:]) {
+			rest, query = rest[:i], rest[i+1:]
+			break
+		}
+	}
+	u, err := url.Parse(scheme + "://" + strings.ReplaceAll(rest, "?", "%3F"))
+	if err != nil {
+		return nil, err
+	}
+	u.RawQuery = query
+	return u, nil
+}
+
+// isOptions reports whether q reads as a URL's options: name=value pairs
+// joined by "&", each name of letters, digits, "_", "-" or ".".
+func isOptions(q string) bool {
+	if q == "" {
+		return false
+	}
+	for _, kv := range strings.Split(q, "&") {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return false
+		}
+		for _, c := range name {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Location is a place in object storage named by a URL: a bucket and a
@@ -71,7 +135,7 @@ type Location struct {
 // Open opens the bucket of the URL raw. An https or http URL names one
 // object and has no bucket: only OpenFile and Attributes work on it.
 func Open(ctx context.Context, raw string) (*Location, error) {
-	u, err := url.Parse(raw)
+	u, err := parseURL(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: bad URL", Redact(raw))
 	}
@@ -80,6 +144,11 @@ func Open(ctx context.Context, raw string) (*Location, error) {
 	case "https", "http":
 		return l, nil
 	case "file":
+		// file://data/a.jsonl would name /a.jsonl on host "data": a
+		// relative path has no URL, and other hosts are not reached.
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("%s: a file URL names an absolute path (file:///path), not host %q", Redact(raw), u.Host)
+		}
 		l.Key = strings.TrimPrefix(u.Path, "/")
 		if l.bucket, err = blob.OpenBucket(ctx, "file:///?metadata=skip"); err != nil {
 			return nil, fmt.Errorf("open %s: %w", Redact(raw), err)
@@ -197,11 +266,13 @@ func (l *Location) Expand(ctx context.Context) ([]Object, error) {
 		return []Object{{Key: l.Key, Size: size}}, nil
 	}
 	key := l.Key
-	if i := strings.IndexAny(key, "*?["); i >= 0 {
+	if strings.ContainsAny(key, "*?[") {
 		if _, err := path.Match(key, ""); err != nil {
 			return nil, fmt.Errorf("%s: bad glob: %v", Redact(l.u.String()), err)
 		}
-		all, err := l.List(ctx, key[:i])
+		// The listing's prefix is the key up to its first metacharacter
+		// or escape: a\*b matches the key a*b, which a\ does not begin.
+		all, err := l.List(ctx, key[:strings.IndexAny(key, "*?[\\")])
 		if err != nil {
 			return nil, err
 		}
@@ -332,6 +403,10 @@ func retryable(err error) bool {
 	if errors.Is(err, ErrNotExist) || errors.Is(err, context.Canceled) {
 		return false
 	}
+	var se *statusError
+	if errors.As(err, &se) { // an https:// source: 5xx and throttling pass
+		return se.code >= 500 || se.code == http.StatusTooManyRequests || se.code == http.StatusRequestTimeout
+	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound, gcerrors.PermissionDenied, gcerrors.InvalidArgument,
 		gcerrors.Unimplemented, gcerrors.FailedPrecondition, gcerrors.Canceled:
@@ -340,8 +415,10 @@ func retryable(err error) bool {
 	return true
 }
 
-// scrub turns a not-found error into ErrNotExist, and removes the query
-// and user information of raw from err's text.
+// scrub turns a not-found error into ErrNotExist, and removes from err's
+// text the query and user information of raw and every credential
+// redacted finds. The error it returns still unwraps to err, for
+// gcerrors.Code.
 func scrub(err error, raw string) error {
 	if err == nil {
 		return nil
@@ -350,12 +427,76 @@ func scrub(err error, raw string) error {
 		return ErrNotExist
 	}
 	msg := err.Error()
-	red := Redact(raw)
-	if red != raw && strings.Contains(msg, raw) {
-		return errors.New(strings.ReplaceAll(msg, raw, red))
+	clean := msg
+	if raw != "" {
+		if red := Redact(raw); red != raw {
+			clean = strings.ReplaceAll(clean, raw, red)
+		}
+		if u, perr := parseURL(raw); perr == nil && u.RawQuery != "" {
+			clean = strings.ReplaceAll(clean, u.RawQuery, "")
+		}
 	}
-	if u, perr := url.Parse(raw); perr == nil && u.RawQuery != "" && strings.Contains(msg, u.RawQuery) {
-		return errors.New(strings.ReplaceAll(msg, u.RawQuery, ""))
+	clean = redacted(clean)
+	if clean == msg {
+		return err
 	}
-	return err
+	return &scrubbed{msg: clean, err: err}
+}
+
+// scrubbed is an error whose text had credentials removed.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// secretPatterns match the credentials an SDK's error may carry: a
+// request URL with a SAS token or a presigned query, a service's error
+// body that echoes the request (Azure's AuthenticationFailed names the
+// request's signature; a proxy may echo its headers), a token endpoint's
+// answer echoing the form it was sent. The first group of each is kept.
+var secretPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\b((?:sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential|x-goog-signature|x-goog-credential|access_token|refresh_token|id_token|client_secret|assertion|password|AccountKey|SharedAccessSignature)=)[^&;\s"'<>]+`),
+	regexp.MustCompile(`(?i)("(?:access_token|refresh_token|id_token|client_secret|private_key|assertion)"\s*:\s*")[^"]+`),
+	regexp.MustCompile(`(?i)\b((?:Bearer|Basic|SharedKey|SharedKeyLite) )[^\s"'<>]+`),
+	regexp.MustCompile(`(?i)(signature found in the HTTP request ')[^']+`),
+}
+
+// secretEnv are the variables whose values are credentials of the SDKs
+// gavel links; their values are removed from errors wherever they appear.
+var secretEnv = []string{
+	"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+	"AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_CLIENT_SECRET",
+	"AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGEBLOB_CONNECTIONSTRING",
+	"GOOGLE_OAUTH_ACCESS_TOKEN",
+}
+
+// redacted returns msg with credentials replaced by REDACTED: the values
+// of signature and token parameters and fields, of Authorization
+// schemes (Bearer, SharedKey), and the values of the credential
+// variables (secretEnv; a connection string's AccountKey and
+// SharedAccessSignature too) wherever they appear.
+func redacted(msg string) string {
+	for _, name := range secretEnv {
+		v := os.Getenv(name)
+		vals := []string{v}
+		if strings.HasSuffix(name, "CONNECTIONSTRING") || strings.HasSuffix(name, "CONNECTION_STRING") {
+			for _, part := range strings.Split(v, ";") {
+				if k, val, ok := strings.Cut(part, "="); ok && (k == "AccountKey" || k == "SharedAccessSignature") {
+					vals = append(vals, val)
+				}
+			}
+		}
+		for _, s := range vals {
+			if len(s) >= 8 { // a short value would redact ordinary words
+				msg = strings.ReplaceAll(msg, s, "REDACTED")
+			}
+		}
+	}
+	for _, re := range secretPatterns {
+		msg = re.ReplaceAllString(msg, "${1}REDACTED")
+	}
+	return msg
 }
