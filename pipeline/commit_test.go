@@ -12,8 +12,9 @@ import (
 )
 
 // TestCommitOtherRun grades shard 0/2 of a run, then shard 1/2 with one
-// thing changed: the configuration, a verifier, an input file (grown
-// between the two shards), or the shard count. Commit refuses to join
+// thing changed: the configuration, a verifier, an input file (grown, or
+// rewritten to the same size, between the two shards), or the shard
+// count. Commit refuses to join
 // them, naming the shard and what differs, and writes nothing: no
 // manifest.json, summary.json or _SUCCESS. Unchanged, the shards commit.
 func TestCommitOtherRun(t *testing.T) {
@@ -40,6 +41,15 @@ func TestCommitOtherRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "shard 1/2 is of another run than shard 0/2: other inputs: " + "IN0" + " changed (size 108, ETag none there; size 144, ETag none now)"},
+		{"input rewritten, same size", func(_ *Config, inputs []string) {
+			data, err := os.ReadFile(inputs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(inputs[0], []byte(strings.Replace(string(data), "r0-a", "r0-x", 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "shard 1/2 is of another run than shard 0/2: other inputs: " + "IN0" + " changed (its content differs)"},
 		{"other shard count", func(cfg *Config, _ []string) { cfg.Shard = Shard{1, 3} }, "shards of two runs (of "},
 	}
 	for _, tt := range tests {
