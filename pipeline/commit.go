@@ -103,7 +103,9 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 	}
 	base := manifests[0]
 	for i := 1; i < count; i++ {
-		if err := base.sameRun(manifests[i]); err != nil {
+		// Shard 0 is the reference: its values are "there", shard i's
+		// "given".
+		if err := manifests[i].sameRun(base); err != nil {
 			return nil, fmt.Errorf("commit %s: shard %d/%d is of another run than shard 0/%d: %w", name, i, count, count, err)
 		}
 	}

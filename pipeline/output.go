@@ -268,7 +268,7 @@ func (m *Manifest) sameRun(o *Manifest) error {
 	case o.Config.Format == "":
 		return errNoConfig
 	case !reflect.DeepEqual(m.Verifiers, o.Verifiers):
-		return errors.New("other verifiers")
+		return fmt.Errorf("other verifiers (%s)", verifierDifference(m.Verifiers, o.Verifiers))
 	}
 	if d := m.Config.differences(&o.Config); len(d) > 0 {
 		return fmt.Errorf("other configuration (%s)", strings.Join(d, "; "))
@@ -282,7 +282,40 @@ func (m *Manifest) sameRun(o *Manifest) error {
 		}
 		return errors.New("other inputs (paths, sizes or row groups differ)")
 	}
+	// A file rewritten to the same size: its digest (recorded for local
+	// files; absent from manifests written before it) tells.
+	for i := range m.Inputs {
+		a, b := o.Inputs[i], m.Inputs[i]
+		if a.Digest != "" && b.Digest != "" && a.Digest != b.Digest {
+			return fmt.Errorf("other inputs: %s changed (its content differs)", a.Path)
+		}
+	}
 	return nil
+}
+
+// verifierDifference names the first verifier that differs between
+// theirs, read from an output directory, and mine, in the words of
+// RunConfig.differences.
+func verifierDifference(mine, theirs []ManifestVerifier) string {
+	short := func(fp string) string { return fp[:min(len(fp), 12)] }
+	for i := range max(len(mine), len(theirs)) {
+		switch {
+		case i >= len(mine):
+			return fmt.Sprintf("%s there, not given", theirs[i].ID)
+		case i >= len(theirs):
+			return fmt.Sprintf("%s given, not there", mine[i].ID)
+		}
+		a, b := theirs[i], mine[i]
+		switch {
+		case a.ID != b.ID:
+			return fmt.Sprintf("%s there, %s given", a.ID, b.ID)
+		case a.Fingerprint != b.Fingerprint:
+			return fmt.Sprintf("%s: fingerprint %s there, %s given", a.ID, short(a.Fingerprint), short(b.Fingerprint))
+		case !reflect.DeepEqual(a, b):
+			return fmt.Sprintf("%s: name, tasks or source differ", a.ID)
+		}
+	}
+	return "none differs"
 }
 
 func readManifest(path string) (*Manifest, error) {

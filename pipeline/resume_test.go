@@ -216,6 +216,20 @@ func TestResumeChecksRun(t *testing.T) {
 			}
 		})
 	}
+
+	// An input rewritten to the same size is another input.
+	data, err := os.ReadFile(inputs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(inputs[0], bytes.Replace(data, []byte("r0-a"), []byte("r0-x"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true})
+	var ce *ConfigError
+	if want := "other inputs: " + inputs[0] + " changed (its content differs)"; !errors.As(err, &ce) || !strings.Contains(ce.Msg, want) {
+		t.Errorf("resume after a same-size rewrite: Run = %v, want a ConfigError holding %q", err, want)
+	}
 }
 
 // TestResumeNormalisedConfig resumes runs whose settings are written
