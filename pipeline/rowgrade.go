@@ -38,6 +38,11 @@ type RowConfig struct {
 	// leaves them pending. A verdict found in the cache is the one a run
 	// would write.
 	Judge *judge.Config
+	// IndexPerByte and IndexFloor, when set, bound the index of each JSON
+	// document a row is parsed into (jsonview.Doc.LimitIndex): a row
+	// denser in values has status error, kind input. A server bounds its
+	// memory so.
+	IndexPerByte, IndexFloor int
 }
 
 // RowGrader grades rows handed to it one batch at a time, outside a run,
@@ -61,6 +66,8 @@ type RowGrader struct {
 	vs       []*verifiers.Verifier
 	watch    *pool // nil: calls are not timed
 	maxStuck int
+	// indexPerByte and indexFloor are RowConfig's.
+	indexPerByte, indexFloor int
 	// watchingNow, under watch.mu, says the supervisor runs.
 	watchingNow bool
 }
@@ -89,7 +96,7 @@ func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
 	if p.judging, err = newJudging(cfg.Judge, cfg.Verifiers, 0); err != nil {
 		return nil, err
 	}
-	g := &RowGrader{base: p, unit: Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers, maxStuck: cfg.MaxStuck}
+	g := &RowGrader{base: p, unit: Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers, maxStuck: cfg.MaxStuck, indexPerByte: cfg.IndexPerByte, indexFloor: cfg.IndexFloor}
 	if g.maxStuck <= 0 {
 		g.maxStuck = runtime.GOMAXPROCS(0)
 	}
@@ -101,6 +108,7 @@ func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
 	}
 	g.graders.New = func() any {
 		w := &rowWorker{rg: g, g: grader{timedOut: -1}}
+		w.g.limitIndex(g.indexPerByte, g.indexFloor)
 		if g.watch != nil {
 			w.g.watch, w.g.pool = &w.watch, g.watch
 			w.watch.g = &w.g
@@ -200,6 +208,7 @@ func (g *RowGrader) Grade(ctx context.Context, b *columnar.Batch, keep []string,
 	w.call = nil
 	w.g.timedOut = -1
 	w.g.trim(maxPooledDoc)
+	w.g.limitIndex(g.indexPerByte, g.indexFloor)
 	g.graders.Put(w)
 	defer func() {
 		c.res.reset()
@@ -229,6 +238,17 @@ func (g *RowGrader) Grade(ctx context.Context, b *columnar.Batch, keep []string,
 // after a rollout of a large world, a server does not hold its index
 // until the pool is emptied.
 const maxPooledDoc = 4 << 20
+
+// limitIndex bounds the index of the grader's documents (see
+// jsonview.Doc.LimitIndex).
+func (g *grader) limitIndex(perByte, floor int) {
+	if perByte == 0 {
+		return
+	}
+	for _, d := range []*jsonview.Doc{&g.line, &g.final, &g.initial, &g.log, &g.meta, &g.setMeta} {
+		d.LimitIndex(perByte, floor)
+	}
+}
 
 // trim drops the documents and buffers that hold more than max bytes.
 func (g *grader) trim(max int) {

@@ -21,40 +21,56 @@ import (
 )
 
 // The request memory: what fits is charged at once; a request larger than
-// the whole is let in alone; one that does not fit waits, then is refused
-// with errMemory; giving memory back wakes the waiting.
+// the whole is let in alone; the oldest holder may take its own share up
+// to the whole; another that does not fit waits, then is refused with
+// errMemory; giving memory back wakes the waiting.
 func TestMemBudget(t *testing.T) {
 	b := newMemBudget(100)
-	ctx := context.Background()
-	if err := b.acquire(ctx, 60, 0); err != nil {
+	b.maxWait = 20 * time.Millisecond
+	far := time.Now().Add(time.Minute)
+	acct := func() *memAccount { a := b.open(context.Background(), far); return &a }
+	x, y, z := acct(), acct(), acct() // oldest first
+	if err := b.acquire(y, 60); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.acquire(ctx, 50, 10*time.Millisecond); !errors.Is(err, errMemory) {
+	if err := b.acquire(z, 50); !errors.Is(err, errMemory) {
 		t.Fatalf("60+50 of 100: %v, want errMemory", err)
 	}
 	got := make(chan error, 1)
-	go func() { got <- b.acquire(ctx, 50, time.Minute) }()
+	go func() { got <- b.acquire(z, 50) }()
 	waitUntil(t, "a waiter", func() bool { _, w := b.state(); return w == 1 })
-	b.release(20)
+	b.mu.Lock()
+	b.release(y, 20)
+	b.mu.Unlock()
 	if err := <-got; err != nil {
 		t.Fatalf("40+50 of 100 after a release: %v", err)
 	}
-	b.release(40)
-	b.release(50)
-	if err := b.acquire(ctx, 300, 0); err != nil {
+	// y (older than z) holds 40 and may grow to the whole, past the sum.
+	if err := b.acquire(y, 60); err != nil {
+		t.Fatalf("the oldest holder growing to the whole: %v", err)
+	}
+	if used, _ := b.state(); used != 150 {
+		t.Fatalf("used %d, want 150 (within twice the whole)", used)
+	}
+	b.mu.Lock()
+	b.release(y, y.held)
+	b.release(z, z.held)
+	b.mu.Unlock()
+	if err := b.acquire(x, 300); err != nil {
 		t.Fatalf("300 of 100 alone: %v", err)
 	}
-	if err := b.acquire(ctx, 1, 10*time.Millisecond); !errors.Is(err, errMemory) {
+	if err := b.acquire(z, 1); !errors.Is(err, errMemory) {
 		t.Fatalf("1 beside one over the whole: %v, want errMemory", err)
 	}
-	cctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := b.acquire(cctx, 1, time.Minute); !errors.Is(err, context.Canceled) {
+	c := b.open(ctx, far)
+	if err := b.acquire(&c, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait: %v, want context.Canceled", err)
 	}
-	b.release(300)
-	if used, waiting := b.state(); used != 0 || waiting != 0 {
-		t.Fatalf("after all released: %d used, %d waiting", used, waiting)
+	x.close()
+	if used, waiting := b.state(); used != 0 || waiting != 0 || len(b.holders) != 0 {
+		t.Fatalf("after all released: %d used, %d waiting, %d holders", used, waiting, len(b.holders))
 	}
 }
 
@@ -75,7 +91,7 @@ func countingVerifier(n *atomic.Int64) *verifiers.Verifier {
 		}}
 }
 
-// A stream of lines longer than a quarter of the memory is graded whole,
+// A stream of lines as long as the request memory allows is graded whole,
 // charged batch by batch: the request memory in use never passes its bound
 // by more than one line, and all of it is given back.
 func TestStreamChargesMemory(t *testing.T) {
@@ -91,7 +107,7 @@ func TestStreamChargesMemory(t *testing.T) {
 	if got.code != 200 || strings.Count(got.body, `"status":"passed"`) != lines {
 		t.Fatalf("stream of %d lines of 1 MiB = %d, %d passed; want 200 and all passed: %.300s", lines, got.code, strings.Count(got.body, `"status":"passed"`), got.body)
 	}
-	bound := s.cfg.MaxMemory/4 + (size+4<<10)*bytesPerBodyByte
+	bound := s.mem.max + (size+4<<10)*bytesPerBodyByte
 	if p := s.mem.highest(); p == 0 || p > bound {
 		t.Errorf("request memory peaked at %d MiB, want some and at most %d MiB", p>>20, bound>>20)
 	}
@@ -317,4 +333,25 @@ func TestCheckCacheBytes(t *testing.T) {
 			t.Fatalf("after %d sets: %d bytes counted (bound %d)", i+1, c.bytes, c.maxBytes)
 		}
 	}
+}
+
+// A rollout denser in JSON values than the index bound (its index would
+// not be bounded by its length) is refused: a row with status error in a
+// stream, a 400 alone; a rollout as dense but short is graded.
+func TestDenseRolloutRefused(t *testing.T) {
+	s, ts := newServer(t, Config{})
+	dense := `{"task_id":"TASK-C01","final_state":{"events":[` + strings.Repeat("0,", 1<<18) + `0]}}`
+	got := do(t, ts, "POST", "/v1/grade", "application/x-ndjson", dense+"\n")
+	if got.code != 200 || !strings.Contains(got.body, `"status":"error"`) || !strings.Contains(got.body, "more JSON values than the memory bound allows") {
+		t.Errorf("dense line of %d bytes = %d %.300s, want a row with the index error", len(dense), got.code, got.body)
+	}
+	got = do(t, ts, "POST", "/v1/grade", "", dense)
+	if got.code != 400 || !strings.Contains(got.body, "more JSON values than the memory bound allows") {
+		t.Errorf("dense rollout of %d bytes = %d %.300s, want 400 with the index error", len(dense), got.code, got.body)
+	}
+	short := `{"task_id":"TASK-C01","final_state":{"events":[` + strings.Repeat("0,", 100) + `0]}}`
+	if got := do(t, ts, "POST", "/v1/grade", "", short); got.code != 200 || strings.Contains(got.body, `"status":"error"`) {
+		t.Errorf("short dense rollout = %d %.300s, want graded", got.code, got.body)
+	}
+	memIdle(t, s)
 }

@@ -239,6 +239,7 @@ func (g *gradeReq) object(body io.Reader) {
 		return
 	}
 	line := bytes.TrimSpace(g.body)
+	g.doc.LimitIndex(indexPerByte, indexFloor)
 	root, err := g.doc.Parse(line)
 	if err != nil {
 		var se *jsonview.SyntaxError
@@ -321,6 +322,7 @@ func (g *gradeReq) setKeep(b *columnar.Batch) {
 		return
 	}
 	var doc jsonview.Doc
+	doc.LimitIndex(indexPerByte, indexFloor)
 	for i := range b.Rows {
 		root, err := doc.Parse(b.Rows[i].Line)
 		if err != nil || root.Kind() != jsonview.Object {

@@ -36,7 +36,14 @@ type gymDocs struct {
 	body                      []byte
 }
 
-var gymDocsPool = sync.Pool{New: func() any { return new(gymDocs) }}
+var gymDocsPool = sync.Pool{New: func() any { d := new(gymDocs); d.limitIndex(); return d }}
+
+// limitIndex bounds the index of d's documents.
+func (d *gymDocs) limitIndex() {
+	for _, doc := range []*jsonview.Doc{&d.line, &d.final, &d.initial, &d.log} {
+		doc.LimitIndex(indexPerByte, indexFloor)
+	}
+}
 
 // maxPooledGym bounds what pooled gymDocs keep from one request.
 const maxPooledGym = 1 << 20
@@ -53,6 +60,7 @@ func putGymDocs(d *gymDocs) {
 			doc.Reset()
 		}
 	}
+	d.limitIndex()
 	gymDocsPool.Put(d)
 }
 
@@ -138,7 +146,7 @@ func (s *Server) handlePutSession(w http.ResponseWriter, r *http.Request, st *re
 func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request, st *reqState) {
 	if !s.sessions.delete(r.PathValue("id")) {
 		writeError(w, http.StatusNotFound, "no session "+r.PathValue("id"),
-			"sessions are stored with PUT /sessions/{id}; past --max-sessions (or 256 MiB) the least recently used are evicted")
+			"sessions are stored with PUT /sessions/{id}; past --max-sessions (or an eighth of --max-memory) the least recently used are evicted")
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

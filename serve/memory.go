@@ -12,10 +12,12 @@ import (
 // The server's memory is bounded by Config.MaxMemory, shared out when the
 // server is made:
 //
-//   - request data, a quarter: every request is charged for the bytes of
+//   - request data, an eighth: every request is charged for the bytes of
 //     its body it holds decoded (after decompression), at
 //     bytesPerBodyByte each, before it reads them; a stream gives a
-//     batch's bytes back once the batch is graded and written;
+//     batch's bytes back once the batch is graded and written (memBudget
+//     says when a request may pass the eighth: all it holds stays within a
+//     quarter, or within one request of the largest body alone);
 //   - sessions, an eighth, counted by the bytes they hold;
 //   - compiled checks of /verifier, a sixteenth, counted at
 //     bytesPerCheckByte per byte of their text;
@@ -31,11 +33,22 @@ import (
 const DefaultMaxMemory = 512 << 20
 
 // bytesPerBodyByte is what one byte of a request's body costs while it is
-// held: the byte itself, the index of its JSON values (a node of 28 bytes
-// per value, and a dense world has one value in every four or five
-// bytes), and the slack of buffers that grow by doubling. Measured with
-// internal/hostile's worlds: about 6.
+// held: the byte itself, the index of its JSON values, bounded to
+// indexPerByte bytes per byte of text (and the whitespace runs, at most
+// about as much again in the densest text), and the slack of an index
+// growing by doubling.
 const bytesPerBodyByte = 8
+
+// indexPerByte and indexFloor bound the index of every JSON document the
+// server parses (jsonview.Doc.LimitIndex): 3 bytes per byte of text, one
+// value in every 9 or 10 bytes on average (a world of records with string
+// fields has one in 12 to 20), and at least 64 KiB whatever the text. A
+// denser document is refused (a row with status error), since what it
+// would hold is not bounded by its length.
+const (
+	indexPerByte = 3
+	indexFloor   = 64 << 10
+)
 
 // bytesPerCheckByte is what one byte of a /verifier check set's text costs
 // once compiled (the CEL programs and their ASTs). Measured: about 30 for
@@ -51,34 +64,80 @@ const memWait = 2 * time.Second
 var errMemory = errors.New("server at its memory bound")
 
 // memBudget is the request memory: bytes charged by the requests in
-// flight, at most max, except that a request larger than max is let in
-// alone.
+// flight, each through its memAccount. A charge is granted when
+//
+//   - it fits: all charged stays within max;
+//   - or no other request holds any (a request larger than max is let in
+//     alone);
+//   - or the request is the oldest of those holding some, and its own
+//     charge stays within max: the oldest always progresses (so requests
+//     holding part of what they need cannot block each other for good),
+//     and all charged stays within twice max.
+//
+// The last two only for a request with no batch in flight: a stream whose
+// batches are being graded waits for them.
+//
+// Otherwise the request waits: the oldest, or one whose own batches are in
+// flight, until its deadline (memory is coming back); another for memWait,
+// then it is refused with errMemory and gives back what it holds.
 type memBudget struct {
 	mu      sync.Mutex
 	max     int64
 	used    int64
 	peak    int64 // the most used at once
 	waiting int
+	holders map[*memAccount]struct{}
+	seq     uint64
 	wake    chan struct{} // closed and replaced when memory is given back
+	// memWait, shorter in tests.
+	maxWait time.Duration
 }
 
 func newMemBudget(max int64) *memBudget {
-	return &memBudget{max: max, wake: make(chan struct{})}
+	return &memBudget{max: max, wake: make(chan struct{}), holders: map[*memAccount]struct{}{}, maxWait: memWait}
 }
 
-// acquire charges n bytes, waiting until they fit for at most wait, or
-// until ctx is done.
-func (b *memBudget) acquire(ctx context.Context, n int64, wait time.Duration) error {
+// oldest reports whether a is the oldest account holding memory. b.mu is
+// held.
+func (b *memBudget) oldest(a *memAccount) bool {
+	for h := range b.holders {
+		if h.seq < a.seq {
+			return false
+		}
+	}
+	return true
+}
+
+// grant charges n bytes to a if the rules allow. b.mu is held.
+func (b *memBudget) grant(a *memAccount, n int64) bool {
+	// Past max only for a request that cannot progress otherwise: one
+	// whose own batches are in flight waits for them.
+	if !(b.used+n <= b.max || a.batches == 0 && (b.used == a.held || a.held > 0 && a.held+n <= b.max && b.oldest(a))) {
+		return false
+	}
+	if a.held == 0 {
+		b.holders[a] = struct{}{}
+	}
+	a.held += n
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	return true
+}
+
+// acquire charges n bytes to a, waiting as the rules say.
+func (b *memBudget) acquire(a *memAccount, n int64) error {
 	var timer *time.Timer
 	for {
 		b.mu.Lock()
-		if b.used+n <= b.max || b.used == 0 {
-			b.used += n
-			b.peak = max(b.peak, b.used)
+		if b.grant(a, n) {
 			b.mu.Unlock()
 			return nil
 		}
 		wake := b.wake
+		wait := b.maxWait
+		if a.batches > 0 || a.held > 0 && b.oldest(a) {
+			wait = time.Until(a.deadline)
+		}
 		b.waiting++
 		b.mu.Unlock()
 		if timer == nil {
@@ -90,8 +149,8 @@ func (b *memBudget) acquire(ctx context.Context, n int64, wait time.Duration) er
 		case <-wake:
 		case <-timer.C:
 			err = errMemory
-		case <-ctx.Done():
-			err = context.Cause(ctx)
+		case <-a.ctx.Done():
+			err = context.Cause(a.ctx)
 		}
 		b.mu.Lock()
 		b.waiting--
@@ -102,19 +161,21 @@ func (b *memBudget) acquire(ctx context.Context, n int64, wait time.Duration) er
 	}
 }
 
-// release gives n bytes back.
-func (b *memBudget) release(n int64) {
-	if n == 0 {
+// release gives n bytes of a's charge back. b.mu is held.
+func (b *memBudget) release(a *memAccount, n int64) {
+	if n <= 0 {
 		return
 	}
-	b.mu.Lock()
+	if n > a.held {
+		panic(fmt.Sprintf("serve: request memory released beyond its charge (%d of %d bytes)", n, a.held))
+	}
+	a.held -= n
 	b.used -= n
-	if b.used < 0 {
-		panic(fmt.Sprintf("serve: request memory released twice (%d bytes in use)", b.used))
+	if a.held == 0 {
+		delete(b.holders, a)
 	}
 	close(b.wake)
 	b.wake = make(chan struct{})
-	b.mu.Unlock()
 }
 
 // state returns the bytes charged and the requests waiting.
@@ -133,14 +194,14 @@ func (b *memBudget) highest() int64 {
 
 // memAccount is one request's charge on the request memory: the body
 // bytes it holds decoded, each charged bytesPerBodyByte before it is read.
-// A stream's reader charges while its writer gives back, so the account
-// has a lock.
+// A stream's reader charges while its writer gives back; the budget's lock
+// guards every account.
 type memAccount struct {
 	b        *memBudget
 	ctx      context.Context
 	deadline time.Time // ends every wait
+	seq      uint64    // the order of the requests, for the oldest
 
-	mu   sync.Mutex
 	held int64 // charged
 	kept int64 // body bytes held
 	// batches, for a stream, is the batches being graded or written:
@@ -148,67 +209,65 @@ type memAccount struct {
 	batches int
 }
 
+// open starts an account for a request.
+func (b *memBudget) open(ctx context.Context, deadline time.Time) memAccount {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	return memAccount{b: b, ctx: ctx, deadline: deadline, seq: b.seq}
+}
+
 // reserve charges for n more body bytes, kept+n in all.
 func (a *memAccount) reserve(n int64) error {
-	a.mu.Lock()
+	b := a.b
+	b.mu.Lock()
 	need := (a.kept + n) * bytesPerBodyByte
 	if need <= a.held {
-		a.mu.Unlock()
+		b.mu.Unlock()
 		return nil
 	}
 	// Grow by at least a quarter of what is held, so that a body read in
-	// small pieces asks a few times, not once per piece.
-	step := max(need-a.held, a.held/4, 1<<20)
-	wait := memWait
-	if a.batches > 0 {
-		wait = time.Until(a.deadline)
-	}
-	a.mu.Unlock()
-	if err := a.b.acquire(a.ctx, step, wait); err != nil {
-		return err
-	}
-	a.mu.Lock()
-	a.held += step
-	a.mu.Unlock()
-	return nil
+	// small pieces asks a few times, not once per piece (but never past
+	// the whole, which a request alone may need exactly).
+	step := max(need-a.held, min(max(a.held/4, 1<<20), b.max-a.held))
+	b.mu.Unlock()
+	return b.acquire(a, step)
 }
 
 // read records n body bytes read (after reserve).
 func (a *memAccount) read(n int64) {
-	a.mu.Lock()
+	a.b.mu.Lock()
 	a.kept += n
-	a.mu.Unlock()
+	a.b.mu.Unlock()
 }
 
 // drop records n body bytes no longer held, and gives back the charge
 // beyond what the bytes still held need.
 func (a *memAccount) drop(n int64) {
-	a.mu.Lock()
+	b := a.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	a.kept -= n
-	extra := a.held - a.kept*bytesPerBodyByte
-	if extra > 0 {
-		a.held -= extra
-	}
-	a.mu.Unlock()
-	if extra > 0 {
-		a.b.release(extra)
-	}
+	b.release(a, a.held-a.kept*bytesPerBodyByte)
 }
 
 // batch records a stream's batch entering (+1) or leaving (-1) grading.
 func (a *memAccount) batch(d int) {
-	a.mu.Lock()
+	a.b.mu.Lock()
 	a.batches += d
-	a.mu.Unlock()
+	a.b.mu.Unlock()
 }
 
 // close gives back all the account holds.
 func (a *memAccount) close() {
-	a.mu.Lock()
-	held := a.held
-	a.held, a.kept = 0, 0
-	a.mu.Unlock()
-	a.b.release(held)
+	if a.b == nil {
+		return
+	}
+	b := a.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.release(a, a.held)
+	a.kept = 0
 }
 
 // chargedReader charges a request for the bytes read through it, before

@@ -38,7 +38,7 @@ type Config struct {
 	// Tasks is the tasks table (pipeline.LoadTasks), if any.
 	Tasks pipeline.Tasks
 	// MaxBody bounds a request body, and each line of a JSON Lines body
-	// (0: 32 MiB). A larger body is a 413.
+	// (0: 16 MiB). A larger body is a 413.
 	MaxBody int64
 	// MaxInflight bounds the requests being served at once on the
 	// grading and session routes (0: 4 per CPU); more are a 429.
@@ -81,7 +81,7 @@ type Config struct {
 
 // Default limits.
 const (
-	DefaultMaxBody        = 32 << 20
+	DefaultMaxBody        = 16 << 20
 	DefaultRequestTimeout = 30 * time.Second
 )
 
@@ -143,7 +143,7 @@ func New(cfg Config) *Server {
 		sessions: newSessions(cfg.MaxSessions, cfg.MaxSessionBytes),
 		metrics:  newMetrics(cfg.Registry),
 		gyms:     newGymCache(cfg.MaxMemory / 16),
-		mem:      newMemBudget(cfg.MaxMemory / 4),
+		mem:      newMemBudget(cfg.MaxMemory / 8),
 		encoders: newEncoders(),
 
 		maxAdmitWait: admitWait,
@@ -161,7 +161,8 @@ func New(cfg Config) *Server {
 // verifiers binding one task is a pipeline.ConfigError, and the old set
 // stays.
 func (s *Server) Reload(vs []*verifiers.Verifier) error {
-	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile, Timeout: s.cfg.Timeout, MaxStuck: s.cfg.MaxInflight, Judge: s.cfg.Judge})
+	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile, Timeout: s.cfg.Timeout, MaxStuck: s.cfg.MaxInflight, Judge: s.cfg.Judge,
+		IndexPerByte: indexPerByte, IndexFloor: indexFloor})
 	if err != nil {
 		return err
 	}
@@ -435,7 +436,7 @@ func (s *Server) wrap(route string, auth, limited bool, h func(http.ResponseWrit
 			ctx, cancel := context.WithDeadline(r.Context(), deadline)
 			defer cancel()
 			r = r.WithContext(ctx)
-			st.acct = memAccount{b: s.mem, ctx: ctx, deadline: deadline}
+			st.acct = s.mem.open(ctx, deadline)
 			defer st.acct.close()
 		}
 		h(w, r, st)

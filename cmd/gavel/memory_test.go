@@ -87,19 +87,20 @@ func TestServeMemoryBound(t *testing.T) {
 	for _, a := range hostile.Memory(hostile.Scale{Lines: 6, Sessions: 12000, CheckSets: 120}) {
 		w := hostile.Watch(s)
 		start := time.Now()
-		err := a.Run(ctx, s, c)
+		var tally hostile.Tally
+		err := a.Run(ctx, s, c, &tally)
 		peak, probes, failed, first := w.Stop()
 		_, hwm, rerr := s.RSS()
 		if rerr != nil {
 			t.Fatal(rerr)
 		}
-		t.Logf("%s (%s): %.1fs, resident peak %d MB (process peak so far %d MB), /healthz %d of %d failed",
-			a.Name, a.What, time.Since(start).Seconds(), peak>>20, hwm>>20, failed, probes)
+		t.Logf("%s (%s): %.1fs, answers %s, resident peak %d MiB (process peak so far %d MiB), /healthz %d of %d failed",
+			a.Name, a.What, time.Since(start).Seconds(), &tally, peak>>20, hwm>>20, failed, probes)
 		if err != nil {
 			t.Errorf("%s: %v", a.Name, err)
 		}
 		if hwm > memoryBound {
-			t.Errorf("%s: gavel serve reached %d MB resident, over the documented %d MB", a.Name, hwm>>20, memoryBound>>20)
+			t.Errorf("%s: gavel serve reached %d MiB resident, over the documented %d MiB", a.Name, hwm>>20, memoryBound>>20)
 		}
 		if failed > 0 {
 			t.Errorf("%s: /healthz failed %d of %d probes (first: %s)", a.Name, failed, probes, first)

@@ -107,7 +107,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// The soft limit sits above what requests, sessions and compiled
-		// checks may hold together (half of --max-memory, serve/memory.go),
+		// checks may hold together (under half of --max-memory with the
+		// default --max-body, serve/memory.go),
 		// so that collection does not run hot when they are full, and
 		// below --max-memory by what the program's code and runtime take.
 		debug.SetMemoryLimit(int64(maxMemory) / 4 * 3)

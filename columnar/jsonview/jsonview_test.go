@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -845,4 +846,40 @@ func mustString(t *testing.T, body string) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// LimitIndex bounds the index by the text's length: a text denser in
+// values than the bound is a SyntaxError, a typical one parses, a short
+// one always does, and without the bound all do.
+func TestLimitIndex(t *testing.T) {
+	dense := "[" + strings.Repeat("0,", 1<<19) + "0]"
+	var typical strings.Builder
+	typical.WriteString(`{"users":{`)
+	for i := range 20000 {
+		if i > 0 {
+			typical.WriteByte(',')
+		}
+		fmt.Fprintf(&typical, `"USR-%05d":{"id":"USR-%05d","name":"Ana Lima","active":true}`, i, i)
+	}
+	typical.WriteString("}}")
+	var d Doc
+	d.LimitIndex(3, 64<<10)
+	_, err := d.Parse([]byte(dense))
+	var se *SyntaxError
+	if !errors.As(err, &se) || !strings.Contains(se.Msg, "more JSON values than the memory bound allows") {
+		t.Fatalf("dense text of %d bytes under the bound: %v, want the index error", len(dense), err)
+	}
+	if _, err := d.Parse([]byte(typical.String())); err != nil {
+		t.Fatalf("typical text of %d bytes: %v", typical.Len(), err)
+	}
+	if fp := d.Footprint(); fp > 3*typical.Len()+64<<10 {
+		t.Errorf("index of %d bytes for a text of %d, over the bound", fp, typical.Len())
+	}
+	if _, err := d.Parse([]byte(`[0,0,0,0,0,0,0,0]`)); err != nil {
+		t.Errorf("short dense text: %v", err)
+	}
+	d.LimitIndex(0, 0)
+	if _, err := d.Parse([]byte(dense)); err != nil {
+		t.Errorf("dense text without the bound: %v", err)
+	}
 }

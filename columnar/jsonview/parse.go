@@ -75,6 +75,9 @@ type Doc struct {
 	// ParseSkipping left a member out: the runs in it are not known.
 	spaces  []int32
 	partial bool
+	// limitPerByte and limitFloor bound the index (see LimitIndex; 0: no
+	// bound).
+	limitPerByte, limitFloor int
 	// ParseSkipping's request and results.
 	sk                  Skips
 	scanned, matched    Skipped
@@ -86,6 +89,13 @@ type Doc struct {
 func (d *Doc) Footprint() int {
 	return cap(d.nodes)*int(unsafe.Sizeof(node{})) + cap(d.stack)*int(unsafe.Sizeof(frame{})) + cap(d.spaces)*4
 }
+
+// LimitIndex bounds the index later Parses build: at most perByte bytes
+// for each byte of the text, and never less than floor bytes. A text with
+// more values than that (a long array of one-digit numbers, say) is a
+// SyntaxError, so that what a Doc holds is bounded by the length of its
+// text. LimitIndex(0, 0) removes the bound.
+func (d *Doc) LimitIndex(perByte, floor int) { d.limitPerByte, d.limitFloor = perByte, floor }
 
 // Share promises that d will never be parsed into or reset again, and that
 // its text will not change, so that the identity of its Values stands for
@@ -307,7 +317,13 @@ value:
 	// Write the node in place: building it on the stack and copying it
 	// costs a store-forwarding stall per value.
 	if len(nodes) == cap(nodes) {
-		nodes = slices.Grow(nodes, 1)
+		if d.limitPerByte > 0 {
+			if nodes, code = d.growLimited(nodes, spaces, n); code != errNone {
+				return d.fail(nodes, stack, spaces, i, code, data)
+			}
+		} else {
+			nodes = slices.Grow(nodes, 1)
+		}
 	}
 	nodes = nodes[:idx+1]
 	nd = &nodes[idx]
@@ -725,6 +741,19 @@ func literalError(data []byte, i int, lit string) (int, errCode) {
 	return i, errLiteral // unreachable for a mismatch
 }
 
+// growLimited grows nodes within the bound of LimitIndex for a text of n
+// bytes, counting the whitespace runs too, or returns errIndex.
+func (d *Doc) growLimited(nodes []node, spaces []int32, n int) ([]node, errCode) {
+	const size = int(unsafe.Sizeof(node{}))
+	limit := max(d.limitFloor, d.limitPerByte*n) - cap(spaces)*4
+	want := max(2*cap(nodes), 64)
+	want = min(want, limit/size)
+	if want <= len(nodes) {
+		return nodes, errIndex
+	}
+	return slices.Grow(nodes, want-len(nodes)), errNone
+}
+
 // errCode says what Parse found wrong; message renders it.
 type errCode uint8
 
@@ -744,6 +773,7 @@ const (
 	errNumber
 	errLiteral
 	errDepth
+	errIndex
 )
 
 // message describes the error at offset off of data.
@@ -755,6 +785,8 @@ func (e errCode) message(data []byte, off int) string {
 	switch e {
 	case errEOF:
 		return "unexpected end of JSON input"
+	case errIndex:
+		return "more JSON values than the memory bound allows for a text of this length"
 	case errValueStart:
 		return "invalid character " + c + " looking for beginning of value"
 	case errKeyStart:

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +72,39 @@ type Attack struct {
 	Name string
 	// What says what the attack sends, for a report.
 	What string
-	Run  func(ctx context.Context, s Server, c *http.Client) error
+	Run  func(ctx context.Context, s Server, c *http.Client, t *Tally) error
+}
+
+// Tally counts the status codes of an attack's answers.
+type Tally struct {
+	mu sync.Mutex
+	m  map[int]int
+}
+
+func (t *Tally) add(code int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[int]int{}
+	}
+	t.m[code]++
+}
+
+// String lists the codes and their counts, in the order of the codes:
+// "200: 3, 503: 5".
+func (t *Tally) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	codes := make([]int, 0, len(t.m))
+	for c := range t.m {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%d: %d", c, t.m[c])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Scale sizes the attacks: Scale{} is the full size of the issue's probe;
@@ -79,7 +112,7 @@ type Attack struct {
 type Scale struct {
 	// Conns is the number of requests sent at once (0: 8).
 	Conns int
-	// Lines is the number of 30 MiB lines of one compressed JSON Lines
+	// Lines is the number of 15 MiB lines of one compressed JSON Lines
 	// request (0: 80).
 	Lines int
 	// Sessions is the number of 30 KB sessions stored (0: 20,000).
@@ -109,14 +142,26 @@ func (sc Scale) or() Scale {
 func Memory(sc Scale) []Attack {
 	sc = sc.or()
 	return []Attack{
-		{"compressed-lines", fmt.Sprintf("%d requests at once, each %d JSON Lines of 30 MiB zstd-compressed", sc.Conns, sc.Lines),
-			func(ctx context.Context, s Server, c *http.Client) error { return compressedLines(ctx, s, c, sc) }},
-		{"big-objects", fmt.Sprintf("%d requests at once of one 32 MiB rollout each, to /v1/grade, /verifier and PUT /sessions", 3*sc.Conns),
-			func(ctx context.Context, s Server, c *http.Client) error { return bigObjects(ctx, s, c, sc) }},
+		{"compressed-lines", fmt.Sprintf("%d requests at once, each %d JSON Lines of 15 MiB (and one of 30 MiB) zstd-compressed", sc.Conns, sc.Lines),
+			func(ctx context.Context, s Server, c *http.Client, t *Tally) error {
+				return compressedLines(ctx, s, c, t, sc)
+			}},
+		{"big-objects", fmt.Sprintf("%d requests at once of one 16 MiB rollout each (the largest body), to /v1/grade, /verifier and PUT /sessions", 3*sc.Conns),
+			func(ctx context.Context, s Server, c *http.Client, t *Tally) error {
+				return bigObjects(ctx, s, c, t, sc)
+			}},
+		{"dense-objects", fmt.Sprintf("%d requests at once of one 16 MiB rollout whose state is an array of one-digit numbers", sc.Conns),
+			func(ctx context.Context, s Server, c *http.Client, t *Tally) error {
+				return denseObjects(ctx, s, c, t, sc)
+			}},
 		{"sessions", fmt.Sprintf("%d PUT /sessions of 30 KB, then grades by session", sc.Sessions),
-			func(ctx context.Context, s Server, c *http.Client) error { return manySessions(ctx, s, c, sc) }},
+			func(ctx context.Context, s Server, c *http.Client, t *Tally) error {
+				return manySessions(ctx, s, c, t, sc)
+			}},
 		{"check-sets", fmt.Sprintf("%d distinct 64 KB check sets to /verifier", sc.CheckSets),
-			func(ctx context.Context, s Server, c *http.Client) error { return checkSets(ctx, s, c, sc) }},
+			func(ctx context.Context, s Server, c *http.Client, t *Tally) error {
+				return checkSets(ctx, s, c, t, sc)
+			}},
 	}
 }
 
@@ -150,11 +195,12 @@ func rollout(id string, n, seed int) []byte {
 }
 
 // check answers of a request: the status must be one of ok.
-func check(resp *http.Response, err error, what string, ok ...int) error {
+func check(t *Tally, resp *http.Response, err error, what string, ok ...int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
+	t.add(resp.StatusCode)
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	io.Copy(io.Discard, resp.Body)
 	for _, code := range ok {
@@ -187,16 +233,21 @@ func parallel(n int, f func(i int) error) error {
 // (too large).
 var busy = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusRequestEntityTooLarge}
 
-func compressedLines(ctx context.Context, s Server, c *http.Client, sc Scale) error {
-	line := append(rollout("zl", 30<<20, 1), '\n')
+func compressedLines(ctx context.Context, s Server, c *http.Client, t *Tally, sc Scale) error {
+	line := append(rollout("zl", 15<<20, 1), '\n')
+	long := append(rollout("zl-long", 30<<20, 1), '\n') // over the largest line
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return err
 	}
 	var z bytes.Buffer
 	enc.Reset(&z)
-	for range sc.Lines {
-		if _, err := enc.Write(line); err != nil {
+	for i := range sc.Lines {
+		l := line
+		if i == 1 {
+			l = long
+		}
+		if _, err := enc.Write(l); err != nil {
 			return err
 		}
 	}
@@ -214,12 +265,12 @@ func compressedLines(ctx context.Context, s Server, c *http.Client, sc Scale) er
 		resp, err := c.Do(req)
 		// A stream answers 200 and may end with an error line; reading it
 		// whole is what a client does.
-		return check(resp, err, fmt.Sprintf("compressed lines (%d KB)", len(body)>>10), append([]int{200}, busy...)...)
+		return check(t, resp, err, fmt.Sprintf("compressed lines (%d KB)", len(body)>>10), append([]int{200}, busy...)...)
 	})
 }
 
-func bigObjects(ctx context.Context, s Server, c *http.Client, sc Scale) error {
-	const size = 32<<20 - 1024
+func bigObjects(ctx context.Context, s Server, c *http.Client, t *Tally, sc Scale) error {
+	const size = 16<<20 - 1024
 	body := rollout("big", size, 2)
 	gym := append([]byte(`{"sessionId":"big","checks":[{"id":"c","type":"expr","expr":"true"}],"final_state":`), state(size-200, 3)...)
 	gym = append(gym, '}')
@@ -239,11 +290,23 @@ func bigObjects(ctx context.Context, s Server, c *http.Client, sc Scale) error {
 			return err
 		}
 		resp, err := c.Do(req)
-		return check(resp, err, fmt.Sprintf("big object %d (%s %s)", i, req.Method, req.URL.Path), append([]int{200, 201}, busy...)...)
+		return check(t, resp, err, fmt.Sprintf("big object %d (%s %s)", i, req.Method, req.URL.Path), append([]int{200, 201}, busy...)...)
 	})
 }
 
-func manySessions(ctx context.Context, s Server, c *http.Client, sc Scale) error {
+func denseObjects(ctx context.Context, s Server, c *http.Client, t *Tally, sc Scale) error {
+	body := []byte(`{"rollout_id":"dense","task_id":"TASK-002","final_state":{"padding":[` + strings.Repeat("0,", 8<<20-64) + `0]}}`)
+	return parallel(sc.Conns, func(i int) error {
+		req, err := http.NewRequestWithContext(ctx, "POST", s.URL+"/v1/grade", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		return check(t, resp, err, fmt.Sprintf("dense object %d", i), append([]int{200, http.StatusBadRequest}, busy...)...)
+	})
+}
+
+func manySessions(ctx context.Context, s Server, c *http.Client, t *Tally, sc Scale) error {
 	var next atomic.Int64
 	err := parallel(sc.Conns, func(int) error {
 		for {
@@ -257,7 +320,7 @@ func manySessions(ctx context.Context, s Server, c *http.Client, sc Scale) error
 				return err
 			}
 			resp, err := c.Do(req)
-			if err := check(resp, err, fmt.Sprintf("PUT /sessions/s-%d", i), 200, 201, http.StatusTooManyRequests); err != nil {
+			if err := check(t, resp, err, fmt.Sprintf("PUT /sessions/s-%d", i), 200, 201, http.StatusTooManyRequests); err != nil {
 				return err
 			}
 		}
@@ -274,7 +337,7 @@ func manySessions(ctx context.Context, s Server, c *http.Client, sc Scale) error
 			return err
 		}
 		resp, err := c.Do(req)
-		if err := check(resp, err, "POST /verifier by session s-"+strconv.Itoa(i), 200, 404); err != nil {
+		if err := check(t, resp, err, "POST /verifier by session s-"+strconv.Itoa(i), 200, 404); err != nil {
 			return err
 		}
 	}
@@ -298,7 +361,7 @@ func checkSet(i int) []byte {
 	return append(b, ']')
 }
 
-func checkSets(ctx context.Context, s Server, c *http.Client, sc Scale) error {
+func checkSets(ctx context.Context, s Server, c *http.Client, t *Tally, sc Scale) error {
 	var next atomic.Int64
 	return parallel(sc.Conns, func(int) error {
 		for {
@@ -312,7 +375,7 @@ func checkSets(ctx context.Context, s Server, c *http.Client, sc Scale) error {
 				return err
 			}
 			resp, err := c.Do(req)
-			if err := check(resp, err, fmt.Sprintf("check set %d", i), 200, http.StatusTooManyRequests); err != nil {
+			if err := check(t, resp, err, fmt.Sprintf("check set %d", i), 200, http.StatusTooManyRequests); err != nil {
 				return err
 			}
 		}

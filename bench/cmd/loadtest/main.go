@@ -8,7 +8,9 @@
 // rate a closed loop of -conns clients reaches, then an open loop at half
 // that rate for latency (a constant-rate schedule served by 64 clients); one JSON Lines request of the whole dataset
 // against `gavel grade --format jsonl` of the same file; -overload clients
-// at once for peak memory and the share of 429s.
+// at once for peak memory and the share of 429s; then, against a new
+// server, the memory-bound phase: the hostile requests of internal/hostile
+// at full size, with the server's peak resident memory.
 package main
 
 import (
@@ -32,6 +34,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/bench"
+	"github.com/gavelhq/gavel/internal/hostile"
 )
 
 func main() {
@@ -42,14 +45,15 @@ func main() {
 	maxReq := flag.Int("max-requests", 200000, "most requests of each load phase")
 	conns := flag.Int("conns", 8, "clients of the closed-loop phases")
 	overload := flag.Int("overload", 500, "clients of the overload phase")
+	memory := flag.Bool("memory", true, "run the memory-bound phase")
 	flag.Parse()
-	if err := run(*bin, *data, *rollouts, *dur, *maxReq, *conns, *overload); err != nil {
+	if err := run(*bin, *data, *rollouts, *dur, *maxReq, *conns, *overload, *memory); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, dataDir string, rollouts int, dur time.Duration, maxReq, conns, overload int) error {
+func run(bin, dataDir string, rollouts int, dur time.Duration, maxReq, conns, overload int, memory bool) error {
 	ctx := context.Background()
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
@@ -142,6 +146,52 @@ func run(bin, dataDir string, rollouts int, dur time.Duration, maxReq, conns, ov
 		fmt.Println("| " + strings.Join(r, " | ") + " |")
 	}
 	fmt.Printf("\nload after: %.2f\n", bench.LoadAverage())
+	if !memory {
+		return nil
+	}
+	return memoryPhase(bin)
+}
+
+// memoryPhase runs the hostile requests of internal/hostile, at full size,
+// against a new gavel serve with default flags, and prints each one's
+// answers and the server's peak resident memory against the documented
+// bound (docs/serving.md).
+func memoryPhase(bin string) error {
+	srv, addr, err := startServe(bin)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	s := hostile.Server{URL: "http://" + addr, PID: srv.cmd.Process.Pid}
+	c := &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	fmt.Printf("\nmemory bound (gavel serve, default flags: --max-memory 512MiB), load before: %.2f\n\n", bench.LoadAverage())
+	fmt.Println("| requests | answers | wall | peak RSS during | /healthz failed |")
+	fmt.Println("| --- | --- | --- | --- | --- |")
+	var failed error
+	for _, a := range hostile.Memory(hostile.Scale{}) {
+		w := hostile.Watch(s)
+		start := time.Now()
+		var tally hostile.Tally
+		err := a.Run(ctx, s, c, &tally)
+		peak, probes, bad, _ := w.Stop()
+		fmt.Printf("| %s | %s | %.1fs | %.0f MiB | %d of %d |\n", a.What, &tally, time.Since(start).Seconds(), float64(peak)/(1<<20), bad, probes)
+		if err != nil && failed == nil {
+			failed = fmt.Errorf("%s: %w", a.Name, err)
+		}
+	}
+	_, hwm, err := s.RSS()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\npeak RSS of gavel serve over the memory phase: %.0f MiB (bound 512 MiB); load after: %.2f\n", float64(hwm)/(1<<20), bench.LoadAverage())
+	if failed != nil {
+		return failed
+	}
+	if hwm > 512<<20 {
+		return fmt.Errorf("gavel serve reached %.0f MiB resident, over the documented 512 MiB", float64(hwm)/(1<<20))
+	}
 	return nil
 }
 
@@ -193,6 +243,7 @@ func startServe(bin string) (*server, string, error) {
 	addr := ln.Addr().String()
 	ln.Close()
 	cmd := exec.Command(bin, "serve", "--addr", addr)
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT=") // the server's own soft limit
 	cmd.Stdout = io.Discard
 	cmd.Stderr = io.Discard // one access log line per request
 	if err := cmd.Start(); err != nil {
