@@ -174,8 +174,10 @@ func (b *memBudget) release(a *memAccount, n int64) {
 	if a.held == 0 {
 		delete(b.holders, a)
 	}
-	close(b.wake)
-	b.wake = make(chan struct{})
+	if b.waiting > 0 {
+		close(b.wake)
+		b.wake = make(chan struct{})
+	}
 }
 
 // state returns the bytes charged and the requests waiting.
