@@ -77,8 +77,15 @@ type Attack struct {
 
 // Tally counts the status codes of an attack's answers.
 type Tally struct {
-	mu sync.Mutex
-	m  map[int]int
+	mu    sync.Mutex
+	m     map[int]int
+	notes []string
+}
+
+func (t *Tally) note(s string) {
+	t.mu.Lock()
+	t.notes = append(t.notes, s)
+	t.mu.Unlock()
 }
 
 func (t *Tally) add(code int) {
@@ -104,7 +111,7 @@ func (t *Tally) String() string {
 	for i, c := range codes {
 		parts[i] = fmt.Sprintf("%d: %d", c, t.m[c])
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(append(parts, t.notes...), ", ")
 }
 
 // Scale sizes the attacks: Scale{} is the full size of the issue's probe;
@@ -307,8 +314,14 @@ func denseObjects(ctx context.Context, s Server, c *http.Client, t *Tally, sc Sc
 }
 
 func manySessions(ctx context.Context, s Server, c *http.Client, t *Tally, sc Scale) error {
+	// The CPU of a small grade with the session store empty, then full:
+	// collection must not run hot against a full store.
+	empty, err := smallGrades(ctx, s, c, t)
+	if err != nil {
+		return err
+	}
 	var next atomic.Int64
-	err := parallel(sc.Conns, func(int) error {
+	err = parallel(sc.Conns, func(int) error {
 		for {
 			i := next.Add(1) - 1
 			if i >= int64(sc.Sessions) {
@@ -341,7 +354,38 @@ func manySessions(ctx context.Context, s Server, c *http.Client, t *Tally, sc Sc
 			return err
 		}
 	}
+	full, err := smallGrades(ctx, s, c, t)
+	if err != nil {
+		return err
+	}
+	t.note(fmt.Sprintf("server CPU per small /v1/grade: %.0f µs with no session, %.0f µs with the store full", empty, full))
 	return nil
+}
+
+// smallGrades sends 2,000 small /v1/grade requests, one at a time, and
+// returns the server's CPU per request in microseconds.
+func smallGrades(ctx context.Context, s Server, c *http.Client, t *Tally) (float64, error) {
+	const n = 2000
+	body := []byte(`{"task_id":"TASK-004","output":"$1,234.50"}`)
+	cpu0, err := s.CPU()
+	if err != nil {
+		return 0, err
+	}
+	for range n {
+		req, err := http.NewRequestWithContext(ctx, "POST", s.URL+"/v1/grade", bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		resp, err := c.Do(req)
+		if err := check(t, resp, err, "small grade", 200); err != nil {
+			return 0, err
+		}
+	}
+	cpu1, err := s.CPU()
+	if err != nil {
+		return 0, err
+	}
+	return float64((cpu1 - cpu0).Microseconds()) / n, nil
 }
 
 // checkSet returns a distinct check set of about 64 KB: many expression
