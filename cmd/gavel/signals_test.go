@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -70,6 +71,9 @@ func TestSecondSignal(t *testing.T) {
 					t.Fatalf("no manifest after 2 minutes\n%s", stderr)
 				}
 			}
+			// The reader must be waiting on standard input, else it could
+			// see the cancellation between two reads and the drain end.
+			waitReadingStdin(t, cmd.Process.Pid)
 			if err := cmd.Process.Signal(tt.sig); err != nil {
 				t.Fatal(err)
 			}
@@ -108,4 +112,31 @@ func TestSecondSignal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitReadingStdin waits (a minute at most) until a thread of process pid
+// is blocked in read(2) on file descriptor 0, as /proc/PID/task/*/syscall
+// says (where the architecture's read number is known).
+func waitReadingStdin(t *testing.T, pid int) {
+	t.Helper()
+	var prefix string
+	switch runtime.GOARCH {
+	case "amd64":
+		prefix = "0 0x0 "
+	case "arm64":
+		prefix = "63 0x0 "
+	default:
+		return
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/syscall", pid))
+		for _, f := range tasks {
+			if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), prefix) {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("gavel (pid %d) not reading standard input after a minute", pid)
 }
