@@ -93,6 +93,12 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 		gradeReqs.Put(g)
 	}()
 	g.s, g.set, g.w, g.st, g.start, g.ctx = s, set, w, st, time.Now(), r.Context()
+	if s.cfg.Judge != nil {
+		// The judge's waits end at the deadline too.
+		ctx, cancel := context.WithDeadline(g.ctx, st.acct.deadline)
+		defer cancel()
+		g.ctx = ctx
+	}
 	if r.URL.RawQuery != "" {
 		if k, ok := r.URL.Query()["keep"]; ok {
 			g.keep = []string{}
@@ -193,7 +199,7 @@ func firstByte(br *bufio.Reader) (byte, error) {
 // readFailed answers a request whose body could not be read.
 func (g *gradeReq) readFailed(err error, where string) {
 	var mbe *http.MaxBytesError
-	if d, ok := g.ctx.Deadline(); ok && !time.Now().Before(d) {
+	if !time.Now().Before(g.deadline()) {
 		// Past the deadline, whatever failed first (a read cut by the
 		// connection's deadline cancels the request's context).
 		err = context.DeadlineExceeded
@@ -525,10 +531,7 @@ func (g *gradeReq) unblockReader() {
 }
 
 // deadline is when the request must end.
-func (g *gradeReq) deadline() time.Time {
-	d, _ := g.ctx.Deadline()
-	return d
-}
+func (g *gradeReq) deadline() time.Time { return g.st.acct.deadline }
 
 // arrayReader reads the elements of a JSON array as rows.
 type arrayReader struct {
@@ -655,7 +658,7 @@ func (g *gradeReq) stream(next func() (*columnar.Batch, int64, error)) {
 	}
 	g.setKeep(first)
 	workers := min(runtime.GOMAXPROCS(0), streamWorkers)
-	ctx, cancel := context.WithCancel(g.ctx)
+	ctx, cancel := context.WithDeadline(g.ctx, g.deadline())
 	defer cancel()
 	futures := make(chan chan graded, workers)
 	var readErr error
@@ -741,16 +744,16 @@ func (g *gradeReq) stream(next func() (*columnar.Batch, int64, error)) {
 		}
 	}
 	if gradeErr != nil && writeErr == nil {
-		if g.ctx.Err() != nil {
-			g.readFailed(context.Cause(g.ctx), fmt.Sprintf(" after %d rollouts", g.st.rollouts))
+		if err := acct.done(); err != nil {
+			g.readFailed(err, fmt.Sprintf(" after %d rollouts", g.st.rollouts))
 			return
 		}
 		g.gradeFailed(gradeErr)
 		return
 	}
 	if readErr != nil && writeErr == nil {
-		if g.ctx.Err() != nil {
-			readErr = context.Cause(g.ctx)
+		if err := acct.done(); err != nil {
+			readErr = err
 		}
 		g.readFailed(readErr, fmt.Sprintf(" after %d rollouts", g.st.rollouts))
 	}

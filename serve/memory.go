@@ -135,7 +135,7 @@ func (b *memBudget) acquire(a *memAccount, n int64) error {
 		}
 		wake := b.wake
 		wait := b.maxWait
-		if a.batches > 0 || a.held > 0 && b.oldest(a) {
+		if a.batches > 0 || a.held > 0 && b.oldest(a) || wait > time.Until(a.deadline) {
 			wait = time.Until(a.deadline)
 		}
 		b.waiting++
@@ -149,6 +149,9 @@ func (b *memBudget) acquire(a *memAccount, n int64) error {
 		case <-wake:
 		case <-timer.C:
 			err = errMemory
+			if !time.Now().Before(a.deadline) {
+				err = context.DeadlineExceeded
+			}
 		case <-a.ctx.Done():
 			err = context.Cause(a.ctx)
 		}
@@ -209,6 +212,18 @@ type memAccount struct {
 	// batches, for a stream, is the batches being graded or written:
 	// while there are some, a read waits for the memory they give back.
 	batches int
+}
+
+// done returns why the request must stop (its client gone, its deadline
+// past), or nil.
+func (a *memAccount) done() error {
+	if a.ctx.Err() != nil {
+		return context.Cause(a.ctx)
+	}
+	if !time.Now().Before(a.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // open starts an account for a request.
@@ -286,8 +301,8 @@ type chargedReader struct {
 const maxChargedRead = 256 << 10
 
 func (c *chargedReader) Read(p []byte) (int, error) {
-	if err := c.acct.ctx.Err(); err != nil {
-		return 0, context.Cause(c.acct.ctx)
+	if err := c.acct.done(); err != nil {
+		return 0, err
 	}
 	if len(p) > maxChargedRead {
 		p = p[:maxChargedRead]

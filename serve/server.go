@@ -431,12 +431,9 @@ func (s *Server) wrap(route string, auth, limited bool, h func(http.ResponseWrit
 			defer func() { <-s.inflight }()
 			// The request's whole life, waiting included, is bounded:
 			// reading its body, grading and writing stop at the
-			// deadline, or when its client goes.
-			deadline := start.Add(s.cfg.RequestTimeout)
-			ctx, cancel := context.WithDeadline(r.Context(), deadline)
-			defer cancel()
-			r = r.WithContext(ctx)
-			st.acct = s.mem.open(ctx, deadline)
+			// deadline, or when its client goes (the account's reads
+			// check both).
+			st.acct = s.mem.open(r.Context(), start.Add(s.cfg.RequestTimeout))
 			defer st.acct.close()
 		}
 		h(w, r, st)
