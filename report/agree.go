@@ -258,16 +258,17 @@ func SampleSD(xs []float64) (float64, bool) {
 	return math.Sqrt(ss / float64(len(xs)-1)), true
 }
 
-// BootstrapStat returns a percentile bootstrap interval of a statistic
+// BootstrapStats returns percentile bootstrap intervals of k statistics
 // over n clusters (rollouts): each resample draws n cluster indexes with
-// replacement and stat computes the statistic from them, ok false when
-// it is undefined on that resample (such resamples are skipped). The
-// generator and quantiles are those of BootstrapMean, so the same seed
-// gives the same interval. ok is false when n is 0 or no resample gave a
-// value.
-func BootstrapStat(n int, cfg BootstrapConfig, stat func(idx []int) (float64, bool)) (Interval, bool) {
+// replacement and stat writes the k statistics computed from them into
+// out, which holds NaN on entry (a statistic left NaN is undefined on
+// that resample and skipped). The generator and quantiles are those of
+// BootstrapMean, so the same seed gives the same intervals. An interval
+// is nil when no resample gave its statistic a value.
+func BootstrapStats(n int, cfg BootstrapConfig, k int, stat func(idx []int, out []float64)) []*Interval {
+	ivs := make([]*Interval, k)
 	if n <= 0 {
-		return Interval{}, false
+		return ivs
 	}
 	b := cfg.Resamples
 	if b <= 0 {
@@ -279,21 +280,31 @@ func BootstrapStat(n int, cfg BootstrapConfig, stat func(idx []int) (float64, bo
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6761_7665_6c21)) // "gavel!"
 	idx := make([]int, n)
-	vals := make([]float64, 0, b)
+	out := make([]float64, k)
+	vals := make([][]float64, k)
 	for range b {
 		for i := range idx {
 			idx[i] = rng.IntN(n)
 		}
-		if v, ok := stat(idx); ok {
-			vals = append(vals, v)
+		for j := range out {
+			out[j] = math.NaN()
+		}
+		stat(idx, out)
+		for j, v := range out {
+			if !math.IsNaN(v) {
+				vals[j] = append(vals[j], v)
+			}
 		}
 	}
-	if len(vals) == 0 {
-		return Interval{}, false
-	}
-	slices.Sort(vals)
 	a := (1 - level) / 2
-	return Interval{Lo: nearestRank(vals, a), Hi: nearestRank(vals, 1-a)}, true
+	for j, v := range vals {
+		if len(v) == 0 {
+			continue
+		}
+		slices.Sort(v)
+		ivs[j] = &Interval{Lo: nearestRank(v, a), Hi: nearestRank(v, 1-a)}
+	}
+	return ivs
 }
 
 // Sweep is the threshold on scores that maximizes balanced accuracy

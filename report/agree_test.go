@@ -350,14 +350,15 @@ func TestBootstrapStat(t *testing.T) {
 	clusters := []Cluster{{3, 2}, {0, 1}, {5, 3}, {1, 4}, {2, 2}, {4, 2}}
 	cfg := BootstrapConfig{Resamples: 500, Seed: 9}
 	want, _ := BootstrapMean(clusters, cfg)
-	got, ok := BootstrapStat(len(clusters), cfg, func(idx []int) (float64, bool) {
+	got := BootstrapStats(len(clusters), cfg, 2, func(idx []int, out []float64) {
 		var r Ratio
 		for _, i := range idx {
 			r.Add(Ratio{clusters[i].Sum, float64(clusters[i].N)})
 		}
-		return r.Value()
+		out[0], _ = r.Value()
+		// The second statistic is defined on no resample.
 	})
-	if !ok || got != want {
-		t.Errorf("BootstrapStat = %+v, want BootstrapMean's %+v", got, want)
+	if got[0] == nil || *got[0] != want || got[1] != nil {
+		t.Errorf("BootstrapStats = %+v, want BootstrapMean's %+v and nil", got, want)
 	}
 }
