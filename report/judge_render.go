@@ -132,3 +132,107 @@ func writeMarkdownRows(w io.Writer, rows [][]string) {
 		}
 	})
 }
+
+// String formats a rate as "0.800 (8/10) [0.490, 0.943]", or "-" with its
+// reason when undefined.
+func (r Rate) String() string {
+	if r.Value == nil {
+		return "- (" + r.Reason + ")"
+	}
+	return fmt.Sprintf("%.3f (%d/%d) [%.3f, %.3f]", *r.Value, r.K, r.N, r.CI.Lo, r.CI.Hi)
+}
+
+func (r *CalibrationRow) sweepString() string {
+	if r.Sweep == nil {
+		return "- (" + r.SweepReason + ")"
+	}
+	s := r.Sweep
+	return fmt.Sprintf("%s: BA %.3f, TPR %.3f, TNR %.3f", strconv.FormatFloat(s.Threshold, 'g', -1, 64), s.BalancedAccuracy, s.TPR, s.TNR)
+}
+
+// WriteJSON writes the calibration as indented JSON.
+func (c *Calibration) WriteJSON(w io.Writer) error { return writeJSON(w, c) }
+
+func (c *Calibration) table() [][]string {
+	t := [][]string{{"check", "n", "tp", "fn", "fp", "tn", "accuracy", "TPR", "TNR", "kappa", "best threshold", "unlabeled", "no verdict"}}
+	rows := []*CalibrationRow{&c.Overall}
+	for i := range c.Checks {
+		rows = append(rows, &c.Checks[i])
+	}
+	for _, r := range rows {
+		t = append(t, []string{rowName(r.Check), itoa(r.N), itoa(r.TP), itoa(r.FN), itoa(r.FP), itoa(r.TN),
+			r.Accuracy.String(), r.TPR.String(), r.TNR.String(), r.Kappa.String(), r.sweepString(),
+			itoa(r.Unlabeled), itoa(r.NoVerdict)})
+	}
+	return t
+}
+
+func (c *Calibration) heading() string {
+	what := "the aggregate verdicts"
+	if c.Judge != "" {
+		what = "judge " + c.Judge + " (sample 0)"
+	}
+	return fmt.Sprintf("Calibration of %s of %s against %s (%d labels matched no judged check)", what, c.Dir, c.Labels, c.UnmatchedLabels)
+}
+
+func (c *Calibration) requirement() []string {
+	q := c.Require
+	if q == nil {
+		return nil
+	}
+	scope := "overall"
+	if q.PerCheck {
+		scope = "for every check id"
+	}
+	var bars []string
+	if q.TPR > 0 {
+		bars = append(bars, fmt.Sprintf("TPR >= %g", q.TPR))
+	}
+	if q.TNR > 0 {
+		bars = append(bars, fmt.Sprintf("TNR >= %g", q.TNR))
+	}
+	verdict := "certified"
+	if !q.Certified {
+		verdict = "NOT certified"
+	}
+	out := []string{fmt.Sprintf("%s: Wilson 95%% lower bounds of %s, %s", verdict, strings.Join(bars, " and "), scope)}
+	for _, f := range q.Failures {
+		out = append(out, "  "+f)
+	}
+	return out
+}
+
+// WriteText writes the calibration as a terminal table, the certification
+// asked for and the conventions.
+func (c *Calibration) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "%s\n\n", c.heading())
+	if err := writeTabs(w, c.table()); err != nil {
+		return err
+	}
+	if req := c.requirement(); req != nil {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(req, "\n"))
+	}
+	fmt.Fprintln(w, "\nConventions:")
+	for _, n := range c.Notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+	return nil
+}
+
+// WriteMarkdown writes the calibration as a Markdown table.
+func (c *Calibration) WriteMarkdown(w io.Writer) error {
+	fmt.Fprintf(w, "## Judge calibration\n\n%s.\n\n", mdEscape(c.heading()))
+	writeMarkdownRows(w, c.table())
+	if req := c.requirement(); req != nil {
+		fmt.Fprintf(w, "\n**%s**\n", mdEscape(req[0]))
+		for _, f := range req[1:] {
+			fmt.Fprintf(w, "\n- %s", mdEscape(strings.TrimSpace(f)))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+	for _, n := range c.Notes {
+		fmt.Fprintf(w, "- %s\n", mdEscape(n))
+	}
+	return nil
+}

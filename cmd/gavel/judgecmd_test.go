@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gavelhq/gavel/judge/judgetest"
 )
 
 // writeJudgementsDir writes a result directory whose judgements table
@@ -92,5 +94,81 @@ func TestJudgeAgreementCLI(t *testing.T) {
 	code, _, stderr = runCLI(t, "judge", "agreement", "--format", "csv", dir)
 	if code != 2 || !strings.Contains(stderr, "unknown format") {
 		t.Errorf("judge agreement --format csv: exit %d, %s", code, stderr)
+	}
+}
+
+// TestJudgeCalibrateCLI grades rollouts with a scripted judge (an output
+// containing PASS scores 1), labels them, and calibrates: the confusion
+// counts, the formats and the exit status of --require-tpr/--require-tnr.
+func TestJudgeCalibrateCLI(t *testing.T) {
+	srv := judgetest.New(t)
+	dir := t.TempDir()
+	specPath := writeFile(t, filepath.Join(dir, "judged.yaml"), judgedSpecYAML)
+	// Humans pass r0-r5 and fail r6-r9; the judge passes r0-r4 and r6
+	// (PASS in the output): TP 5, FN 1 (r5), FP 1 (r6), TN 3 (r7-r9).
+	outputs := []string{"PASS", "PASS", "PASS", "PASS", "PASS", "no", "PASS", "no", "no", "no"}
+	var in, labels strings.Builder
+	for i, o := range outputs {
+		fmt.Fprintf(&in, `{"rollout_id":"r%d","task_id":"TASK-J","output":"%s %d"}`+"\n", i, o, i)
+		fmt.Fprintf(&labels, `{"id":"r%d","check":"polite","human":%v}`+"\n", i, i < 6)
+	}
+	inPath := writeFile(t, filepath.Join(dir, "in.jsonl"), in.String())
+	labelsPath := writeFile(t, filepath.Join(dir, "labels.jsonl"), labels.String())
+	out := filepath.Join(dir, "out")
+	code, _, stderr := runCLI(t, "grade", "--quiet", "--spec", specPath, "--out", out, "--format", "parquet",
+		"--judge-model", "judge-1", "--judge-url", srv.URL, "--judge-cache", "off", inPath)
+	if code != 0 && code != 3 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	base := []string{"judge", "calibrate", "--labels", labelsPath, "--id-columns", "rollout_id=id,check_id=check", "--label-column", "human"}
+	code, stdout, stderr := runCLI(t, append(base, "--format", "json", out)...)
+	if code != 0 {
+		t.Fatalf("judge calibrate: exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Overall struct{ N, TP, FN, FP, TN, Unlabeled int64 }
+		Checks  []struct{ Check string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	o := got.Overall
+	if o.N != 10 || o.TP != 5 || o.FN != 1 || o.FP != 1 || o.TN != 3 || len(got.Checks) != 1 || got.Checks[0].Check != "polite" {
+		t.Errorf("calibration %+v %+v, want n 10, TP 5 FN 1 FP 1 TN 3 on polite:\n%s", o, got.Checks, stdout)
+	}
+	for _, format := range []string{"table", "markdown"} {
+		code, stdout, _ := runCLI(t, append(base, "--format", format, out)...)
+		if code != 0 || !strings.Contains(stdout, "polite") || !strings.Contains(stdout, "0.833 (5/6)") {
+			t.Errorf("--format %s: exit %d:\n%s", format, code, stdout)
+		}
+	}
+	// TPR 5/6 and TNR 3/4 have Wilson lower bounds 0.4365 and 0.3006.
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--require-tpr", "0.43", "--require-tnr", "0.30"}, 0, ""},
+		{[]string{"--require-tpr", "0.44", "--require-tnr", "0.30"}, 1, "not certified: overall: TPR lower bound 0.4365 < 0.44 (5 of 6)"},
+		{[]string{"--require-tnr", "0.31", "--per-check"}, 1, "not certified: check polite: TNR lower bound 0.3006 < 0.31 (3 of 4)"},
+		{[]string{"--require-tpr", "1.5"}, 2, "--require-tpr must be between 0 and 1"},
+		{[]string{"--per-check"}, 2, "--per-check applies --require-tpr and --require-tnr"},
+	} {
+		code, stdout, stderr := runCLI(t, append(append(base, tt.args...), out)...)
+		if code != tt.code || !strings.Contains(stderr, tt.want) {
+			t.Errorf("calibrate %v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr, tt.code, tt.want)
+		}
+		if tt.code == 1 && !strings.Contains(stdout, "NOT certified") {
+			t.Errorf("calibrate %v printed no verdict:\n%s", tt.args, stdout)
+		}
+	}
+	// --judge needs the judgements table, which this one-judge run lacks.
+	code, _, stderr = runCLI(t, append(base, "--judge", "judge-1", out)...)
+	if code != 1 || !strings.Contains(stderr, "no judgements table") {
+		t.Errorf("calibrate --judge without judgements: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "judge", "calibrate", out)
+	if code != 2 || !strings.Contains(stderr, "needs --labels") {
+		t.Errorf("calibrate without --labels: exit %d: %s", code, stderr)
 	}
 }
