@@ -212,3 +212,43 @@ func TestAgreementBadRow(t *testing.T) {
 		})
 	}
 }
+
+// TestRunReportAgreement: gavel report shows the judges' agreement when
+// the run has a judgements table, in HTML and Markdown, and nothing of
+// it without one.
+func TestRunReportAgreement(t *testing.T) {
+	dir := writeRun(t, sampleRun())
+	rep, err := BuildRunReport(dir, RunConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var html, md bytes.Buffer
+	rep.WriteHTML(&html)
+	rep.WriteMarkdown(&md)
+	if rep.Agreement != nil || strings.Contains(html.String(), "Judge agreement") || strings.Contains(md.String(), "Judge agreement") {
+		t.Fatal("a run without judgements reports judge agreement")
+	}
+	writeJudgements(t, dir, "jsonl", 100, twoJudges())
+	rep, err = BuildRunReport(dir, RunConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := BuildAgreement(dir, AgreementConfig{Bootstrap: BootstrapConfig{Seed: 1, Resamples: 2000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantMD bytes.Buffer
+	want.WriteMarkdown(&wantMD)
+	html.Reset()
+	md.Reset()
+	rep.WriteHTML(&html)
+	rep.WriteMarkdown(&md)
+	if !strings.Contains(md.String(), wantMD.String()) {
+		t.Errorf("report Markdown lacks the agreement of gavel judge agreement:\n%s\nwant within:\n%s", md.String(), wantMD.String())
+	}
+	for _, s := range []string{`<section id="judge-agreement">`, "<td class=\"name\">" + want.Checks[0].Kappa.String() + "</td>", "Each judge across its samples"} {
+		if !strings.Contains(html.String(), s) {
+			t.Errorf("report HTML lacks %q", s)
+		}
+	}
+}

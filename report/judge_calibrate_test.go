@@ -8,6 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // calibRun is a run's checks: a rubric check tone on r0 to r10, a rubric
@@ -309,5 +314,59 @@ func TestCalibrationDeterministic(t *testing.T) {
 	}
 	if outs[0] != outs[1] || outs[0] != outs[2] {
 		t.Errorf("outputs differ:\n%s\n---\n%s", outs[0], outs[1])
+	}
+}
+
+// TestCalibrationArrowLabels reads boolean labels from an Arrow IPC file.
+func TestCalibrationArrowLabels(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "rollout_id", Type: arrow.BinaryTypes.String},
+		{Name: "check_id", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "label", Type: arrow.FixedWidthTypes.Boolean},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	// tone on r0 to r8 as in calibLabels: humans pass r0-r5, fail r6-r8;
+	// r6-r8 labelled for the whole rollout.
+	for i := range 9 {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("r%d", i))
+		if i < 6 {
+			b.Field(1).(*array.StringBuilder).Append("tone")
+		} else {
+			b.Field(1).AppendNull()
+		}
+		b.Field(2).(*array.BooleanBuilder).Append(i < 6)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	dir := t.TempDir()
+	writeCalibRun(t, dir)
+	labels := filepath.Join(dir, "labels.arrow")
+	f, err := os.Create(labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	c, err := BuildCalibration(dir, CalibrationConfig{Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// tone: TP 5, FN 1, FP 1, TN 2; facts all unlabelled (6), r9 and
+	// r10 unlabelled.
+	tone := c.Checks[0]
+	if tone.N != 9 || tone.TP != 5 || tone.FN != 1 || tone.FP != 1 || tone.TN != 2 || tone.Unlabeled != 2 || c.Checks[1].Unlabeled != 6 {
+		t.Errorf("tone %+v, facts %+v", tone, c.Checks[1])
 	}
 }

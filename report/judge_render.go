@@ -104,16 +104,22 @@ func (ag *Agreement) WriteText(w io.Writer) error {
 
 // WriteMarkdown writes the agreement as Markdown tables.
 func (ag *Agreement) WriteMarkdown(w io.Writer) error {
+	ag.writeMarkdown(w, "##")
+	return nil
+}
+
+// writeMarkdown writes the agreement as a Markdown section whose heading
+// is at level (## or ###).
+func (ag *Agreement) writeMarkdown(w io.Writer, level string) {
 	inter, self := ag.tables()
-	fmt.Fprintf(w, "## Judge agreement\n\n%s.\n\n### Between judges\n\n", mdEscape(ag.heading()))
+	fmt.Fprintf(w, "%s Judge agreement\n\n%s.\n\n%s# Between judges\n\n", level, mdEscape(ag.heading()), level)
 	writeMarkdownRows(w, inter)
-	fmt.Fprint(w, "\n### Each judge across its samples\n\n")
+	fmt.Fprintf(w, "\n%s# Each judge across its samples\n\n", level)
 	writeMarkdownRows(w, self)
 	fmt.Fprintln(w)
 	for _, n := range ag.Notes {
 		fmt.Fprintf(w, "- %s\n", mdEscape(n))
 	}
-	return nil
 }
 
 func writeTabs(w io.Writer, rows [][]string) error {
