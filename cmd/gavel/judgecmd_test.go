@@ -172,3 +172,25 @@ func TestJudgeCalibrateCLI(t *testing.T) {
 		t.Errorf("calibrate without --labels: exit %d: %s", code, stderr)
 	}
 }
+
+// TestJudgeAgreementURL reads the judgements of a result directory in
+// object storage: the same statistics as from the local copy.
+func TestJudgeAgreementURL(t *testing.T) {
+	srv := startS3(t)
+	dir := writeJudgementsDir(t, t.TempDir(), []string{
+		judgementLine("r1", "c", "a", 0, "pass", 1), judgementLine("r1", "c", "b", 0, "pass", 0.9),
+		judgementLine("r2", "c", "a", 0, "pass", 0.8), judgementLine("r2", "c", "b", 0, "fail", 0.2),
+		judgementLine("r3", "c", "a", 0, "fail", 0), judgementLine("r3", "c", "b", 0, "fail", 0.1),
+	})
+	writeFile(t, filepath.Join(dir, "rewards", "part-00000.jsonl"), `{"rollout_id":"r1","task_id":"T","status":"passed"}`+"\n")
+	for _, rel := range []string{"rewards/part-00000.jsonl", "judgements/part-00000.jsonl"} {
+		if err := srv.Put("gavel", "run/"+rel, filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, local, _ := runCLI(t, "judge", "agreement", "--resamples", "100", dir)
+	code, remote, stderr := runCLI(t, "judge", "agreement", "--resamples", "100", "s3://gavel/run")
+	if code != 0 || remote != local {
+		t.Errorf("judge agreement s3://gavel/run: exit %d, %s\n%s\nwant as local:\n%s", code, stderr, remote, local)
+	}
+}
