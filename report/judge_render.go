@@ -178,7 +178,7 @@ func (c *Calibration) heading() string {
 	if c.Judge != "" {
 		what = "judge " + c.Judge + " (sample 0)"
 	}
-	return fmt.Sprintf("Calibration of %s of %s against %s (%d labels matched no judged check)", what, c.Dir, c.Labels, c.UnmatchedLabels)
+	return fmt.Sprintf("Calibration of %s of %s against %s; labels matching no judged check: %d", what, c.Dir, c.Labels, c.UnmatchedLabels)
 }
 
 func (c *Calibration) requirement() []string {
