@@ -421,6 +421,9 @@ func calibrateChecks(dir string, verdict func(rollout, check, status string, sco
 	if err != nil {
 		return err
 	}
+	if len(judged) == 0 {
+		return fmt.Errorf("read %s: %w", filepath.Join(dir, join.Checks), errNothingJudged)
+	}
 	return scanTable(dir, join.Checks, cols, func(vals []value) error {
 		if !judged[string(vals[1].Data)] {
 			return nil
@@ -433,6 +436,9 @@ func calibrateChecks(dir string, verdict func(rollout, check, status string, sco
 		return nil
 	})
 }
+
+// errNothingJudged says that a run has no judged check to calibrate.
+var errNothingJudged = errors.New("no check has a judge's score: no rubric check was judged")
 
 // calibrateJudge calls verdict for each sample-0 judgement of judge in
 // the judgements table.

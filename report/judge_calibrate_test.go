@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -248,6 +249,15 @@ func TestCalibrationErrors(t *testing.T) {
 		{"no id", `{"id":"r1","label":"pass"}`, "labels.jsonl row 0: rollout_id is null"},
 		{"no label column", `{"rollout_id":"r1","verdict":"pass"}`, "labels.jsonl: no value in column label"},
 	}
+	// A run with no judged check: nothing to calibrate.
+	t.Run("nothing judged", func(t *testing.T) {
+		run := writeRun(t, sampleRun())
+		labels := filepath.Join(t.TempDir(), "labels.jsonl")
+		os.WriteFile(labels, []byte(calibLabels), 0o644)
+		if _, err := BuildCalibration(run, CalibrationConfig{Labels: labels}); !errors.Is(err, errNothingJudged) {
+			t.Errorf("BuildCalibration of a run without a judge = %v, want errNothingJudged", err)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			labels := filepath.Join(t.TempDir(), "labels.jsonl")
