@@ -117,9 +117,11 @@ type judgementUnit struct {
 	judges  [][]judged
 }
 
-// judged is one judgement: status 1 pass, 0 fail, -1 failed or absent.
+// judged is one judgement: status 1 pass, 0 fail, -1 failed or absent
+// (seen false).
 type judged struct {
 	status int8
+	seen   bool
 	score  float64
 	scored bool
 }
@@ -331,7 +333,10 @@ func BuildAgreement(dir string, cfg AgreementConfig) (*Agreement, error) {
 		for int64(len(u.judges[ji])) <= j.sample {
 			u.judges[ji] = append(u.judges[ji], judged{status: -1})
 		}
-		v := judged{status: -1}
+		if u.judges[ji][j.sample].seen {
+			return fmt.Errorf("rollout %s check %d (%s) judged again by %s as sample %d", j.rollout, j.checkIndex, j.check, j.judge, j.sample)
+		}
+		v := judged{status: -1, seen: true}
 		switch j.status {
 		case verifiers.CheckPass:
 			v.status = 1

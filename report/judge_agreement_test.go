@@ -196,6 +196,8 @@ func TestAgreementBadRow(t *testing.T) {
 			`part-00000.jsonl row 1: sample "first": not a whole number from 0`},
 		{"bad score", `{"rollout_id":"r2","check_index":0,"check_id":"c","judge_model":"a","sample":0,"score":"high","status":"pass"}`,
 			`part-00000.jsonl row 1: score "high": not a number`},
+		{"twice", `{"rollout_id":"r1","check_index":0,"check_id":"c","judge_model":"a","sample":0,"score":0,"status":"fail"}`,
+			`part-00000.jsonl row 1: rollout r1 check 0 (c) judged again by a as sample 0`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
