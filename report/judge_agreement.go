@@ -148,22 +148,6 @@ func newAgreeSums(judges int) *agreeSums {
 	}
 }
 
-func (s *agreeSums) reset() {
-	for i := range s.cohen {
-		s.cohen[i] = 0
-	}
-	clear(s.fleiss.Counts)
-	s.fleiss.Units, s.fleiss.SumP = 0, 0
-	clear(s.nom.Counts)
-	s.nom.N, s.nom.Do = 0, 0
-	s.inter = AlphaInterval{}
-	s.mad = Ratio{}
-	s.pairs = Ratio{}
-	s.units = 0
-	clear(s.agree)
-	clear(s.sd)
-}
-
 func (s *agreeSums) add(o *agreeSums) {
 	for i := range s.cohen {
 		s.cohen[i] += o.cohen[i]
@@ -177,6 +161,37 @@ func (s *agreeSums) add(o *agreeSums) {
 	for j := range s.agree {
 		s.agree[j].Add(o.agree[j])
 		s.sd[j].Add(o.sd[j])
+	}
+}
+
+// flatWidth is the length of the flat vector of the sums of a run with
+// judges judges: flatten's layout.
+func flatWidth(judges int) int { return 21 + 4*judges }
+
+// flatten writes the sums into v (flatWidth long), a vector that pools by
+// addition: v of a set of units is the sum of their vectors.
+func (s *agreeSums) flatten(v []float64) {
+	copy(v, s.cohen[:])
+	v[4], v[5], v[6], v[7] = s.fleiss.Units, s.fleiss.SumP, s.fleiss.Counts[0], s.fleiss.Counts[1]
+	v[8], v[9], v[10], v[11] = s.nom.N, s.nom.Do, s.nom.Counts[0], s.nom.Counts[1]
+	v[12], v[13], v[14], v[15] = s.inter.N, s.inter.Do, s.inter.Sum, s.inter.SumSq
+	v[16], v[17], v[18], v[19], v[20] = s.mad.Sum, s.mad.N, s.pairs.Sum, s.pairs.N, s.units
+	for j := range s.agree {
+		w := v[21+4*j:]
+		w[0], w[1], w[2], w[3] = s.agree[j].Sum, s.agree[j].N, s.sd[j].Sum, s.sd[j].N
+	}
+}
+
+// unflatten sets the sums from a vector written by flatten.
+func (s *agreeSums) unflatten(v []float64) {
+	copy(s.cohen[:], v[:4])
+	s.fleiss.Units, s.fleiss.SumP, s.fleiss.Counts[0], s.fleiss.Counts[1] = v[4], v[5], v[6], v[7]
+	s.nom.N, s.nom.Do, s.nom.Counts[0], s.nom.Counts[1] = v[8], v[9], v[10], v[11]
+	s.inter = AlphaInterval{N: v[12], Do: v[13], Sum: v[14], SumSq: v[15]}
+	s.mad, s.pairs, s.units = Ratio{v[16], v[17]}, Ratio{v[18], v[19]}, v[20]
+	for j := range s.agree {
+		w := v[21+4*j:]
+		s.agree[j], s.sd[j] = Ratio{w[0], w[1]}, Ratio{w[2], w[3]}
 	}
 }
 
@@ -396,21 +411,37 @@ func (b *agreementBuilder) compute(bc BootstrapConfig) {
 		}
 	}
 	k := 5 + 2*nj
+	width := flatWidth(nj)
 	for r := range rows {
-		clusters := make([]*agreeSums, len(orders[r]))
+		if r == 1 && rows == 2 {
+			// One check id: its clusters are the overall ones, in the
+			// same order, so are its statistics.
+			row := ag.Overall
+			row.Check = ag.Checks[0].Check
+			ag.Checks[0] = row
+			break
+		}
+		// The bootstrap pools flat vectors: per resample one addition of
+		// a few floats per rollout drawn.
+		clusters := make([]float64, len(orders[r])*width)
 		total := newAgreeSums(nj)
 		for i, ri := range orders[r] {
-			clusters[i] = per[r][ri]
-			total.add(clusters[i])
+			total.add(per[r][ri])
+			per[r][ri].flatten(clusters[i*width : (i+1)*width])
 		}
 		vals := make([]float64, k)
 		total.stats(nj, vals)
 		acc := newAgreeSums(nj)
-		ivs := BootstrapStats(len(clusters), bc, k, func(idx []int, out []float64) {
-			acc.reset()
+		pooled := make([]float64, width)
+		ivs := BootstrapStats(len(orders[r]), bc, k, func(idx []int, out []float64) {
+			clear(pooled)
 			for _, i := range idx {
-				acc.add(clusters[i])
+				c := clusters[i*width : (i+1)*width]
+				for j, x := range c {
+					pooled[j] += x
+				}
 			}
+			acc.unflatten(pooled)
 			acc.stats(nj, out)
 		})
 		row := &ag.Overall
