@@ -276,7 +276,7 @@ func FetchResults(ctx context.Context, raw, dir string) error {
 	for rel := range o.keys {
 		sub, name, ok := strings.Cut(rel, "/")
 		want := !ok && (rel == manifestFile || rel == summaryFile || rel == successFile)
-		if ok && (sub == "rewards" || sub == "checks") && strings.HasPrefix(name, "part-") && !strings.Contains(name, "/") {
+		if ok && (sub == "rewards" || sub == "checks" || sub == "judgements") && strings.HasPrefix(name, "part-") && !strings.Contains(name, "/") {
 			_, want = columnar.InputFormat(name)
 		}
 		if !want {

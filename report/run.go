@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -50,6 +51,10 @@ type RunReport struct {
 	ErrorKinds []ErrorKind `json:"error_kinds"`
 	// Diff compares the run with the baseline (nil without one).
 	Diff *Diff `json:"diff,omitempty"`
+	// Agreement is the agreement of the judges, as gavel judge agreement
+	// computes it with its default bootstrap (nil for a run without a
+	// judgements table).
+	Agreement *Agreement `json:"agreement,omitempty"`
 }
 
 // RunSummary counts the rollouts and checks of a run.
@@ -157,6 +162,12 @@ func BuildRunReport(dir string, cfg RunConfig) (*RunReport, error) {
 	}
 	if err := rep.readChecks(cfg.TopChecks, cfg.Examples); err != nil {
 		return nil, err
+	}
+	switch ag, err := BuildAgreement(dir, AgreementConfig{Bootstrap: BootstrapConfig{Seed: 1, Resamples: 2000}}); {
+	case err == nil:
+		rep.Agreement = ag
+	case !errors.Is(err, ErrNoJudgements):
+		return nil, fmt.Errorf("judge agreement: %w", err)
 	}
 	if cfg.Baseline != "" {
 		d, err := Compare(cfg.Baseline, dir, DiffConfig{})

@@ -166,6 +166,26 @@ p.note { max-width: 60em; }
 </table>{{end}}
 </section>
 
+{{with .Agreement}}<section id="judge-agreement">
+<h2>Judge agreement</h2>
+<p>{{.Heading}}.</p>
+<h3>Between judges</h3>
+<table>
+<thead><tr>{{range index .Inter 0}}<th class="name">{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range slice .Inter 1}}<tr class="agreement">{{range .}}<td class="name">{{.}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+<h3>Each judge across its samples</h3>
+<table>
+<thead><tr>{{range index .Self 0}}<th class="name">{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range slice .Self 1}}<tr class="self-consistency">{{range .}}<td class="name">{{.}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+<ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
+</section>
+{{end}}
 {{with .R.Diff}}<section id="baseline">
 <h2>Against the baseline</h2>
 <p>Baseline <code>{{.Base}}</code> ({{.BaseRollouts}} rollouts), this run {{.CurRollouts}} rollouts: {{.Paired}} paired, {{.BaseOnly}} in the baseline only, {{.CurOnly}} in this run only. <strong>{{.Regressions}} regressions</strong> ({{pct .RegressionRate}} of the paired rollouts): passed in the baseline, failed or error now.</p>
@@ -200,6 +220,13 @@ p.note { max-width: 60em; }
 </html>
 `))
 
+// agreementTables is the judge agreement section of the HTML page.
+type agreementTables struct {
+	Heading     string
+	Inter, Self [][]string
+	Notes       []string
+}
+
 type barRow[T any] struct {
 	C   T
 	Bar []segment
@@ -222,7 +249,12 @@ func (rep *RunReport) WriteHTML(w io.Writer) error {
 		Checks                []barRow[CheckCounts]
 		VerifierMax, CheckMax int64
 		Flips                 []CheckDiff
+		Agreement             *agreementTables
 	}{R: rep, S: &rep.Summary, VerifierMax: vmax, CheckMax: cmax}
+	if ag := rep.Agreement; ag != nil {
+		inter, self := ag.tables()
+		data.Agreement = &agreementTables{Heading: ag.heading(), Inter: inter, Self: self, Notes: ag.Notes}
+	}
 	for _, v := range rep.Verifiers {
 		data.Verifiers = append(data.Verifiers, barRow[OutcomeCounts]{v, bar(v, vmax)})
 	}
@@ -331,6 +363,11 @@ func (rep *RunReport) WriteMarkdown(w io.Writer) error {
 				yield([]string{k.Kind, itoa(k.Count), strings.Join(ex, " / ")})
 			}
 		})
+	}
+
+	if rep.Agreement != nil {
+		fmt.Fprintln(w)
+		rep.Agreement.writeMarkdown(w, "##")
 	}
 
 	d := rep.Diff

@@ -56,6 +56,7 @@ func commands() []command {
 		{"leaderboard", "pass rates and rewards by model, with intervals", runLeaderboard},
 		{"rescore", "recompute rewards with other formulas, from the check rows", runRescore},
 		{"report", "a page to read one run (HTML or Markdown), against a baseline", runReport},
+		{"judge", "measure the judge: agreement between judges, calibration against human labels", runJudge},
 		{"commit", "join the shards of a sharded run", runCommit},
 		{"serve", "serve the gym verifier API and online grading over HTTP", runServe},
 	}
