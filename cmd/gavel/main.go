@@ -58,6 +58,7 @@ func commands() []command {
 		{"report", "a page to read one run (HTML or Markdown), against a baseline", runReport},
 		{"commit", "join the shards of a sharded run", runCommit},
 		{"serve", "serve the gym verifier API and online grading over HTTP", runServe},
+		{"judge", "measure judges and compare outputs with them (pairwise)", runJudge},
 	}
 }
 
