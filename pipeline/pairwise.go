@@ -40,6 +40,12 @@ type PairwiseConfig struct {
 	// Rubric is what a better output is; "" means "fully and correctly
 	// accomplishes the task instruction".
 	Rubric string
+	// Verifiers, when set, replace Rubric: each rollout is graded by the
+	// verifier bound to its task, and the rubric and query of its rubric
+	// check (the one whose id is Check, else the first) are those of the
+	// comparison. The group A rollout's are used for a pair.
+	Verifiers []*verifiers.Verifier
+	Check     string
 	// Query, when set, is the task instruction the judge sees; otherwise
 	// the task row's or the rollout's instruction field, as for rubric
 	// checks.
@@ -107,8 +113,8 @@ const maxProblems = 10
 
 // pairRollout is what a comparison keeps of one rollout.
 type pairRollout struct {
-	id, task, group, output, instruction string
-	sample                               int64
+	id, task, group, output, instruction, rubric string
+	sample                                       int64
 }
 
 // Pairwise compares the outputs of the groups of the inputs' rollouts,
@@ -216,6 +222,11 @@ func readPairRollouts(cfg PairwiseConfig) ([]pairRollout, *PairwiseResult, error
 		}
 	}
 	p.skips = columnar.StateSkips(&p.fields, p.initials)
+	if len(cfg.Verifiers) > 0 {
+		if p.bindings, err = Bind(cfg.Verifiers); err != nil {
+			return nil, nil, err
+		}
+	}
 	units := describeUnits(files, DefaultRowGroupsPerUnit, nil, cfg.From, cfg.Stdin)
 	defer removeSpools(units)
 	res := &PairwiseResult{}
@@ -225,7 +236,7 @@ func readPairRollouts(cfg PairwiseConfig) ([]pairRollout, *PairwiseResult, error
 			res.Problems = append(res.Problems, where+": "+msg)
 		}
 	}
-	rb := &verifiers.Rubric{Query: cfg.Query}
+	var checks verifiers.Checks
 	var rolls []pairRollout
 	g := &grader{plan: p, timedOut: -1}
 	opts := columnar.Options{Fields: p.fields}
@@ -249,11 +260,22 @@ func readPairRollouts(cfg PairwiseConfig) ([]pairRollout, *PairwiseResult, error
 				res.Rollouts++
 				var rw columnar.RewardRow
 				where := fallbackID(u, row)
-				if _, msg := g.decode(u, b, row, &rw); msg != "" {
+				v, msg := g.decode(u, b, row, &rw)
+				if msg != "" {
 					problem(where, msg)
 					continue
 				}
 				ro := &g.rollout
+				rb := &verifiers.Rubric{Text: cfg.Rubric, Query: cfg.Query}
+				if p.bindings != nil {
+					if rb, msg = rubricOf(v, ro, &checks, cfg.Check); msg != "" {
+						problem(where, msg)
+						continue
+					}
+					if cfg.Query != "" {
+						rb.Query = cfg.Query
+					}
+				}
 				group, msg := groupValue(ro.Meta.Get(cfg.By))
 				if msg != "" {
 					problem(where, cfg.By+": "+msg)
@@ -267,7 +289,7 @@ func readPairRollouts(cfg PairwiseConfig) ([]pairRollout, *PairwiseResult, error
 					}
 				}
 				rolls = append(rolls, pairRollout{id: ro.ID, task: ro.TaskID, group: group, output: ro.Output,
-					instruction: instruction(rb, ro), sample: sample})
+					instruction: instruction(rb, ro), rubric: rb.Text, sample: sample})
 			}
 			b.Release()
 		}
@@ -276,6 +298,30 @@ func readPairRollouts(cfg PairwiseConfig) ([]pairRollout, *PairwiseResult, error
 		}
 	}
 	return rolls, res, nil
+}
+
+// rubricOf grades a rollout with its verifier v and returns the rubric of
+// its rubric check whose id is check ("": the first), or why there is
+// none.
+func rubricOf(v *verifiers.Verifier, r *verifiers.Rollout, c *verifiers.Checks, check string) (*verifiers.Rubric, string) {
+	if v == nil {
+		return nil, "no verifier binds task " + r.TaskID
+	}
+	c.Reset()
+	verifiers.Run(v, r, c)
+	for _, ch := range c.List() {
+		switch {
+		case ch.Rubric != nil && (check == "" || ch.ID == check):
+			rb := *ch.Rubric
+			return &rb, ""
+		case ch.ID == check && ch.Status == verifiers.Error:
+			return nil, fmt.Sprintf("verifier %s check %s: %s", v.ID, check, ch.Detail)
+		}
+	}
+	if check != "" {
+		return nil, fmt.Sprintf("verifier %s gave no rubric check %s", v.ID, check)
+	}
+	return nil, fmt.Sprintf("verifier %s gave no rubric check", v.ID)
 }
 
 // groupValue returns a group's name: a string as is, a number or boolean
@@ -380,7 +426,11 @@ func makePairs(rolls []pairRollout, against string, res *PairwiseResult) ([]*pai
 		}
 	}
 	if len(gpairs) == 0 {
-		return nil, &ConfigError{Field: "By", Msg: fmt.Sprintf("want two groups or more to compare, found %d (%v)", len(groups), groups)}
+		msg := fmt.Sprintf("want two groups or more to compare, found %d %v", len(groups), groups)
+		if res.InputErrors > 0 {
+			msg += fmt.Sprintf("; %d rows skipped, the first: %s", res.InputErrors, res.Problems[0])
+		}
+		return nil, &ConfigError{Field: "By", Msg: msg}
 	}
 	// Every (task, sample) present, sorted.
 	type slot struct {
@@ -441,8 +491,8 @@ func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurr
 	for _, p := range pairs {
 		var reqs [2]*judge.Request
 		for o, pr := range [2]judge.PairPrompt{
-			{Rubric: cfg.Rubric, Instruction: p.a.instruction, First: p.a.output, Second: p.b.output},
-			{Rubric: cfg.Rubric, Instruction: p.a.instruction, First: p.b.output, Second: p.a.output},
+			{Rubric: p.a.rubric, Instruction: p.a.instruction, First: p.a.output, Second: p.b.output},
+			{Rubric: p.a.rubric, Instruction: p.a.instruction, First: p.b.output, Second: p.a.output},
 		} {
 			r, err := j.PairRequest(pr)
 			if err != nil {

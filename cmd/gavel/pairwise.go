@@ -13,10 +13,12 @@ import (
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/report"
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 const pairwiseExamples = `  gavel judge pairwise --rubric "The answer is correct and cites the record." \
     --judge-model gpt-4o-mini --by model --out cmp rollouts.parquet
+  gavel judge pairwise --spec judged.yaml --check polite --judge-model m --out cmp rollouts.jsonl
   gavel judge pairwise --rubric "..." --judge-model m --against baseline --out cmp runs/
   gavel judge pairwise --rubric "..." --judge-model m --from tau-bench --set model=gpt-4o a/ ...`
 
@@ -41,7 +43,7 @@ type pairwiseRanking struct {
 }
 
 func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("judge pairwise", "gavel judge pairwise --rubric TEXT --judge-model M [--by COL] [--against GROUP] --out DIR INPUT...\n\n"+
+	fs := newFlagSet("judge pairwise", "gavel judge pairwise (--rubric TEXT | --spec FILE [--check ID]) --judge-model M [--by COL] [--against GROUP] --out DIR INPUT...\n\n"+
 		"Reads rollouts as gavel grade does, groups them by the --by column, and pairs the\n"+
 		"rollouts of two groups on the same task and sample index (the sample column when\n"+
 		"a row has one, else the order of the group's rollouts of that task). The judge is\n"+
@@ -56,7 +58,8 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 		"column); 2 usage or configuration error (nothing written); 1 fatal error.", pairwiseExamples, stdout)
 	rubric := fs.String("rubric", "", "what a better output does (default: fully and correctly accomplishes the task instruction)")
 	var specs listFlag
-	fs.Var(&specs, "spec", "take the rubric from a spec's rubric check (not built yet: use --rubric)")
+	fs.Var(&specs, "spec", "declarative verifier `FILE` or directory (repeatable): each rollout's rubric and query are those of the rubric check of the verifier bound to its task, instead of --rubric")
+	check := fs.String("check", "", "with --spec: the `ID` of the rubric check to use (default: each verifier's first)")
 	query := fs.String("query", "", "the task instruction shown to the judge (default: the task row's or the rollout's instruction, prompt, query or input field)")
 	by := fs.String("by", "model", "metadata `COL`umn whose values are the compared groups")
 	against := fs.String("against", "", "compare each group with this `GROUP` only (default: every pair of groups)")
@@ -77,8 +80,10 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 	thresholdSet := false
 	fs.Visit(func(f *flag.Flag) { thresholdSet = thresholdSet || f.Name == "judge-threshold" })
 	switch {
-	case len(specs) > 0:
-		return usagef(`gavel judge pairwise --rubric "..." ...`, "--spec is not built yet for pairwise comparisons: give the rubric with --rubric")
+	case len(specs) > 0 && *rubric != "":
+		return usagef(`gavel judge pairwise --spec judged.yaml ...`, "--rubric and --spec contradict each other: the rubric comes from one of them")
+	case *check != "" && len(specs) == 0:
+		return usagef(`gavel judge pairwise --spec judged.yaml --check polite ...`, "--check names a check of a --spec: give the spec")
 	case thresholdSet:
 		return usagef(`gavel judge pairwise --rubric "..." ...`, "--judge-threshold does not apply to pairwise comparisons (the judge prefers one output, it gives no score)")
 	case jf.model == "":
@@ -96,6 +101,12 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
+	var vs []*verifiers.Verifier
+	if len(specs) > 0 {
+		if vs, err = loadVerifiers(specs); err != nil {
+			return err
+		}
+	}
 	jc, maxRequests, err := jf.config()
 	if err != nil {
 		return err
@@ -103,7 +114,7 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 	jc.Template = *template
 	cfg := pipeline.PairwiseConfig{
 		Inputs: fs.Args(), From: *from, Fields: fields, Set: constants, TasksFile: *tasks,
-		By: *by, Against: *against, Rubric: *rubric, Query: *query,
+		By: *by, Against: *against, Rubric: *rubric, Query: *query, Verifiers: vs, Check: *check,
 		Judge: *jc, MaxRequests: maxRequests, Out: *out, Format: *format,
 	}
 	res, err := pipeline.Pairwise(ctx, cfg)
