@@ -189,17 +189,16 @@ func Pairwise(ctx context.Context, cfg PairwiseConfig) (*PairwiseResult, error) 
 	return res, nil
 }
 
-// pairsFormat returns the dataset format of a pairs table.
-func pairsFormat(f string) (columnar.DatasetFormat, error) {
+// pairsFormat checks the format of a pairs table: parquet (default),
+// arrow or jsonl.
+func pairsFormat(f string) (string, error) {
 	switch f {
-	case "", "parquet":
-		return columnar.DatasetParquet, nil
-	case "jsonl":
-		return columnar.DatasetJSONL, nil
-	case "arrow":
-		return "", &ConfigError{Field: "Format", Msg: "arrow: the pairs table is not built in Arrow yet (want parquet or jsonl)"}
+	case "":
+		return "parquet", nil
+	case "parquet", "arrow", "jsonl":
+		return f, nil
 	}
-	return "", &ConfigError{Field: "Format", Msg: fmt.Sprintf("%q: want parquet or jsonl", f)}
+	return "", &ConfigError{Field: "Format", Msg: fmt.Sprintf("%q: want parquet, arrow or jsonl", f)}
 }
 
 // readPairRollouts reads the rollouts of the inputs as a grading run does
@@ -648,28 +647,33 @@ var PairColumns = []columnar.DatasetColumn{
 
 // writePairs writes the pairs table as out/pairs/part-00000 in format f,
 // atomically, and returns its path.
-func writePairs(out string, f columnar.DatasetFormat, pairs []Pair) (string, error) {
+func writePairs(out, f string, pairs []Pair) (string, error) {
 	dir := filepath.Join(out, "pairs")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, "part-00000"+f.Ext())
+	path := filepath.Join(dir, "part-00000."+f)
 	str := func(s string) columnar.DatasetValue {
 		if s == "" {
 			return columnar.DatasetValue{Kind: columnar.DatasetNull}
 		}
 		return columnar.DatasetValue{Kind: columnar.DatasetText, Bytes: []byte(s)}
 	}
+	rows := make([][]columnar.DatasetValue, len(pairs))
+	for i, p := range pairs {
+		rows[i] = []columnar.DatasetValue{str(p.TaskID), {Kind: columnar.DatasetInt, Int: p.Sample},
+			str(p.GroupA), str(p.GroupB), str(p.RolloutA), str(p.RolloutB),
+			str(p.VerdictAB), str(p.VerdictBA), str(p.Outcome), str(p.Error)}
+	}
 	err := atomicfile.Write(path, atomicfile.Options{Perm: 0o644, Durable: true}, func(w io.Writer) error {
-		dw, err := columnar.NewDatasetWriter(w, f, PairColumns, columnar.DatasetOptions{})
+		if f == "arrow" {
+			return columnar.WriteArrowTable(w, PairColumns, rows)
+		}
+		dw, err := columnar.NewDatasetWriter(w, columnar.DatasetFormat(f), PairColumns, columnar.DatasetOptions{})
 		if err != nil {
 			return err
 		}
-		row := make([]columnar.DatasetValue, len(PairColumns))
-		for _, p := range pairs {
-			row[0], row[1] = str(p.TaskID), columnar.DatasetValue{Kind: columnar.DatasetInt, Int: p.Sample}
-			row[2], row[3], row[4], row[5] = str(p.GroupA), str(p.GroupB), str(p.RolloutA), str(p.RolloutB)
-			row[6], row[7], row[8], row[9] = str(p.VerdictAB), str(p.VerdictBA), str(p.Outcome), str(p.Error)
+		for _, row := range rows {
 			if err := dw.Write(row); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
 )
@@ -260,5 +261,58 @@ func TestPairwiseCancel(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
 		t.Errorf("a cancelled comparison left its output (stat: %v)", err)
+	}
+}
+
+// TestPairwiseFormats writes the pairs table in each format: the rows read
+// back are the same.
+func TestPairwiseFormats(t *testing.T) {
+	srv := judgetest.New(t)
+	biasedJudge(srv)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "r.jsonl")
+	writeRows(t, in,
+		`{"rollout_id":"a","task_id":"T1","model":"m1","output":"GOOD"}`,
+		`{"rollout_id":"b","task_id":"T1","model":"m2","output":"plain"}`,
+		`{"rollout_id":"c","task_id":"T2","model":"m1","output":"BROKEN"}`,
+		`{"rollout_id":"d","task_id":"T2","model":"m2","sample":0,"output":"plain"}`)
+	var cols []string
+	for _, c := range PairColumns {
+		cols = append(cols, c.Name)
+	}
+	var tables []string
+	for _, f := range []string{"parquet", "arrow", "jsonl"} {
+		cfg := pairwiseCfg(srv, filepath.Join(dir, "cache"), filepath.Join(dir, f), in)
+		cfg.Format = f
+		res, err := Pairwise(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(res.PairsFile) != "part-00000."+f {
+			t.Errorf("pairs file %s, want part-00000.%s", res.PairsFile, f)
+		}
+		var b strings.Builder
+		err = join.Scan(filepath.Join(dir, f), "pairs", cols, func(vals []join.Value) error {
+			for _, v := range vals {
+				if v.Null() {
+					b.WriteString("null|")
+				} else {
+					fmt.Fprintf(&b, "%s|", v.Data)
+				}
+			}
+			b.WriteString("\n")
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		tables = append(tables, b.String())
+	}
+	want := "T1|0|m1|m2|a|b|a|a|win|null|\n"
+	if !strings.HasPrefix(tables[0], want) || strings.Count(tables[0], "\n") != 2 || !strings.Contains(tables[0], "|null|null|error|a first: judge: ") {
+		t.Errorf("parquet rows:\n%s\nwant first %q and an error row", tables[0], want)
+	}
+	if tables[1] != tables[0] || tables[2] != tables[0] {
+		t.Errorf("rows differ between formats:\nparquet:\n%s\narrow:\n%s\njsonl:\n%s", tables[0], tables[1], tables[2])
 	}
 }

@@ -24,6 +24,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, c := range cmds {
 			fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 		}
+		b.WriteString("\nExamples:\n  gavel judge pairwise --rubric \"The answer is correct.\" --judge-model gpt-4o-mini --out cmp rollouts.parquet\n")
 		b.WriteString("\nRun 'gavel judge SUBCOMMAND --help' for its flags and examples.\n")
 		fmt.Fprint(stdout, b.String())
 		if len(args) == 0 {

@@ -64,7 +64,7 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 	by := fs.String("by", "model", "metadata `COL`umn whose values are the compared groups")
 	against := fs.String("against", "", "compare each group with this `GROUP` only (default: every pair of groups)")
 	out := fs.String("out", "gavel-pairwise", "output `DIR`ectory")
-	format := fs.String("format", "parquet", "format of the pairs table: parquet or jsonl")
+	format := fs.String("format", "parquet", "format of the pairs table: parquet, arrow or jsonl")
 	tasks := fs.String("tasks", "", "tasks table `FILE` (task_id, instruction, other fields)")
 	mapping := fs.String("map", "", "read fields from other columns: `K=COL[.PATH],...` (output=answer), as gavel grade")
 	from := fs.String("from", "", "read .json inputs as logs of this harness `FORMAT`, as gavel grade")

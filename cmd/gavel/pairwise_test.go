@@ -134,7 +134,7 @@ func TestJudgePairwiseExitStatus(t *testing.T) {
 		{"no model", []string{"judge", "pairwise", "--rubric", "r", in}, "--judge-model: no judge model given"},
 		{"threshold", append(append([]string{}, base...), "--judge-threshold", "0.5", in), "--judge-threshold does not apply"},
 		{"rubric and spec", append(append([]string{}, base...), "--spec", "x.yaml", in), "--rubric and --spec contradict"},
-		{"arrow", append(append([]string{}, base...), "--format", "arrow", in), "not built in Arrow yet"},
+		{"format", append(append([]string{}, base...), "--format", "csv", in), `--format: "csv": want parquet, arrow or jsonl`},
 		{"one group", append(append([]string{}, base...), "--by", "nothing", in), "nothing: missing or null"},
 		{"against", append(append([]string{}, base...), "--against", "z", in), "--against: z: no rollout is in this group"},
 	} {
