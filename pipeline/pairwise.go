@@ -43,7 +43,8 @@ type PairwiseConfig struct {
 	// Verifiers, when set, replace Rubric: each rollout is graded by the
 	// verifier bound to its task, and the rubric and query of its rubric
 	// check (the one whose id is Check, else the first) are those of the
-	// comparison. The group A rollout's are used for a pair.
+	// comparison. The group A rollout's are used for a pair. The check's
+	// context is not shown: it is computed from each rollout's own state.
 	Verifiers []*verifiers.Verifier
 	Check     string
 	// Query, when set, is the task instruction the judge sees; otherwise

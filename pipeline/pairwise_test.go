@@ -316,3 +316,40 @@ func TestPairwiseFormats(t *testing.T) {
 		t.Errorf("rows differ between formats:\nparquet:\n%s\narrow:\n%s\njsonl:\n%s", tables[0], tables[1], tables[2])
 	}
 }
+
+// TestPairwiseRetriesAndSpec: a 500 is retried as for rubric checks; with
+// verifiers, a rollout whose task no verifier binds, or whose verifier
+// gives no rubric check, is skipped with the reason.
+func TestPairwiseRetriesAndSpec(t *testing.T) {
+	srv := judgetest.New(t)
+	biasedJudge(srv)
+	srv.Enqueue(judgetest.Reply{Status: 500})
+	dir := t.TempDir()
+	in := filepath.Join(dir, "r.jsonl")
+	writeRows(t, in,
+		`{"rollout_id":"a","task_id":"TASK-J","model":"m1","output":"GOOD","n":1}`,
+		`{"rollout_id":"b","task_id":"TASK-J","model":"m2","output":"plain","n":2}`,
+		`{"rollout_id":"c","task_id":"TASK-OTHER","model":"m2","output":"plain"}`)
+	cfg := pairwiseCfg(srv, filepath.Join(dir, "cache"), filepath.Join(dir, "out"), in)
+	cfg.Judge.MaxRetries, cfg.Judge.Backoff = 2, time.Millisecond
+	cfg.Rubric, cfg.Verifiers, cfg.Check = "", parseSpec(t, judgedSpec), "polite"
+	res, err := Pairwise(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pairs) != 1 || res.Pairs[0].Outcome != PairWin || res.Judge.Retries != 1 || res.Judge.Requests != 3 {
+		t.Errorf("pairs %+v, judge %+v, want one win after 1 retry in 3 requests", res.Pairs, res.Judge)
+	}
+	if len(res.Problems) != 1 || !strings.HasSuffix(res.Problems[0], "#2: no verifier binds task TASK-OTHER") {
+		t.Errorf("problems = %q", res.Problems)
+	}
+	for _, r := range srv.Received() {
+		if !strings.Contains(r.User, "The answer is polite.") || !strings.Contains(r.User, judge.Fence("Answer politely.")) {
+			t.Errorf("the prompt lacks the spec's rubric and query:\n%s", r.User)
+		}
+	}
+	cfg.Check, cfg.Out = "answered", filepath.Join(dir, "out2")
+	if _, err := Pairwise(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "verifier VER-J gave no rubric check answered") {
+		t.Errorf("a check that is no rubric: err = %v", err)
+	}
+}
