@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/gavelhq/gavel/columnar"
@@ -288,7 +289,9 @@ func readPairRollouts(cfg PairwiseConfig) ([]pairRollout, *PairwiseResult, error
 						continue
 					}
 				}
-				rolls = append(rolls, pairRollout{id: ro.ID, task: ro.TaskID, group: group, output: ro.Output,
+				// The output points into the batch, whose buffers are
+				// reused: copy it.
+				rolls = append(rolls, pairRollout{id: ro.ID, task: ro.TaskID, group: group, output: strings.Clone(ro.Output),
 					instruction: instruction(rb, ro), rubric: rb.Text, sample: sample})
 			}
 			b.Release()
@@ -365,12 +368,24 @@ type pairJob struct {
 }
 
 // pairCall is one judgement, shared by the pairs whose requests have its
-// key.
+// key. A call to send keeps its pair and order, not its request: the
+// request is rendered again when it is sent, so the rendered prompts
+// waiting for the server take no memory.
 type pairCall struct {
-	req  *judge.Request
+	p    *pairJob
+	swap bool // b's output shown first
 	v    judge.Verdict
 	err  error
-	send bool // asked of the server (not answered by the cache)
+}
+
+// prompt returns the comparison of the pair's outputs in the order asked:
+// a's first, or b's when swap. The rubric and instruction are a's.
+func (p *pairJob) prompt(swap bool) judge.PairPrompt {
+	first, second := p.a.output, p.b.output
+	if swap {
+		first, second = second, first
+	}
+	return judge.PairPrompt{Rubric: p.a.rubric, Instruction: p.a.instruction, First: first, Second: second}
 }
 
 // makePairs pairs the rollouts of different groups on the same task and
@@ -489,31 +504,26 @@ func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurr
 	calls := map[judge.Key]*pairCall{}
 	var send []*pairCall
 	for _, p := range pairs {
-		var reqs [2]*judge.Request
-		for o, pr := range [2]judge.PairPrompt{
-			{Rubric: p.a.rubric, Instruction: p.a.instruction, First: p.a.output, Second: p.b.output},
-			{Rubric: p.a.rubric, Instruction: p.a.instruction, First: p.b.output, Second: p.a.output},
-		} {
-			r, err := j.PairRequest(pr)
+		var keys [2]judge.Key
+		var got [2]*pairCall
+		need := int64(0)
+		for o := range 2 {
+			r, err := j.PairRequest(p.prompt(o == 1))
 			if err != nil {
 				return &ConfigError{Field: "Judge", Msg: err.Error()}
 			}
-			reqs[o] = r
-		}
-		var got [2]*pairCall
-		need := int64(0)
-		for o, r := range reqs {
 			k := r.Key()
+			keys[o] = k
 			if c := calls[k]; c != nil {
 				got[o] = c
 				continue
 			}
 			if v, ok := j.Cached(r); ok {
-				got[o] = &pairCall{req: r, v: v}
+				got[o] = &pairCall{v: v}
 				calls[k] = got[o]
 				continue
 			}
-			if o == 1 && reqs[0].Key() == k {
+			if o == 1 && keys[0] == k {
 				continue // both orders show the same text: one request
 			}
 			need++
@@ -529,17 +539,16 @@ func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurr
 		if budget > 0 {
 			budget -= need
 		}
-		for o, r := range reqs {
+		for o := range 2 {
 			if got[o] != nil {
 				continue
 			}
-			k := r.Key()
-			if c := calls[k]; c != nil {
+			if c := calls[keys[o]]; c != nil {
 				got[o] = c
 				continue
 			}
-			got[o] = &pairCall{req: r, send: true}
-			calls[k] = got[o]
+			got[o] = &pairCall{p: p, swap: o == 1}
+			calls[keys[o]] = got[o]
 			send = append(send, got[o])
 		}
 		p.ab, p.ba = got[0], got[1]
@@ -562,7 +571,12 @@ func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurr
 		go func() {
 			defer wg.Done()
 			for c := range work {
-				c.v, c.err = j.Ask(ctx, c.req)
+				r, err := j.PairRequest(c.p.prompt(c.swap))
+				if err != nil {
+					c.err = err
+					continue
+				}
+				c.v, c.err = j.Ask(ctx, r)
 			}
 		}()
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,5 +352,43 @@ func TestPairwiseRetriesAndSpec(t *testing.T) {
 	cfg.Check, cfg.Out = "answered", filepath.Join(dir, "out2")
 	if _, err := Pairwise(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "verifier VER-J gave no rubric check answered") {
 		t.Errorf("a check that is no rubric: err = %v", err)
+	}
+}
+
+// TestPairwiseOutputsOutliveBatches compares rollouts read in many
+// batches (whose buffers are reused): each prompt shows the outputs of its
+// own pair's rollouts.
+func TestPairwiseOutputsOutliveBatches(t *testing.T) {
+	srv := judgetest.New(t)
+	var bad atomic.Int64
+	srv.Script(func(r judgetest.Request) judgetest.Reply {
+		a, b, _ := judgetest.FencedPair(r.User)
+		var ma, mb string
+		var ta, tb int
+		fmt.Sscanf(a, "output of %s on task %d", &ma, &ta)
+		fmt.Sscanf(b, "output of %s on task %d", &mb, &tb)
+		if ta != tb || ma == mb || !strings.HasSuffix(a, "end") || !strings.HasSuffix(b, "end") {
+			bad.Add(1)
+		}
+		return judgetest.Reply{Body: judgetest.Completion(r.Model, judgetest.Preference("A", ""))}
+	})
+	dir := t.TempDir()
+	in := filepath.Join(dir, "r.jsonl")
+	var lines []string
+	for task := range 400 {
+		for _, m := range []string{"m1", "m2"} {
+			lines = append(lines, fmt.Sprintf(`{"task_id":"T%03d","model":"%s","output":"output of %s on task %d %s end"}`,
+				task, m, m, task, strings.Repeat("x", task%50)))
+		}
+	}
+	writeRows(t, in, lines...)
+	cfg := pairwiseCfg(srv, "off", filepath.Join(dir, "out"), in)
+	cfg.Judge.Concurrency = 4
+	res, err := Pairwise(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pairs) != 400 || res.Judge.Requests != 800 || bad.Load() != 0 {
+		t.Errorf("%d pairs, %d requests, %d prompts showing other rollouts' outputs, want 400, 800, 0", len(res.Pairs), res.Judge.Requests, bad.Load())
 	}
 }
