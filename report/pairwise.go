@@ -279,8 +279,15 @@ func WriteRanking(w io.Writer, rk Ranking) error {
 	if rk.InconsistentShare != nil {
 		share = fmt.Sprintf("%.4f", *rk.InconsistentShare)
 	}
-	fmt.Fprintf(&b, "\n%d games on %d tasks; %d inconsistent (share %s: the judge changed its answer when the order was swapped)\n",
-		rk.Games, rk.Tasks, rk.Inconsistent, share)
+	games, tasks := "games", "tasks"
+	if rk.Games == 1 {
+		games = "game"
+	}
+	if rk.Tasks == 1 {
+		tasks = "task"
+	}
+	fmt.Fprintf(&b, "\n%d %s on %d %s; %d inconsistent (share %s: the judge changed its answer when the order was swapped)\n",
+		rk.Games, games, rk.Tasks, tasks, rk.Inconsistent, share)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

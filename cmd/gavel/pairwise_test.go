@@ -53,7 +53,7 @@ func TestJudgePairwise(t *testing.T) {
 	}
 	for _, want := range []string{
 		"compared 18 pairs of 18 rollouts by model: 18 judged, 0 errors, 0 pending by the budget; 0 rows skipped, 0 rollouts unpaired",
-		"18 games on 1 tasks; 18 inconsistent (share 1.0000",
+		"18 games on 1 task; 18 inconsistent (share 1.0000",
 		"judge: 1 probe of the server, 36 requests, 0 cache hits",
 	} {
 		if !strings.Contains(stdout, want) {
