@@ -19,8 +19,9 @@ import (
 
 // biasedJudge scripts srv as a judge that prefers the one output of two
 // that says GOOD, and otherwise the output shown first (a position bias);
-// a comparison showing BROKEN gets a reply naming neither output.
-func biasedJudge(srv *judgetest.Server) {
+// a comparison showing BROKEN gets a reply naming neither output. Each
+// reply waits delay.
+func biasedJudgeDelayed(srv *judgetest.Server, delay time.Duration) {
 	srv.Script(func(r judgetest.Request) judgetest.Reply {
 		a, b, ok := judgetest.FencedPair(r.User)
 		better := "A"
@@ -30,9 +31,11 @@ func biasedJudge(srv *judgetest.Server) {
 		case !strings.Contains(a, "GOOD") && strings.Contains(b, "GOOD"):
 			better = "B"
 		}
-		return judgetest.Reply{Body: judgetest.Completion(r.Model, judgetest.Preference(better, "scripted"))}
+		return judgetest.Reply{Body: judgetest.Completion(r.Model, judgetest.Preference(better, "scripted")), Delay: delay}
 	})
 }
+
+func biasedJudge(srv *judgetest.Server) { biasedJudgeDelayed(srv, 0) }
 
 func writeRows(t *testing.T, path string, lines ...string) {
 	t.Helper()
@@ -129,7 +132,8 @@ func TestPairwiseOutcomes(t *testing.T) {
 // byte-identical, and the cached run asks nothing.
 func TestPairwiseDeterministic(t *testing.T) {
 	srv := judgetest.New(t)
-	biasedJudge(srv)
+	// Replies take a while, so that 16 requests may be in flight at once.
+	biasedJudgeDelayed(srv, 5*time.Millisecond)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "r.jsonl")
 	var lines []string
@@ -167,6 +171,9 @@ func TestPairwiseDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		tables = append(tables, b)
+		if i == 0 && srv.MaxInFlight() != 1 {
+			t.Errorf("%d requests in flight with concurrency 1", srv.MaxInFlight())
+		}
 	}
 	if !bytes.Equal(tables[0], tables[1]) || !bytes.Equal(tables[0], tables[2]) {
 		t.Error("the pairs tables differ between concurrency 1, 16 and the cache")
@@ -390,5 +397,33 @@ func TestPairwiseOutputsOutliveBatches(t *testing.T) {
 	}
 	if len(res.Pairs) != 400 || res.Judge.Requests != 800 || bad.Load() != 0 {
 		t.Errorf("%d pairs, %d requests, %d prompts showing other rollouts' outputs, want 400, 800, 0", len(res.Pairs), res.Judge.Requests, bad.Load())
+	}
+}
+
+// TestPairwiseMapAndBy reads the outputs from another column (--map) and
+// groups by another column (--by), with a tasks table giving the
+// instruction.
+func TestPairwiseMapAndBy(t *testing.T) {
+	srv := judgetest.New(t)
+	biasedJudge(srv)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "r.jsonl")
+	writeRows(t, in,
+		`{"task_id":"T1","agent":7,"answer":"GOOD one"}`,
+		`{"task_id":"T1","agent":"seven","answer":"plain one"}`)
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	writeRows(t, tasks, `{"task_id":"T1","instruction":"Do the thing."}`)
+	cfg := pairwiseCfg(srv, filepath.Join(dir, "cache"), filepath.Join(dir, "out"), in)
+	cfg.Fields.Output, cfg.By, cfg.TasksFile = "answer", "agent", tasks
+	res, err := Pairwise(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Pair{TaskID: "T1", GroupA: "7", GroupB: "seven", RolloutA: in + "#0", RolloutB: in + "#1", VerdictAB: "a", VerdictBA: "a", Outcome: PairWin}
+	if len(res.Pairs) != 1 || res.Pairs[0] != want {
+		t.Errorf("pairs = %+v, want %+v", res.Pairs, want)
+	}
+	if u := srv.Received()[0].User; !strings.Contains(u, judge.Fence("Do the thing.")) || !strings.Contains(u, judge.Fence("GOOD one")) {
+		t.Errorf("prompt lacks the task's instruction or the mapped output:\n%s", u)
 	}
 }

@@ -20,7 +20,7 @@ const pairwiseExamples = `  gavel judge pairwise --rubric "The answer is correct
     --judge-model gpt-4o-mini --by model --out cmp rollouts.parquet
   gavel judge pairwise --spec judged.yaml --check polite --judge-model m --out cmp rollouts.jsonl
   gavel judge pairwise --rubric "..." --judge-model m --against baseline --out cmp runs/
-  gavel judge pairwise --rubric "..." --judge-model m --from tau-bench --set model=gpt-4o a/ ...`
+  gavel judge pairwise --rubric "..." --judge-model m --map output=answer --by agent --format jsonl --out cmp runs.jsonl`
 
 // pairwiseRanking is ranking.json: the ranking and what it was computed
 // from.
