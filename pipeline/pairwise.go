@@ -149,6 +149,12 @@ func Pairwise(ctx context.Context, cfg PairwiseConfig) (*PairwiseResult, error) 
 	if cfg.Out == "" {
 		return nil, &ConfigError{Field: "Out", Msg: "no output directory"}
 	}
+	tmpl := judge.DefaultPairTemplate()
+	if cfg.Judge.Template != "" {
+		if tmpl, err = judge.LoadTemplate(cfg.Judge.Template); err != nil {
+			return nil, &ConfigError{Field: "Judge", Msg: err.Error()}
+		}
+	}
 	rolls, res, err := readPairRollouts(cfg)
 	if err != nil {
 		return nil, err
@@ -156,12 +162,6 @@ func Pairwise(ctx context.Context, cfg PairwiseConfig) (*PairwiseResult, error) 
 	pairs, err := makePairs(rolls, cfg.Against, res)
 	if err != nil {
 		return nil, err
-	}
-	tmpl := judge.DefaultPairTemplate()
-	if cfg.Judge.Template != "" {
-		if tmpl, err = judge.LoadTemplate(cfg.Judge.Template); err != nil {
-			return nil, &ConfigError{Field: "Judge", Msg: err.Error()}
-		}
 	}
 	jc := cfg.Judge
 	jc.Template = ""
