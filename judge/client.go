@@ -89,13 +89,17 @@ func (j *Judge) attempt(ctx context.Context, r *Request, mode int) (Verdict, err
 		Temperature: openai.Float(0),
 		Seed:        openai.Int(Seed),
 	}
+	name, schema, parse := "verdict", verdictSchema, ParseVerdict
+	if r.pair {
+		name, schema, parse = "preference", pairSchema, ParsePreference
+	}
 	switch modes[mode] {
 	case ModeSchema:
 		params.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
 			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-				Name:   "verdict",
+				Name:   name,
 				Strict: openai.Bool(true),
-				Schema: verdictSchema,
+				Schema: schema,
 			},
 		}
 	case ModeJSON:
@@ -118,7 +122,7 @@ func (j *Judge) attempt(ctx context.Context, r *Request, mode int) (Verdict, err
 	if strings.TrimSpace(ch.Message.Content) == "" {
 		return Verdict{}, j.fail(KindEmpty, http.StatusOK, "reply has no content (finish_reason "+quote(ch.FinishReason)+")")
 	}
-	v, err := ParseVerdict([]byte(ch.Message.Content))
+	v, err := parse([]byte(ch.Message.Content))
 	if err != nil {
 		msg := fmt.Sprintf("reply is not a verdict (%s mode): %v", modes[mode], err)
 		if ch.FinishReason == "length" {

@@ -355,6 +355,7 @@ type Request struct {
 	j            *Judge
 	system, user string
 	base         [32]byte // the hash of everything in the key but the mode
+	pair         bool     // a pairwise comparison (PairRequest): its reply is a preference
 }
 
 // Request renders p with the judge's template.

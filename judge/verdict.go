@@ -14,6 +14,9 @@ type Verdict struct {
 	Score      float64  `json:"score"`
 	Issues     []string `json:"issues"`
 	Suggestion string   `json:"suggestion"`
+	// Better is a pairwise verdict's preference (BetterFirst, BetterSecond
+	// or BetterTie); "" in a rubric verdict.
+	Better string `json:"better,omitempty"`
 }
 
 // Pass reports whether the verdict's score reaches threshold (score >= threshold).

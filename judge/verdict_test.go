@@ -13,11 +13,11 @@ func TestParseVerdict(t *testing.T) {
 		want Verdict
 		ok   bool
 	}{
-		{`{"score": 0.5, "issues": ["a", "b"], "suggestion": "c"}`, Verdict{0.5, []string{"a", "b"}, "c"}, true},
-		{`{"score": 1}`, Verdict{1, []string{}, ""}, true},
-		{`{"score": 0, "issues": null, "suggestion": null}`, Verdict{0, []string{}, ""}, true},
-		{"Sure! {not json} then {\"score\": 0.25, \"x\": {\"y\": \"}\"}}", Verdict{0.25, []string{}, ""}, true},
-		{"```json\n{\"score\": 1e-1, \"issues\": [], \"suggestion\": \"\"}\n```", Verdict{0.1, []string{}, ""}, true},
+		{`{"score": 0.5, "issues": ["a", "b"], "suggestion": "c"}`, Verdict{Score: 0.5, Issues: []string{"a", "b"}, Suggestion: "c"}, true},
+		{`{"score": 1}`, Verdict{Score: 1, Issues: []string{}, Suggestion: ""}, true},
+		{`{"score": 0, "issues": null, "suggestion": null}`, Verdict{Score: 0, Issues: []string{}, Suggestion: ""}, true},
+		{"Sure! {not json} then {\"score\": 0.25, \"x\": {\"y\": \"}\"}}", Verdict{Score: 0.25, Issues: []string{}, Suggestion: ""}, true},
+		{"```json\n{\"score\": 1e-1, \"issues\": [], \"suggestion\": \"\"}\n```", Verdict{Score: 0.1, Issues: []string{}, Suggestion: ""}, true},
 		{``, Verdict{}, false},
 		{`{}`, Verdict{}, false},
 		{`{"score": "1"}`, Verdict{}, false},
@@ -28,7 +28,7 @@ func TestParseVerdict(t *testing.T) {
 		{`{"score": 0.5, "issues": "a"}`, Verdict{}, false},
 		{`{"score": 0.5, "issues": [1]}`, Verdict{}, false},
 		{`{"score": 0.5, "suggestion": ["a"]}`, Verdict{}, false},
-		{`[{"score": 0.5}]`, Verdict{0.5, []string{}, ""}, true},
+		{`[{"score": 0.5}]`, Verdict{Score: 0.5, Issues: []string{}, Suggestion: ""}, true},
 	} {
 		got, err := ParseVerdict([]byte(tc.in))
 		if (err == nil) != tc.ok || (tc.ok && !reflect.DeepEqual(got, tc.want)) {

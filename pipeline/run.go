@@ -268,18 +268,8 @@ func prepare(cfg Config) (_ *runner, err error) {
 		return nil, err
 	}
 	p := &plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, keep: cfg.Keep, initials: jsonview.NewCache(initialCacheBytes), fileTasks: new(sync.Map)}
-	seen := map[string]bool{}
-	for _, c := range cfg.Set {
-		switch {
-		case c.Key == "":
-			return nil, &ConfigError{Field: "Set", Msg: "a constant needs a key"}
-		case p.fields.Is(c.Key):
-			return nil, &ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is a rollout field, not metadata", c.Key)}
-		case seen[c.Key]:
-			return nil, &ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is set twice", c.Key)}
-		}
-		seen[c.Key] = true
-		p.set = append(p.set, c)
+	if p.set, err = checkSet(cfg.Set, &p.fields); err != nil {
+		return nil, err
 	}
 	if cfg.TasksFile != "" {
 		tasks, err := LoadTasks(cfg.TasksFile, cfg.Fields)
@@ -892,6 +882,26 @@ func (w *writer) writeJob(j *job) error {
 		}
 	}
 	return nil
+}
+
+// checkSet returns the constants of set, checked: each has a key that is
+// not a rollout field and is set once.
+func checkSet(set []Constant, fields *columnar.FieldNames) ([]Constant, error) {
+	var out []Constant
+	seen := map[string]bool{}
+	for _, c := range set {
+		switch {
+		case c.Key == "":
+			return nil, &ConfigError{Field: "Set", Msg: "a constant needs a key"}
+		case fields.Is(c.Key):
+			return nil, &ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is a rollout field, not metadata", c.Key)}
+		case seen[c.Key]:
+			return nil, &ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is set twice", c.Key)}
+		}
+		seen[c.Key] = true
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // writeJSON writes v as indented JSON to path, atomically; durable for

@@ -30,22 +30,27 @@ func Wilson(k, n int64, z float64) (iv Interval, ok bool) {
 	if n <= 0 || k < 0 || k > n {
 		return Interval{}, false
 	}
-	nf := float64(n)
-	p := float64(k) / nf
+	// k == 0 and k == n give p exactly 0 and 1, where the interval touches
+	// 0 or 1 exactly (wilsonShare).
+	iv = wilsonShare(float64(k)/float64(n), float64(n), z)
+	return iv, true
+}
+
+// wilsonShare is the Wilson score interval of a share p of n trials, p
+// not necessarily a whole count over n (ties count half).
+func wilsonShare(p, n, z float64) Interval {
 	z2 := z * z
-	den := 1 + z2/nf
-	center := (p + z2/(2*nf)) / den
-	half := z / den * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
-	iv = Interval{Lo: max(0, center-half), Hi: min(1, center+half)}
-	// At the bounds the interval touches 0 or 1 exactly; floating point
-	// could leave a residue there.
-	if k == 0 {
+	den := 1 + z2/n
+	center := (p + z2/(2*n)) / den
+	h := z / den * math.Sqrt(p*(1-p)/n+z2/(4*n*n))
+	iv := Interval{Lo: max(0, center-h), Hi: min(1, center+h)}
+	if p == 0 {
 		iv.Lo = 0
 	}
-	if k == n {
+	if p == 1 {
 		iv.Hi = 1
 	}
-	return iv, true
+	return iv
 }
 
 // McNemarExact returns the two-sided p-value of the exact McNemar test on

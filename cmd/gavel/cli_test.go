@@ -108,7 +108,8 @@ func TestHelpCommand(t *testing.T) {
 	for _, c := range commands() {
 		cases = append(cases, []string{c.name})
 	}
-	cases = append(cases, []string{"verifier", "list"}, []string{"verifier", "add"}, []string{"verifier", "test"}, []string{"spec", "check"})
+	cases = append(cases, []string{"verifier", "list"}, []string{"verifier", "add"}, []string{"verifier", "test"}, []string{"spec", "check"},
+		[]string{"judge", "pairwise"})
 	for _, cmd := range cases {
 		name := strings.Join(cmd, " ")
 		t.Run(name, func(t *testing.T) {

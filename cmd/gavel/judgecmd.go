@@ -19,15 +19,16 @@ func judgeCommands() []command {
 	return []command{
 		{"agreement", "how much the judges of a run agree with each other and with themselves", runJudgeAgreement},
 		{"calibrate", "a judge's verdicts against human labels; --require-tpr/--require-tnr certify it", runJudgeCalibrate},
+		{"pairwise", "compare the outputs of groups (models) head to head, both orders, and rank them", runJudgePairwise},
 	}
 }
 
 func printJudgeUsage(w io.Writer) {
-	fmt.Fprint(w, "Usage: gavel judge SUBCOMMAND [flags] [args]\n\nMeasures the judge of rubric checks.\n\nSubcommands:\n")
+	fmt.Fprint(w, "Usage: gavel judge SUBCOMMAND [flags] [args]\n\nMeasures the judge of rubric checks, and compares outputs with it.\n\nSubcommands:\n")
 	for _, c := range judgeCommands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, "\nExamples:\n"+agreementExamples+"\n"+calibrateExamples+"\n\nRun 'gavel judge SUBCOMMAND --help' for its flags and examples.\n")
+	fmt.Fprint(w, "\nExamples:\n"+agreementExamples+"\n"+calibrateExamples+"\n  gavel judge pairwise --rubric \"The answer is correct.\" --judge-model gpt-4o-mini --out cmp rollouts.parquet\n\nRun 'gavel judge SUBCOMMAND --help' for its flags and examples.\n")
 }
 
 func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) error {

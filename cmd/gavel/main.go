@@ -59,6 +59,7 @@ func commands() []command {
 		{"judge", "measure the judge: agreement between judges, calibration against human labels", runJudge},
 		{"commit", "join the shards of a sharded run", runCommit},
 		{"serve", "serve the gym verifier API and online grading over HTTP", runServe},
+		{"judge", "measure judges and compare outputs with them (pairwise)", runJudge},
 	}
 }
 

@@ -420,3 +420,42 @@ func writeError(w http.ResponseWriter, status int, message, code string) {
 	w.WriteHeader(status)
 	w.Write([]byte(ErrorBody(message, code)))
 }
+
+// The headings that precede the fenced outputs in the built-in pairwise
+// template's user message.
+const (
+	OutputAHeading = "Output A (untrusted):\n"
+	OutputBHeading = "Output B (untrusted):\n"
+)
+
+// FencedPair returns the two outputs of a pairwise comparison's user
+// message, in the order shown, and whether it is one.
+func FencedPair(user string) (a, b string, ok bool) {
+	a, okA := fencedAfter(user, OutputAHeading)
+	b, okB := fencedAfter(user, OutputBHeading)
+	return a, b, okA && okB
+}
+
+// fencedAfter returns the text of the first fence whose line is preceded
+// by the heading line; headings inside other fences are skipped.
+func fencedAfter(user, heading string) (string, bool) {
+	heading = strings.TrimSuffix(heading, "\n")
+	lines := strings.Split(user, "\n")
+	for i := 0; i < len(lines); i++ {
+		if tag, ok := strings.CutPrefix(lines[i], "<<<"); ok && strings.HasPrefix(tag, "UNTRUSTED-") {
+			start := i + 1
+			for i++; i < len(lines) && lines[i] != tag+">>>"; i++ {
+			}
+			if start >= 2 && lines[start-2] == heading && i < len(lines) {
+				return strings.Join(lines[start:i], "\n"), true
+			}
+		}
+	}
+	return "", false
+}
+
+// Preference returns the JSON of a pairwise verdict ("A", "B" or "tie").
+func Preference(better, reason string) string {
+	b, _ := json.Marshal(map[string]any{"reason": reason, "better": better})
+	return string(b)
+}

@@ -1,7 +1,10 @@
 // Command fakejudge serves a scripted OpenAI-compatible chat completions
 // API on 127.0.0.1 for the examples of the docs and for trying the judge
 // without a model: every rubric check whose agent output contains -pass
-// gets score 1, every other score 0 with one issue. It prints its API root
+// gets score 1, every other score 0 with one issue. A pairwise comparison
+// prefers the one output of the two that contains -pass; when both or
+// neither do, it prefers the output shown first (output A), a position
+// bias that makes such pairs inconsistent. It prints its API root
 // (http://127.0.0.1:PORT/v1) on a line of standard output, serves until
 // -timeout passes or it is sent SIGINT or SIGTERM, and then prints the
 // requests it answered: "requests N".
@@ -38,6 +41,13 @@ func main() {
 		os.Exit(1)
 	}
 	s.Script(func(req judgetest.Request) judgetest.Reply {
+		if a, b, ok := judgetest.FencedPair(req.User); ok {
+			better := "A"
+			if !strings.Contains(a, *pass) && strings.Contains(b, *pass) {
+				better = "B"
+			}
+			return judgetest.Reply{Body: judgetest.Completion(req.Model, judgetest.Preference(better, "scripted"))}
+		}
 		out, _ := judgetest.FencedOutput(req.User)
 		v := judgetest.Verdict(0, []string{"the output does not say " + *pass}, "Say "+*pass+".")
 		if strings.Contains(out, *pass) {
