@@ -467,6 +467,9 @@ func (r *Request) hashBase() {
 	h.Sum(r.base[:0])
 }
 
+// SampleIndex returns the request's sample number (0 for Request's).
+func (r *Request) SampleIndex() int { return r.sample }
+
 // Seed returns the seed the request is sent with.
 func (r *Request) Seed() int64 { return r.seed }
 

@@ -107,8 +107,13 @@ type grader struct {
 type results struct {
 	rewards []columnar.RewardRow
 	checks  []columnar.CheckRow
-	// asks are the rubric checks left to the writer's judge, in order.
+	// asks are the rubric checks left to the writer's judge, in order;
+	// subs their judgements.
 	asks []ask
+	subs []sub
+	// judgements are the rows of the judgements table (runs where some
+	// check gets more than one judgement).
+	judgements []columnar.JudgementRow
 	// reused counts the rows whose results were reused (Config.Reuse).
 	reused int
 }
@@ -120,6 +125,10 @@ func (r *results) reset() {
 	r.checks = r.checks[:0]
 	clear(r.asks)
 	r.asks = r.asks[:0]
+	clear(r.subs)
+	r.subs = r.subs[:0]
+	clear(r.judgements)
+	r.judgements = r.judgements[:0]
 	r.reused = 0
 }
 

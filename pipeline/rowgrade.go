@@ -38,6 +38,8 @@ type RowConfig struct {
 	// leaves them pending. A verdict found in the cache is the one a run
 	// would write.
 	Judge *judge.Config
+	// JudgePanel is Config.JudgePanel.
+	JudgePanel JudgePanel
 }
 
 // RowGrader grades rows handed to it one batch at a time, outside a run,
@@ -86,7 +88,7 @@ func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
 	}
 	p := plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, tasks: cfg.Tasks, keep: []string{}, initials: jsonview.NewCache(initialCacheBytes)}
 	p.skips = columnar.StateSkips(&p.fields, p.initials)
-	if p.judging, err = newJudging(cfg.Judge, cfg.Verifiers, 0); err != nil {
+	if p.judging, err = newJudging(cfg.Judge, cfg.JudgePanel, cfg.Verifiers, 0); err != nil {
 		return nil, err
 	}
 	g := &RowGrader{base: p, unit: Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers, maxStuck: cfg.MaxStuck}
