@@ -77,6 +77,9 @@ type Config struct {
 	// grade does (nil: they stay pending). Checks of /verifier requests
 	// stay "PENDING", as the gym API documents.
 	Judge *judge.Config
+	// JudgePanel says how many judgements a rubric check gets and how
+	// they make its verdict (pipeline.JudgePanel).
+	JudgePanel pipeline.JudgePanel
 }
 
 // Default limits.
@@ -161,7 +164,8 @@ func New(cfg Config) *Server {
 // verifiers binding one task is a pipeline.ConfigError, and the old set
 // stays.
 func (s *Server) Reload(vs []*verifiers.Verifier) error {
-	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile, Timeout: s.cfg.Timeout, MaxStuck: s.cfg.MaxInflight, Judge: s.cfg.Judge})
+	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile, Timeout: s.cfg.Timeout, MaxStuck: s.cfg.MaxInflight, Judge: s.cfg.Judge,
+		JudgePanel: s.cfg.JudgePanel})
 	if err != nil {
 		return err
 	}

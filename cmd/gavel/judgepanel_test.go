@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gavelhq/gavel/judge/judgetest"
+)
+
+// TestGradeJudgePanelFlags grades with two judges, the second on its own
+// server, two samples each: the judgements table has every judgement,
+// each server gets its model's requests, sample 1 is sent with
+// --judge-temperature, and the manifest records the panel.
+func TestGradeJudgePanelFlags(t *testing.T) {
+	a, b := judgetest.New(t), judgetest.New(t)
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "judged.yaml")
+	os.WriteFile(specPath, []byte(judgedSpecYAML), 0o644)
+	in := filepath.Join(dir, "in.jsonl")
+	var sb strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&sb, `{"rollout_id":"r%d","task_id":"TASK-J","output":"PASS %d"}`+"\n", i, i)
+	}
+	os.WriteFile(in, []byte(sb.String()), 0o644)
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runCLI(t, "grade", "--quiet", "--spec", specPath, "--out", out, "--format", "jsonl",
+		"--judge-model", "judge-1", "--judge-model", "judge-2@v1:q4", "--judge-url", a.URL, "--judge-url-for", "judge-2@v1:q4="+b.URL,
+		"--judge-samples", "2", "--judge-temperature", "0.3", "--judge-aggregate", "min", "--judge-partial", "ok",
+		"--judge-cache", filepath.Join(dir, "cache"), in)
+	if code != 0 {
+		t.Fatalf("grade = %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if a.Requests() != 10 || b.Requests() != 10 {
+		t.Errorf("requests %d and %d, want 10 each", a.Requests(), b.Requests())
+	}
+	for _, r := range b.Received() {
+		if r.Model != "judge-2@v1:q4" || (*r.Seed == 2) != (*r.Temperature == 0.3) {
+			t.Errorf("second server got model %s seed %d temperature %v", r.Model, *r.Seed, *r.Temperature)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(out, "judgements", "part-00000.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\n"); n != 20 {
+		t.Errorf("%d judgements, want 20", n)
+	}
+	manifest, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
+	for _, want := range []string{`"judge-2@v1:q4"`, `"samples": 2`, `"aggregate": "min"`, `"partial": "ok"`, `"temperature": 0.3`} {
+		if !strings.Contains(string(manifest), want) {
+			t.Errorf("manifest.json lacks %s:\n%s", want, manifest)
+		}
+	}
+}
+
+// TestGradeJudgePanelUsage: bad panel flags are usage errors (exit 2).
+func TestGradeJudgePanelUsage(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(in, []byte(`{"rollout_id":"r","task_id":"T","output":"x"}`+"\n"), 0o644)
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--judge-samples", "0"}, "--judge-samples 0: want 1 or more"},
+		{[]string{"--judge-temperature", "-1"}, "--judge-temperature -1: want a number in [0, 2]"},
+		{[]string{"--judge-aggregate", "mode"}, `--judge-aggregate "mode": want one of mean, median, min, majority`},
+		{[]string{"--judge-partial", "maybe"}, `--judge-partial "maybe": want error or ok`},
+		{[]string{"--judge-model", "m", "--judge-model", "m"}, `--judge-model "m": want distinct`},
+		{[]string{"--judge-url-for", "m"}, `--judge-url-for "m": want MODEL=URL`},
+		{[]string{"--judge-url-for", "m=http://a/v1", "--judge-url-for", "m=http://b/v1"}, `model "m" given twice`},
+	} {
+		args := append([]string{"grade", "--quiet", "--out", filepath.Join(dir, "out")}, tc.flags...)
+		code, _, stderr := runCLI(t, append(args, in)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("grade %v = %d, %q; want 2 and %q", tc.flags, code, stderr, tc.want)
+		}
+	}
+}
