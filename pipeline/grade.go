@@ -114,6 +114,10 @@ type results struct {
 	// judgements are the rows of the judgements table (runs where some
 	// check gets more than one judgement).
 	judgements []columnar.JudgementRow
+	// jends holds, in runs that write judgements, the end of each reward
+	// row's judgements in judgements (for RowGrader, which has no budget
+	// that would drop some).
+	jends []int
 	// reused counts the rows whose results were reused (Config.Reuse).
 	reused int
 }
@@ -129,6 +133,7 @@ func (r *results) reset() {
 	r.subs = r.subs[:0]
 	clear(r.judgements)
 	r.judgements = r.judgements[:0]
+	r.jends = r.jends[:0]
 	r.reused = 0
 }
 
@@ -182,6 +187,7 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 	if reused {
 		g.reused++
 		out.rewards = append(out.rewards, rw)
+		g.endJudgements(out)
 		return
 	}
 	setVerdict(&rw, verdict)
@@ -213,6 +219,14 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 		}
 	}
 	out.rewards = append(out.rewards, rw)
+	g.endJudgements(out)
+}
+
+// endJudgements records where the judgements of the row just appended end.
+func (g *grader) endJudgements(out *results) {
+	if js := g.plan.judging; js != nil && js.multi {
+		out.jends = append(out.jends, len(out.judgements))
+	}
 }
 
 // grade decodes one row, runs its verifier and returns the verifier (nil
