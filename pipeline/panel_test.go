@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -391,6 +393,58 @@ func TestJudgePanelURLs(t *testing.T) {
 	for _, r := range b.Received() {
 		if r.Model != "judge-b" {
 			t.Errorf("the second server was asked for %s", r.Model)
+		}
+	}
+}
+
+// TestJudgePanelResume: a panel run stopped after its first unit, then
+// resumed, has the judgements parts of a run never stopped, byte for
+// byte; the resumed run asks only for the units not complete, and a
+// resume with another panel is refused.
+func TestJudgePanelResume(t *testing.T) {
+	dir := t.TempDir()
+	var inputs []string
+	for u := range 3 {
+		p := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", u))
+		writeJudgedRows(t, p, u*4, 4)
+		inputs = append(inputs, p)
+	}
+	panel := JudgePanel{Models: []string{"judge-a", "judge-b"}, Samples: 2, Temperature: 0.5}
+	srv := panelServer(t, nil)
+	whole := filepath.Join(dir, "whole")
+	grade(t, Config{Inputs: inputs, Out: whole, Format: columnar.FormatParquet, Verifiers: parseSpec(t, judgedSpec),
+		Judge: judgeCfg(srv, filepath.Join(dir, "cache-whole")), JudgePanel: panel, Workers: 1, BatchSize: 4})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	out := filepath.Join(dir, "out")
+	cfg := Config{Inputs: inputs, Out: out, Format: columnar.FormatParquet, Verifiers: parseSpec(t, judgedSpec),
+		Judge: judgeCfg(srv, filepath.Join(dir, "cache")), JudgePanel: panel, Workers: 1, BatchSize: 4,
+		Progress: &cancelAfter{rows: 4, cancel: cancel}}
+	if _, err := Run(ctx, cfg); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("Run = %v, want interrupted", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "judgements", columnar.PartName(0, columnar.FormatParquet))); err != nil {
+		t.Fatalf("the first unit's judgements part is not in place: %v", err)
+	}
+	other := cfg
+	other.Progress, other.Resume = nil, true
+	other.JudgePanel.Samples = 3
+	if _, err := Run(context.Background(), other); err == nil || !strings.Contains(err.Error(), "written by another run") {
+		t.Errorf("resume with another panel = %v, want it refused", err)
+	}
+	cfg.Progress, cfg.Resume = nil, true
+	res := grade(t, cfg)
+	if !res.Complete || res.Summary.Rollouts != 12 {
+		t.Fatalf("resumed run: complete %v, %d rollouts", res.Complete, res.Summary.Rollouts)
+	}
+	for u := range 3 {
+		name := columnar.PartName(u, columnar.FormatParquet)
+		for _, table := range []string{"judgements", "checks", "rewards"} {
+			a, errA := os.ReadFile(filepath.Join(whole, table, name))
+			b, errB := os.ReadFile(filepath.Join(out, table, name))
+			if errA != nil || errB != nil || !bytes.Equal(a, b) {
+				t.Errorf("unit %d %s: resumed part differs from the whole run's (%v, %v)", u, table, errA, errB)
+			}
 		}
 	}
 }
