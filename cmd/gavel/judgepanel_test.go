@@ -80,3 +80,49 @@ func TestGradeJudgePanelUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestS3JudgementsUploaded: a panel run into an output URL uploads each
+// unit's judgements part, equal to a local run's.
+func TestS3JudgementsUploaded(t *testing.T) {
+	startS3(t)
+	srv := judgetest.New(t)
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "judged.yaml")
+	os.WriteFile(specPath, []byte(judgedSpecYAML), 0o644)
+	var inputs []string
+	for u := range 2 {
+		in := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", u))
+		var sb strings.Builder
+		for i := range 3 {
+			fmt.Fprintf(&sb, `{"rollout_id":"r%d-%d","task_id":"TASK-J","output":"PASS %d"}`+"\n", u, i, i)
+		}
+		os.WriteFile(in, []byte(sb.String()), 0o644)
+		inputs = append(inputs, in)
+	}
+	args := func(out string) []string {
+		return append([]string{"grade", "--quiet", "--spec", specPath, "--out", out, "--format", "jsonl",
+			"--judge-model", "judge-1", "--judge-model", "judge-2", "--judge-url", srv.URL, "--judge-samples", "2",
+			"--judge-cache", filepath.Join(dir, "cache")}, inputs...)
+	}
+	local := filepath.Join(dir, "local")
+	if code, stdout, stderr := runCLI(t, args(local)...); code != 0 {
+		t.Fatalf("grade = %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runCLI(t, args("s3://gavel/out/")...); code != 0 {
+		t.Fatalf("grade to s3 = %d\n%s\n%s", code, stdout, stderr)
+	}
+	objects := listObjects(t, "s3://gavel/out/")
+	got := downloadAll(t, "s3://gavel/out/")
+	for u := range 2 {
+		name := fmt.Sprintf("judgements/part-%05d.jsonl", u)
+		if _, ok := objects[name]; !ok {
+			t.Errorf("%s not uploaded (objects %v)", name, objects)
+			continue
+		}
+		a, _ := os.ReadFile(filepath.Join(local, name))
+		b, _ := os.ReadFile(filepath.Join(got, name))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Errorf("%s uploaded differs from the local run's:\n%s\n%s", name, a, b)
+		}
+	}
+}
