@@ -448,3 +448,24 @@ func TestJudgePanelResume(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgePanelRescore: rescoring a panel run keeps its judgements parts.
+func TestJudgePanelRescore(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	writeJudgedRows(t, in, 0, 4)
+	srv := panelServer(t, nil)
+	out := filepath.Join(dir, "out")
+	grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatArrow, Verifiers: parseSpec(t, judgedSpec),
+		Judge: judgeCfg(srv, filepath.Join(dir, "cache")), JudgePanel: JudgePanel{Models: []string{"judge-a", "judge-b"}}})
+	re := filepath.Join(dir, "re")
+	if _, err := Rescore(context.Background(), RescoreConfig{Dir: out, Out: re}); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join("judgements", columnar.PartName(0, columnar.FormatArrow))
+	a, errA := os.ReadFile(filepath.Join(out, name))
+	b, errB := os.ReadFile(filepath.Join(re, name))
+	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+		t.Errorf("rescored judgements part: %v, %v, or it differs", errA, errB)
+	}
+}
