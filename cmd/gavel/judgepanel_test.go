@@ -126,3 +126,61 @@ func TestS3JudgementsUploaded(t *testing.T) {
 		}
 	}
 }
+
+// TestReportJudgesPerCheck: gavel report of a panel run shows each judge's
+// judgements of each check, in Markdown and HTML; a one-judge run's
+// report has no such section.
+func TestReportJudgesPerCheck(t *testing.T) {
+	srv := judgetest.New(t)
+	// judge-2 fails the rollouts whose output says "PASS 1".
+	srv.Script(func(r judgetest.Request) judgetest.Reply {
+		out, _ := judgetest.FencedOutput(r.User)
+		if r.Model == "judge-2" && strings.Contains(out, "PASS 1") {
+			return judgetest.Reply{Status: 400}
+		}
+		score := 0.25 * float64(*r.Seed)
+		if r.Model == "judge-1" {
+			score = 1
+		}
+		return judgetest.Reply{Body: judgetest.Completion(r.Model, judgetest.Verdict(score, []string{}, ""))}
+	})
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "judged.yaml")
+	os.WriteFile(specPath, []byte(judgedSpecYAML), 0o644)
+	in := filepath.Join(dir, "in.jsonl")
+	var sb strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&sb, `{"rollout_id":"r%d","task_id":"TASK-J","output":"PASS %d"}`+"\n", i, i)
+	}
+	os.WriteFile(in, []byte(sb.String()), 0o644)
+	out := filepath.Join(dir, "out")
+	if code, stdout, stderr := runCLI(t, "grade", "--quiet", "--spec", specPath, "--out", out, "--judge-model", "judge-1", "--judge-model", "judge-2",
+		"--judge-url", srv.URL, "--judge-samples", "2", "--judge-partial", "ok", "--judge-cache", filepath.Join(dir, "cache"), in); code != 0 {
+		t.Fatalf("grade = %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, md, stderr := runCLI(t, "report", "--format", "markdown", out)
+	if code != 0 {
+		t.Fatalf("report = %d: %s", code, stderr)
+	}
+	// judge-2: 3 rollouts x 2 samples succeed (scores 0.25 and 0.5: mean
+	// 0.375, all fail the 0.8 threshold), 2 judgements fail.
+	for _, want := range []string{
+		"## Judges per check",
+		"| VER-J | polite | judge-1 | 2 | 8 | 8 | 0 | 0 | 1.0000 |",
+		"| VER-J | polite | judge-2 | 2 | 8 | 0 | 6 | 2 | 0.3750 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	_, html, _ := runCLI(t, "report", out)
+	if !strings.Contains(html, `<section id="judges">`) || strings.Count(html, `<tr class="judge-row">`) != 2 {
+		t.Errorf("HTML report lacks the judges section")
+	}
+	one := filepath.Join(dir, "one")
+	runCLI(t, "grade", "--quiet", "--spec", specPath, "--out", one, "--judge-model", "judge-1", "--judge-url", srv.URL,
+		"--judge-cache", filepath.Join(dir, "cache"), in)
+	if _, md, _ := runCLI(t, "report", "--format", "markdown", one); strings.Contains(md, "Judges per check") {
+		t.Errorf("a one-judge run's report has a judges section")
+	}
+}
