@@ -89,7 +89,8 @@ type Config struct {
 	// Threshold is the score a verdict needs to pass (score >= threshold);
 	// default 0.8.
 	Threshold float64
-	// Concurrency is the most requests in flight at once; default 16.
+	// Concurrency is the most requests in flight at once to one server
+	// (judges derived for another, Override.URL, have their own); default 16.
 	Concurrency int
 	// Timeout bounds each request; default 2 minutes. A request that times
 	// out is not retried.
