@@ -469,3 +469,23 @@ func TestJudgePanelRescore(t *testing.T) {
 		t.Errorf("rescored judgements part: %v, %v, or it differs", errA, errB)
 	}
 }
+
+// TestJudgePanelReuseRefused: reusing results in a panel run is not built
+// yet, and says so rather than writing parts without their judgements.
+func TestJudgePanelReuseRefused(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	writeJudgedRows(t, in, 0, 2)
+	srv := panelServer(t, nil)
+	cfg := Config{Inputs: []string{in}, Out: filepath.Join(dir, "one"), Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
+		Judge: judgeCfg(srv, filepath.Join(dir, "cache"))}
+	cfg.Judge.Model = "judge-a"
+	grade(t, cfg)
+	cfg.Reuse, cfg.Out = cfg.Out, filepath.Join(dir, "two")
+	cfg.JudgePanel = JudgePanel{Models: []string{"judge-a", "judge-b"}}
+	_, err := Run(context.Background(), cfg)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "not built yet") {
+		t.Errorf("Run with Reuse and a panel = %v, want a configuration error saying it is not built yet", err)
+	}
+}
