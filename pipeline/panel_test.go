@@ -489,3 +489,29 @@ func TestJudgePanelReuseRefused(t *testing.T) {
 		t.Errorf("Run with Reuse and a panel = %v, want a configuration error saying it is not built yet", err)
 	}
 }
+
+// TestJudgePanelSpecModels: a spec's judge: {model: [a, b]} judges its
+// rubric checks with both models, without --judge-model.
+func TestJudgePanelSpecModels(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	writeJudgedRows(t, in, 0, 3)
+	srv := panelServer(t, nil)
+	spec := strings.Replace(judgedSpec, "    checks:\n", "    judge: {model: [judge-b, judge-a], threshold: 0.5}\n    checks:\n", 1)
+	jc := judgeCfg(srv, filepath.Join(dir, "cache"))
+	jc.Model = ""
+	out := filepath.Join(dir, "out")
+	grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, spec), Judge: jc})
+	rows := judgementRows(t, out)
+	var models []string
+	for _, r := range rows {
+		models = append(models, r["judge_model"].(string))
+	}
+	if got := strings.Join(models, ","); got != "judge-b,judge-a,judge-b,judge-a,judge-b,judge-a" {
+		t.Errorf("judgements by %s, want judge-b then judge-a for each of 3 rows", got)
+	}
+	// r00001 says PASS: judge-b 0.8, judge-a 1; mean 0.9 >= 0.5.
+	if c := checkRows(t, out)["r00001/polite"]; c["score"] != 0.9 || c["status"] != "pass" {
+		t.Errorf("r00001 polite = %v %v, want 0.9 pass", c["score"], c["status"])
+	}
+}
