@@ -212,6 +212,25 @@ func FormatHash(h uint64) string {
 	return string(appendHash(buf[:0], h))
 }
 
+// float64Col returns a non-nullable double column, written to JSON Lines
+// in the shortest form that reads back as the same float64 (a non-finite
+// value as null).
+func float64Col[R any](name string, get func(*R) float64) column[R] {
+	return column[R]{
+		name: name, typ: arrow.PrimitiveTypes.Float64,
+		bind: func(b columnBuilder) func(*R) {
+			fb := b.(*array.Float64Builder)
+			return func(r *R) { fb.Append(get(r)) }
+		},
+		json: func(b []byte, r *R) []byte {
+			if v := get(r); !math.IsNaN(v) && !math.IsInf(v, 0) {
+				return strconv.AppendFloat(b, v, 'g', -1, 64)
+			}
+			return append(b, "null"...)
+		},
+	}
+}
+
 // nullFloat64Col returns a nullable double column; get returns the value
 // and whether it is valid. JSON Lines writes a value in the shortest form
 // that reads back as the same float64 (strconv 'g', -1), and a non-finite

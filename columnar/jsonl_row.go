@@ -6,18 +6,26 @@ package columnar
 type RowJSON struct {
 	rewards *jsonlTable[RewardRow]
 	checks  *jsonlTable[CheckRow]
+	judged  *jsonlTable[JudgementRow]
 }
 
 // NewRowJSON returns an encoder for rewards rows whose kept metadata
 // columns are keep, in that order.
 func NewRowJSON(keep []string) *RowJSON {
-	return &RowJSON{rewards: newJSONLTable(nil, rewardsTable(keep)), checks: newJSONLTable(nil, checkColumns)}
+	return &RowJSON{rewards: newJSONLTable(nil, rewardsTable(keep)), checks: newJSONLTable(nil, checkColumns),
+		judged: newJSONLTable(nil, judgementColumns)}
 }
 
 // AppendReward appends r as one JSON object to b.
 func (e *RowJSON) AppendReward(b []byte, r *RewardRow) []byte {
 	b = e.rewards.appendRow(b, r)
 	return b[:len(b)-1] // the line's newline
+}
+
+// AppendJudgement appends r as one JSON object to b.
+func (e *RowJSON) AppendJudgement(b []byte, r *JudgementRow) []byte {
+	b = e.judged.appendRow(b, r)
+	return b[:len(b)-1]
 }
 
 // AppendCheck appends r as one JSON object to b.

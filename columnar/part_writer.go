@@ -18,8 +18,9 @@ const defaultRowGroupRows = 16384
 
 // Subdirectories of the output directory that hold the result parts.
 const (
-	rewardsDir = "rewards"
-	checksDir  = "checks"
+	rewardsDir    = "rewards"
+	checksDir     = "checks"
+	judgementsDir = "judgements"
 )
 
 // PartOptions configures a result part. The zero value is valid except for
@@ -38,6 +39,10 @@ type PartOptions struct {
 	// RewardsOnly writes the rewards file alone, for a rescore that copies
 	// the checks file as it is (put in place before Close).
 	RewardsOnly bool
+	// Judgements adds judgements/part-NNNNN.<ext>, the table of single
+	// judgements (JudgementRow), written by runs where some rubric check
+	// gets more than one judgement. Not with RewardsOnly.
+	Judgements bool
 
 	// alloc backs the Arrow builders and the Parquet writer; nil means
 	// memory.DefaultAllocator. Tests set a checked allocator. It must
@@ -64,13 +69,15 @@ type PartOptions struct {
 // A Part is not safe for concurrent use. After a failed Write the Part is
 // unusable; Close then returns the error and removes the temporary files.
 type Part struct {
-	rewards *partFile
-	checks  *partFile
-	rw      encoder[RewardRow]
-	cw      encoder[CheckRow]
-	keep    int   // number of keep columns
-	err     error // sticky: the first write error
-	closed  bool  // Close or Abort was called
+	rewards    *partFile
+	checks     *partFile
+	judgements *partFile // nil unless PartOptions.Judgements
+	rw         encoder[RewardRow]
+	cw         encoder[CheckRow]
+	jw         encoder[JudgementRow]
+	keep       int   // number of keep columns
+	err        error // sticky: the first write error
+	closed     bool  // Close or Abort was called
 }
 
 // encoder encodes the rows of one table into one file.
@@ -104,6 +111,9 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 	if opts.alloc == nil {
 		opts.alloc = memory.DefaultAllocator
 	}
+	if opts.Judgements && opts.RewardsOnly {
+		return nil, fmt.Errorf("create part %d: judgements with rewards only", index)
+	}
 	if err := checkKeep(opts.Keep); err != nil {
 		return nil, fmt.Errorf("create part %d: %w", index, err)
 	}
@@ -120,6 +130,13 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 			return nil, err
 		}
 	}
+	if opts.Judgements {
+		if p.judgements, err = createPartFile(filepath.Join(dir, judgementsDir), name); err != nil {
+			p.rewards.remove()
+			p.checks.remove()
+			return nil, err
+		}
+	}
 
 	rewards := rewardsTable(opts.Keep)
 	switch opts.Format {
@@ -128,10 +145,16 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 		if p.checks != nil {
 			p.cw = newJSONLTable(p.checks.bw, checkColumns)
 		}
+		if p.judgements != nil {
+			p.jw = newJSONLTable(p.judgements.bw, judgementColumns)
+		}
 	default:
 		p.rw, err = newArrowTable(p.rewards.bw, rewards, opts)
 		if err == nil && p.checks != nil {
 			p.cw, err = newArrowTable(p.checks.bw, checkColumns, opts)
+		}
+		if err == nil && p.judgements != nil {
+			p.jw, err = newArrowTable(p.judgements.bw, judgementColumns, opts)
 		}
 	}
 	if err != nil {
@@ -195,6 +218,21 @@ func (p *Part) WriteChecks(rows []CheckRow) error {
 	return nil
 }
 
+// WriteJudgements appends rows to the judgements table.
+func (p *Part) WriteJudgements(rows []JudgementRow) error {
+	if err := p.usable(); err != nil {
+		return err
+	}
+	if p.judgements == nil {
+		return fmt.Errorf("write judgements of %s: the part has no judgements table", p.rewards.final)
+	}
+	if err := p.jw.write(rows); err != nil {
+		p.err = pathErr("write", p.judgements.final, err)
+		return p.err
+	}
+	return nil
+}
+
 func (p *Part) usable() error {
 	if p.err != nil {
 		return p.err
@@ -205,9 +243,9 @@ func (p *Part) usable() error {
 	return nil
 }
 
-// Close writes the buffered rows and the footers, syncs both files and
-// renames them to their final names, checks first, then syncs the
-// directories. Only after Close returns nil are both part files in place
+// Close writes the buffered rows and the footers, syncs the files and
+// renames them to their final names, judgements first, then checks, then
+// rewards, then syncs the directories. Only after Close returns nil are both part files in place
 // and durable. When writing, syncing a file or renaming fails, nothing is
 // left under the final or temporary names; when only the final directory
 // sync fails, the files stay in place and the error is returned. Close
@@ -234,24 +272,47 @@ func (p *Part) Close() error {
 		return atomicfile.SyncDir(p.rewards.dir)
 	}
 	p.cw.release()
+	if p.jw != nil {
+		p.jw.release()
+	}
 	if err != nil {
 		p.rewards.remove()
 		p.checks.remove()
+		p.judgements.remove()
 		return err
+	}
+	if p.judgements != nil {
+		if err := p.judgements.rename(); err != nil {
+			p.rewards.remove()
+			p.checks.remove()
+			p.judgements.remove()
+			return err
+		}
 	}
 	if err := p.checks.rename(); err != nil {
 		p.rewards.remove()
 		p.checks.remove()
+		if p.judgements != nil {
+			os.Remove(p.judgements.final)
+		}
 		return err
 	}
 	if err := p.rewards.rename(); err != nil {
 		p.rewards.remove()
-		// Take the checks file back out so that the part is absent as a
+		// Take the other files back out so that the part is absent as a
 		// whole rather than half present.
 		os.Remove(p.checks.final)
+		if p.judgements != nil {
+			os.Remove(p.judgements.final)
+		}
 		return err
 	}
-	// Both renames must reach the disk before the part counts as complete.
+	// The renames must reach the disk before the part counts as complete.
+	if p.judgements != nil {
+		if err := atomicfile.SyncDir(p.judgements.dir); err != nil {
+			return err
+		}
+	}
 	if err := atomicfile.SyncDir(p.checks.dir); err != nil {
 		return err
 	}
@@ -269,10 +330,21 @@ func (p *Part) finish() error {
 	if err := p.cw.finish(); err != nil {
 		return pathErr("write", p.checks.final, err)
 	}
+	if p.judgements != nil {
+		if err := p.jw.finish(); err != nil {
+			return pathErr("write", p.judgements.final, err)
+		}
+	}
 	if err := p.rewards.close(); err != nil {
 		return err
 	}
-	return p.checks.close()
+	if err := p.checks.close(); err != nil {
+		return err
+	}
+	if p.judgements != nil {
+		return p.judgements.close()
+	}
+	return nil
 }
 
 // Abort discards the part: it frees the buffered rows and removes the
@@ -289,10 +361,12 @@ func (p *Part) Abort() {
 	if p.cw != nil {
 		p.cw.release()
 	}
-	p.rewards.remove()
-	if p.checks != nil {
-		p.checks.remove()
+	if p.jw != nil {
+		p.jw.release()
 	}
+	p.rewards.remove()
+	p.checks.remove()
+	p.judgements.remove()
 }
 
 // PartName returns the file name of the part for input unit index in

@@ -122,6 +122,54 @@ var checkColumns = []column[CheckRow]{
 	nullStringCol("suggestion", pqPlain, func(r *CheckRow) NullString { return r.Suggestion }),
 }
 
+// JudgementRow is one row of judgements/part-NNNNN, one per single
+// judgement of a rubric check (one judge model, one sample). Its columns
+// are judgementColumns. The table is written only by runs where some check
+// gets more than one judgement.
+type JudgementRow struct {
+	RolloutID   string
+	TaskID      string
+	VerifierID  NullString
+	CheckIndex  int32
+	CheckID     string
+	JudgeModel  string
+	Sample      int32
+	Seed        int64
+	Temperature float64
+	// Score is null (not ScoreValid) when the judgement failed.
+	Score      float64
+	ScoreValid bool
+	// Status is pass, fail or error.
+	Status string
+	// Issues are the judge's issues, one per line; null when none.
+	Issues     NullString
+	Suggestion NullString
+	// Error is the failure's message; null unless Status is error.
+	Error NullString
+}
+
+// judgementColumns are the columns of the judgements table, in order.
+var judgementColumns = []column[JudgementRow]{
+	stringCol("rollout_id", pqPlain, func(r *JudgementRow) string { return r.RolloutID }),
+	stringCol("task_id", pqCategorical, func(r *JudgementRow) string { return r.TaskID }),
+	nullStringCol("verifier_id", pqCategorical, func(r *JudgementRow) NullString { return r.VerifierID }),
+	int32Col("check_index", func(r *JudgementRow) int32 { return r.CheckIndex }),
+	stringCol("check_id", pqCategorical, func(r *JudgementRow) string { return r.CheckID }),
+	stringCol("judge_model", pqCategorical, func(r *JudgementRow) string { return r.JudgeModel }),
+	int32Col("sample", func(r *JudgementRow) int32 { return r.Sample }),
+	int64Col("seed", func(r *JudgementRow) int64 { return r.Seed }),
+	float64Col("temperature", func(r *JudgementRow) float64 { return r.Temperature }),
+	nullFloat64Col("score", func(r *JudgementRow) (float64, bool) { return r.Score, r.ScoreValid }),
+	stringCol("status", pqCategorical, func(r *JudgementRow) string { return r.Status }),
+	nullStringCol("issues", pqPlain, func(r *JudgementRow) NullString { return r.Issues }),
+	nullStringCol("suggestion", pqPlain, func(r *JudgementRow) NullString { return r.Suggestion }),
+	nullStringCol("error", pqPlain, func(r *JudgementRow) NullString { return r.Error }),
+}
+
+// JudgementColumns returns the names of the judgements table's columns, in
+// order.
+func JudgementColumns() []string { return columnNames(judgementColumns) }
+
 // Formats of result parts.
 const (
 	FormatParquet = "parquet"

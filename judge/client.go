@@ -86,8 +86,8 @@ func (j *Judge) attempt(ctx context.Context, r *Request, mode int) (Verdict, err
 			openai.SystemMessage(r.system),
 			openai.UserMessage(r.user),
 		},
-		Temperature: openai.Float(0),
-		Seed:        openai.Int(Seed),
+		Temperature: openai.Float(r.temperature),
+		Seed:        openai.Int(r.seed),
 	}
 	name, schema, parse := "verdict", verdictSchema, ParseVerdict
 	if r.pair {

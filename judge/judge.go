@@ -23,6 +23,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -87,7 +89,8 @@ type Config struct {
 	// Threshold is the score a verdict needs to pass (score >= threshold);
 	// default 0.8.
 	Threshold float64
-	// Concurrency is the most requests in flight at once; default 16.
+	// Concurrency is the most requests in flight at once to one server
+	// (judges derived for another, Override.URL, have their own); default 16.
 	Concurrency int
 	// Timeout bounds each request; default 2 minutes. A request that times
 	// out is not retried.
@@ -146,6 +149,23 @@ type Judge struct {
 	threshold float64
 }
 
+// counters are the stats of every judge derived from one New, whatever
+// its server.
+type counters struct {
+	probes, requests, hits, retries, failures, promptTokens, completionTokens atomic.Int64
+}
+
+// peers holds the cores of one New by server URL, so that judges derived
+// for another server (Override.URL) share its client, concurrency limit and
+// response mode, and every core shares the cache and the counters.
+type peers struct {
+	mu  sync.Mutex
+	cfg Config // with defaults applied
+	key string
+	m   map[string]*core
+	n   *counters
+}
+
 // core is what judges derived with With share.
 type core struct {
 	client     openai.Client
@@ -161,7 +181,8 @@ type core struct {
 	backoff    time.Duration
 	maxBackoff time.Duration
 
-	probes, requests, hits, retries, failures, promptTokens, completionTokens atomic.Int64
+	*counters // shared by every core of one New
+	peers     *peers
 
 	// Hooks, replaced by tests.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -222,33 +243,8 @@ func New(cfg Config) (*Judge, error) {
 		tmpl = t
 	}
 	key := os.Getenv(cfg.APIKeyEnv)
-	hc := cfg.HTTPClient
-	if hc == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = cfg.Concurrency
-		hc = &http.Client{Transport: tr}
-	}
-	c := &core{
-		client: openai.NewClient(
-			option.WithBaseURL(cfg.BaseURL),
-			option.WithAPIKey(key),
-			option.WithHTTPClient(hc),
-			option.WithMaxRetries(0),
-		),
-		server:     redactURL(cfg.BaseURL),
-		keyEnv:     cfg.APIKeyEnv,
-		red:        redactor(key),
-		sem:        make(chan struct{}, cfg.Concurrency),
-		auto:       cfg.ResponseMode == "" || cfg.ResponseMode == ModeAuto,
-		timeout:    cfg.Timeout,
-		maxRetries: cfg.MaxRetries,
-		backoff:    cfg.Backoff,
-		maxBackoff: cfg.MaxBackoff,
-		sleep:      sleepCtx,
-		jitter:     rand.Float64,
-		now:        time.Now,
-	}
-	c.mode.Store(int32(mode))
+	ps := &peers{cfg: cfg, key: key, m: map[string]*core{}, n: &counters{}}
+	c := ps.newCore(cfg.BaseURL, mode)
 	if cfg.CacheDir != "off" {
 		dir := cfg.CacheDir
 		if dir == "" {
@@ -264,7 +260,63 @@ func New(cfg Config) (*Judge, error) {
 		}
 		c.cache = ch
 	}
+	ps.m[cfg.BaseURL] = c
 	return &Judge{c: c, model: cfg.Model, tmpl: tmpl, threshold: cfg.Threshold}, nil
+}
+
+// newCore returns a core asking the server at url, with the peers' cache
+// (set by New on the first core) and counters.
+func (ps *peers) newCore(url string, mode int) *core {
+	cfg := ps.cfg
+	hc := cfg.HTTPClient
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = cfg.Concurrency
+		hc = &http.Client{Transport: tr}
+	}
+	c := &core{
+		client: openai.NewClient(
+			option.WithBaseURL(url),
+			option.WithAPIKey(ps.key),
+			option.WithHTTPClient(hc),
+			option.WithMaxRetries(0),
+		),
+		server:     redactURL(url),
+		keyEnv:     cfg.APIKeyEnv,
+		red:        redactor(ps.key),
+		sem:        make(chan struct{}, cfg.Concurrency),
+		auto:       cfg.ResponseMode == "" || cfg.ResponseMode == ModeAuto,
+		timeout:    cfg.Timeout,
+		maxRetries: cfg.MaxRetries,
+		backoff:    cfg.Backoff,
+		maxBackoff: cfg.MaxBackoff,
+		counters:   ps.n,
+		peers:      ps,
+		sleep:      sleepCtx,
+		jitter:     rand.Float64,
+		now:        time.Now,
+	}
+	c.mode.Store(int32(mode))
+	return c
+}
+
+// at returns the core asking the server at url, made like base (the
+// core of New) on first use.
+func (ps *peers) at(base *core, url string) *core {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if c := ps.m[url]; c != nil {
+		return c
+	}
+	mode := 0
+	if !base.auto {
+		mode = int(base.mode.Load())
+	}
+	c := ps.newCore(url, mode)
+	c.cache = base.cache
+	c.sleep, c.jitter, c.now = base.sleep, base.jitter, base.now
+	ps.m[url] = c
+	return c
 }
 
 // Override changes some settings of a judge, for one verifier.
@@ -275,6 +327,10 @@ type Override struct {
 	Template string
 	// Threshold, if positive, replaces the pass threshold.
 	Threshold float64
+	// URL, if set, is the API root of the server asking the judge model
+	// (for a model served elsewhere than Config.BaseURL). Judges of one
+	// server share its client, concurrency limit and response mode.
+	URL string
 }
 
 // With returns a judge sharing j's client, concurrency limit, cache and
@@ -294,6 +350,9 @@ func (j *Judge) With(o Override) (*Judge, error) {
 	if o.Threshold > 0 {
 		d.threshold = o.Threshold
 	}
+	if o.URL != "" {
+		d.c = j.c.peers.at(j.c, o.URL)
+	}
 	return &d, nil
 }
 
@@ -302,6 +361,9 @@ func (j *Judge) Model() string { return j.model }
 
 // Threshold returns the score a verdict needs to pass.
 func (j *Judge) Threshold() float64 { return j.threshold }
+
+// Server returns the API root the judge asks, without credentials.
+func (j *Judge) Server() string { return j.c.server }
 
 // Template returns the judge's template; its Fingerprint identifies it.
 func (j *Judge) Template() *Template { return j.tmpl }
@@ -354,28 +416,67 @@ func (k Key) String() string { return hex.EncodeToString(k[:]) }
 type Request struct {
 	j            *Judge
 	system, user string
+	sample       int
+	seed         int64
+	temperature  float64
 	base         [32]byte // the hash of everything in the key but the mode
 	pair         bool     // a pairwise comparison (PairRequest): its reply is a preference
 }
 
-// Request renders p with the judge's template.
+// SampleSeed returns the seed sent with sample i of a judgement: Seed for
+// sample 0 (today's request), Seed+i for the others, so that every sample
+// of a judgement has its own seed.
+func SampleSeed(i int) int64 { return Seed + int64(i) }
+
+// Request renders p with the judge's template, as sample 0: temperature 0
+// and seed Seed.
 func (j *Judge) Request(p Prompt) (*Request, error) {
 	system, user, err := j.tmpl.Render(p)
 	if err != nil {
 		return nil, err
 	}
+	r := &Request{j: j, system: system, user: user, seed: Seed}
+	r.hashBase()
+	return r, nil
+}
+
+// Sample returns the request of sample i (i > 0) of r's judgement: the
+// same messages sent with the given temperature and seed SampleSeed(i),
+// both part of its cache key. Sample 0 is r itself.
+func (r *Request) Sample(i int, temperature float64) *Request {
+	if i == 0 {
+		return r
+	}
+	s := &Request{j: r.j, system: r.system, user: r.user, sample: i, seed: SampleSeed(i), temperature: temperature}
+	s.hashBase()
+	return s
+}
+
+// hashBase computes r.base. Sample 0's sampling text is the one every
+// cache entry had before samples existed, so those entries stay valid.
+func (r *Request) hashBase() {
+	sampling := fmt.Sprintf("temperature=0 seed=%d", Seed)
+	if r.sample != 0 {
+		sampling = "temperature=" + strconv.FormatFloat(r.temperature, 'g', -1, 64) + " seed=" + strconv.FormatInt(r.seed, 10)
+	}
 	h := sha256.New()
-	for _, s := range []string{"gavel-judge-key-1", j.model, j.tmpl.Fingerprint(),
-		fmt.Sprintf("temperature=0 seed=%d", Seed), system, user} {
+	for _, s := range []string{"gavel-judge-key-1", r.j.model, r.j.tmpl.Fingerprint(), sampling, r.system, r.user} {
 		var n [8]byte
 		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	r := &Request{j: j, system: system, user: user}
 	h.Sum(r.base[:0])
-	return r, nil
 }
+
+// SampleIndex returns the request's sample number (0 for Request's).
+func (r *Request) SampleIndex() int { return r.sample }
+
+// Seed returns the seed the request is sent with.
+func (r *Request) Seed() int64 { return r.seed }
+
+// Temperature returns the temperature the request is sent with.
+func (r *Request) Temperature() float64 { return r.temperature }
 
 // Messages returns the request's system and user messages.
 func (r *Request) Messages() (system, user string) { return r.system, r.user }

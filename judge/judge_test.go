@@ -501,7 +501,7 @@ func TestProbe(t *testing.T) {
 			t.Errorf("Probe() = %v, want not authorized naming OTHER_KEY (HTTP 401)", err)
 		}
 	})
-	if st := (&Judge{c: &core{}}).Stats(); st != (Stats{}) {
+	if st := (&Judge{c: &core{counters: &counters{}}}).Stats(); st != (Stats{}) {
 		t.Errorf("zero stats = %+v", st)
 	}
 }

@@ -107,8 +107,17 @@ type grader struct {
 type results struct {
 	rewards []columnar.RewardRow
 	checks  []columnar.CheckRow
-	// asks are the rubric checks left to the writer's judge, in order.
+	// asks are the rubric checks left to the writer's judge, in order;
+	// subs their judgements.
 	asks []ask
+	subs []sub
+	// judgements are the rows of the judgements table (runs where some
+	// check gets more than one judgement).
+	judgements []columnar.JudgementRow
+	// jends holds, in runs that write judgements, the end of each reward
+	// row's judgements in judgements (for RowGrader, which has no budget
+	// that would drop some).
+	jends []int
 	// reused counts the rows whose results were reused (Config.Reuse).
 	reused int
 }
@@ -120,6 +129,11 @@ func (r *results) reset() {
 	r.checks = r.checks[:0]
 	clear(r.asks)
 	r.asks = r.asks[:0]
+	clear(r.subs)
+	r.subs = r.subs[:0]
+	clear(r.judgements)
+	r.judgements = r.judgements[:0]
+	r.jends = r.jends[:0]
 	r.reused = 0
 }
 
@@ -173,6 +187,7 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 	if reused {
 		g.reused++
 		out.rewards = append(out.rewards, rw)
+		g.endJudgements(out)
 		return
 	}
 	setVerdict(&rw, verdict)
@@ -204,6 +219,14 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 		}
 	}
 	out.rewards = append(out.rewards, rw)
+	g.endJudgements(out)
+}
+
+// endJudgements records where the judgements of the row just appended end.
+func (g *grader) endJudgements(out *results) {
+	if js := g.plan.judging; js != nil && js.multi {
+		out.jends = append(out.jends, len(out.judgements))
+	}
 }
 
 // grade decodes one row, runs its verifier and returns the verifier (nil

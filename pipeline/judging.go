@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/gavelhq/gavel/columnar"
@@ -35,14 +37,20 @@ const judgeWindowRows = 4096
 // of a request and spend the budget in completion order.
 type judging struct {
 	base      *judge.Judge
-	baseModel string // the run's model; "" when only verifiers name one
+	baseModel string // the run's first model; "" when only verifiers name one
+	models    []string
+	set       JudgePanel // with defaults applied
+	// multi: some rubric check gets more than one judgement, so the run
+	// writes the judgements table.
+	multi bool
 
 	mu      sync.Mutex
 	derived map[judge.Override]derivedJudge
+	panels  map[panelKey]derivedPanel
 
 	// Owned by the writer.
-	probed        bool
-	budget        int64 // requests left; < 0: no limit
+	probed        map[string]bool // by server
+	budget        int64           // requests left; < 0: no limit
 	pendingBudget int64
 	inflight      map[judge.Key]*call
 
@@ -61,6 +69,49 @@ type derivedJudge struct {
 	err error
 }
 
+// JudgePanel says how many judgements a rubric check gets and how they
+// make its verdict. Its zero value asks one judgement of one model, as
+// runs always did.
+type JudgePanel struct {
+	// Models are the judge models of the run, in order; the first is "the
+	// first judge". Empty: judge.Config.Model alone. A verifier's own
+	// judge models replace them for its checks.
+	Models []string
+	// URLs holds the API root of the models not served at
+	// judge.Config.BaseURL.
+	URLs map[string]string
+	// Samples is the number of judgements asked of each model (0: 1).
+	// Sample 0 is sent with temperature 0 and seed judge.Seed, as a single
+	// judgement is; samples 1 to Samples-1 with Temperature and seeds
+	// judge.SampleSeed(i).
+	Samples int
+	// Temperature is the temperature of samples 1 and later.
+	Temperature float64
+	// Aggregate turns the scores of a check's judgements into its score:
+	// "mean" (the default), "median", "min" or "majority" (the share of
+	// judgements that pass; the check passes when more than half do).
+	Aggregate string
+	// Partial, when set, aggregates the judgements that succeeded when
+	// some of a check's failed (the detail says how many); by default a
+	// check with a failed judgement is an error.
+	Partial bool
+}
+
+// Aggregates lists the values of JudgePanel.Aggregate.
+var Aggregates = []string{"mean", "median", "min", "majority"}
+
+// panelKey identifies the panel of a rubric check.
+type panelKey struct {
+	models    string // joined with NUL
+	template  string
+	threshold float64
+}
+
+type derivedPanel struct {
+	judges []*judge.Judge
+	err    error
+}
+
 // call is one judgement asked of the server, shared by the checks whose
 // requests have its key.
 type call struct {
@@ -70,15 +121,24 @@ type call struct {
 }
 
 // ask is a rubric check left to the writer: the check row at index check
-// of the batch's results, of the reward row at index row.
+// of the batch's results, of the reward row at index row. Its judgements
+// are the results' subs[from:from+n], in the order of the judgements
+// table (judge model, then sample).
 type ask struct {
 	row, check int
-	j          *judge.Judge
-	req        *judge.Request
-	key        judge.Key         // req's key when the ask was started (the mode may change after)
-	c          *call             // set by the writer; nil: left pending by the budget
-	owner      bool              // the ask started c
+	from, n    int
+	jrow       int               // the index of its first row in the results' judgements; -1: none written
+	pending    bool              // left pending by the budget
 	reward     verifiers.Formula // the row's verifier's reward formula
+}
+
+// sub is one judgement of an ask.
+type sub struct {
+	j     *judge.Judge
+	req   *judge.Request
+	key   judge.Key // req's key when the ask was started (the mode may change after)
+	c     *call     // set by judgeRow (cached) or by the writer
+	owner bool      // the sub started c
 }
 
 // ProbeError is returned, wrapped, when the judge's probe failed: the
@@ -104,8 +164,14 @@ func judgedBy(cfg *judge.Config, v *verifiers.Verifier) string {
 }
 
 // newJudging returns the run's judging, or nil when no verifier in vs is
-// judged (then nothing is opened and no request is ever made).
-func newJudging(cfg *judge.Config, vs []*verifiers.Verifier, maxRequests int64) (*judging, error) {
+// judged (then nothing is opened and no request is ever made). cfg.Model,
+// when set, is the panel's first model.
+func newJudging(cfg *judge.Config, set JudgePanel, vs []*verifiers.Verifier, maxRequests int64) (*judging, error) {
+	if cfg != nil && cfg.Model == "" && len(set.Models) > 0 {
+		c := *cfg
+		c.Model = set.Models[0]
+		cfg = &c
+	}
 	model := ""
 	for _, v := range vs {
 		if m := judgedBy(cfg, v); m != "" && model == "" {
@@ -115,6 +181,19 @@ func newJudging(cfg *judge.Config, vs []*verifiers.Verifier, maxRequests int64) 
 	if model == "" {
 		return nil, nil
 	}
+	if set.Samples <= 0 {
+		set.Samples = 1
+	}
+	if set.Aggregate == "" {
+		set.Aggregate = "mean"
+	}
+	if !slices.Contains(Aggregates, set.Aggregate) {
+		return nil, &ConfigError{Field: "JudgePanel", Msg: fmt.Sprintf("aggregate %q: want one of %s", set.Aggregate, strings.Join(Aggregates, ", "))}
+	}
+	models := set.Models
+	if len(models) == 0 && cfg.Model != "" {
+		models = []string{cfg.Model}
+	}
 	c := *cfg
 	if c.Model == "" {
 		c.Model = model // replaced by every verifier's own
@@ -123,8 +202,9 @@ func newJudging(cfg *judge.Config, vs []*verifiers.Verifier, maxRequests int64) 
 	if err != nil {
 		return nil, &ConfigError{Field: "Judge", Msg: err.Error()}
 	}
-	js := &judging{base: base, baseModel: cfg.Model, derived: map[judge.Override]derivedJudge{},
-		budget: -1, inflight: map[judge.Key]*call{}}
+	js := &judging{base: base, baseModel: cfg.Model, models: models, set: set,
+		derived: map[judge.Override]derivedJudge{}, panels: map[panelKey]derivedPanel{},
+		budget: -1, inflight: map[judge.Key]*call{}, probed: map[string]bool{}}
 	if maxRequests > 0 {
 		js.budget = maxRequests
 	}
@@ -132,34 +212,60 @@ func newJudging(cfg *judge.Config, vs []*verifiers.Verifier, maxRequests int64) 
 		if judgedBy(cfg, v) == "" {
 			continue
 		}
-		if _, err := js.judgeFor(v, &verifiers.Rubric{}); err != nil {
+		ps, err := js.panelFor(v, &verifiers.Rubric{})
+		if err != nil {
 			base.Close()
 			return nil, &ConfigError{Field: "Judge", Msg: fmt.Sprintf("verifier %s: %v", v.ID, err)}
+		}
+		if len(ps)*set.Samples > 1 {
+			js.multi = true
 		}
 	}
 	return js, nil
 }
 
-// judgeFor returns the judge of a rubric check of v: the rubric's
-// settings, else the verifier's, else the run's. It returns nil when no
-// model applies.
-func (js *judging) judgeFor(v *verifiers.Verifier, rb *verifiers.Rubric) (*judge.Judge, error) {
-	o := judge.Override{Model: first(rb.Model, v.Judge.Model, js.baseModel), Template: first(rb.Template, v.Judge.Template),
-		Threshold: rb.Threshold}
-	if o.Model == "" {
+// panelFor returns the judges of a rubric check of v, in order: the
+// rubric's model, else the verifier's models, else the run's; the
+// rubric's template and threshold, else the verifier's, else the run's.
+// It returns nil when no model applies.
+func (js *judging) panelFor(v *verifiers.Verifier, rb *verifiers.Rubric) ([]*judge.Judge, error) {
+	models := js.models
+	switch {
+	case rb.Model != "":
+		models = []string{rb.Model}
+	case len(v.Judge.Models) > 0:
+		models = v.Judge.Models
+	case v.Judge.Model != "":
+		models = []string{v.Judge.Model}
+	}
+	if len(models) == 0 {
 		return nil, nil
 	}
-	if o.Threshold <= 0 {
-		o.Threshold = v.Judge.Threshold
+	k := panelKey{models: strings.Join(models, "\x00"), template: first(rb.Template, v.Judge.Template), threshold: rb.Threshold}
+	if k.threshold <= 0 {
+		k.threshold = v.Judge.Threshold
 	}
 	js.mu.Lock()
 	defer js.mu.Unlock()
-	d, ok := js.derived[o]
-	if !ok {
-		d.j, d.err = js.base.With(o)
-		js.derived[o] = d
+	if d, ok := js.panels[k]; ok {
+		return d.judges, d.err
 	}
-	return d.j, d.err
+	var d derivedPanel
+	for _, m := range models {
+		o := judge.Override{Model: m, Template: k.template, Threshold: k.threshold, URL: js.set.URLs[m]}
+		dj, ok := js.derived[o]
+		if !ok {
+			dj.j, dj.err = js.base.With(o)
+			js.derived[o] = dj
+		}
+		if dj.err != nil {
+			d = derivedPanel{err: dj.err}
+			break
+		}
+		d.judges = append(d.judges, dj.j)
+	}
+	js.panels[k] = d
+	return d.judges, d.err
 }
 
 func first(s ...string) string {
@@ -177,8 +283,8 @@ func (js *judging) judges(v *verifiers.Verifier) bool {
 	if js == nil || !v.Judged {
 		return false
 	}
-	j, err := js.judgeFor(v, &verifiers.Rubric{})
-	return err == nil && j != nil
+	ps, err := js.panelFor(v, &verifiers.Rubric{})
+	return err == nil && len(ps) > 0
 }
 
 // fingerprint returns the manifest fingerprint of v (verifiers.Fingerprint)
@@ -187,11 +293,32 @@ func (js *judging) judges(v *verifiers.Verifier) bool {
 func (js *judging) fingerprint(v *verifiers.Verifier) string {
 	judge := ""
 	if js.judges(v) {
-		j, _ := js.judgeFor(v, &verifiers.Rubric{})
+		ps, _ := js.panelFor(v, &verifiers.Rubric{})
+		j := ps[0]
 		judge = "model=" + j.Model() + " threshold=" + strconv.FormatFloat(j.Threshold(), 'g', -1, 64) +
 			" template=" + j.Template().Fingerprint()
+		if js.multi {
+			// Only runs with several judgements per check say more, so
+			// that a one-judge run's fingerprints stay as they were.
+			judge += " " + js.panelText(ps)
+		}
 	}
 	return verifiers.Fingerprint(v, judge)
+}
+
+// panelText describes the judgements of a check judged by ps: models,
+// samples, temperature, aggregate and the partial rule.
+func (js *judging) panelText(ps []*judge.Judge) string {
+	models := make([]string, len(ps))
+	for i, j := range ps {
+		models[i] = j.Model()
+	}
+	partial := "error"
+	if js.set.Partial {
+		partial = "ok"
+	}
+	return fmt.Sprintf("models=%s samples=%d temperature=%s aggregate=%s partial=%s", strings.Join(models, ","), js.set.Samples,
+		strconv.FormatFloat(js.set.Temperature, 'g', -1, 64), js.set.Aggregate, partial)
 }
 
 // runJudge returns the judge settings that are part of the run's identity.
@@ -203,14 +330,37 @@ func (js *judging) runJudge(cfg *judge.Config) *RunJudge {
 	if url == "" {
 		url = judge.DefaultBaseURL
 	}
-	return &RunJudge{Model: js.baseModel, URL: judge.RedactURL(url), Threshold: js.base.Threshold(),
+	rj := &RunJudge{Model: js.baseModel, URL: judge.RedactURL(url), Threshold: js.base.Threshold(),
 		Template: js.base.Template().Version() + " sha256:" + js.base.Template().Fingerprint()}
+	if js.multi {
+		// Absent from one-judge runs, whose manifests stay as they were.
+		rj.Models = js.models
+		for _, m := range js.models {
+			if u := js.set.URLs[m]; u != "" {
+				if rj.URLs == nil {
+					rj.URLs = map[string]string{}
+				}
+				rj.URLs[m] = judge.RedactURL(u)
+			}
+		}
+		rj.Samples = js.set.Samples
+		rj.Temperature = js.set.Temperature
+		rj.Aggregate = js.set.Aggregate
+		rj.Partial = "error"
+		if js.set.Partial {
+			rj.Partial = "ok"
+		}
+	}
+	return rj
 }
 
 // judgeRow judges the rubric checks of one row, crs (the row's check rows,
-// at index from in out.checks): a cached verdict is applied at once, the
-// others become asks of out. It reports whether a check changed, so that
-// the row's verdict must be computed again.
+// at index from in out.checks): a check whose judgements are all cached
+// gets its verdict at once, the others become asks of out. It reports
+// whether a check changed, so that the row's verdict must be computed
+// again. In a run that writes the judgements table, each judged check
+// appends its judgements' rows to out.judgements (an ask's are filled in
+// by finish).
 func (g *grader) judgeRow(v *verifiers.Verifier, checks []verifiers.Check, out *results, row, from int) bool {
 	js := g.plan.judging
 	changed := false
@@ -220,28 +370,60 @@ func (g *grader) judgeRow(v *verifiers.Verifier, checks []verifiers.Check, out *
 			continue
 		}
 		cr := &out.checks[from+i]
-		j, err := js.judgeFor(v, c.Rubric)
+		ps, err := js.panelFor(v, c.Rubric)
 		if err != nil {
 			cr.Status, cr.Detail, changed = verifiers.CheckError, "judge: "+err.Error(), true
 			continue
 		}
-		if j == nil {
+		if len(ps) == 0 {
 			continue
 		}
-		req, err := j.Request(judge.Prompt{Rubric: c.Rubric.Text, Instruction: instruction(c.Rubric, &g.rollout),
-			Output: g.rollout.Output, Context: promptContext(c.Rubric.Context)})
-		if err != nil {
-			cr.Status, cr.Detail, changed = verifiers.CheckError, err.Error(), true
+		p := judge.Prompt{Rubric: c.Rubric.Text, Instruction: instruction(c.Rubric, &g.rollout),
+			Output: g.rollout.Output, Context: promptContext(c.Rubric.Context)}
+		at, all := len(out.subs), true
+		for _, j := range ps {
+			req, err := j.Request(p)
+			if err != nil {
+				out.subs = out.subs[:at]
+				cr.Status, cr.Detail, changed = verifiers.CheckError, err.Error(), true
+				break
+			}
+			for n := 0; n < js.set.Samples; n++ {
+				s := sub{j: j, req: req.Sample(n, js.set.Temperature)}
+				if vd, ok := j.Cached(s.req); ok {
+					s.c = &call{done: closedChan, v: vd}
+				} else {
+					all = false
+				}
+				out.subs = append(out.subs, s)
+			}
+		}
+		if cr.Status == verifiers.CheckError {
 			continue
 		}
-		if vd, ok := j.Cached(req); ok {
-			applyVerdict(cr, j, vd)
+		a := ask{row: row, check: from + i, from: at, n: len(out.subs) - at, jrow: -1, reward: v.Reward}
+		if js.multi {
+			a.jrow = len(out.judgements)
+			for k := 0; k < a.n; k++ {
+				out.judgements = append(out.judgements, judgementRow(cr, &out.subs[at+k]))
+			}
+		}
+		if all {
+			js.apply(out, &a)
+			out.subs = out.subs[:at]
 			changed = true
 			continue
 		}
-		out.asks = append(out.asks, ask{row: row, check: from + i, j: j, req: req, reward: v.Reward})
+		out.asks = append(out.asks, a)
 	}
 	return changed
+}
+
+// judgementRow returns the row of one judgement of the check cr, its
+// verdict still to be filled in (an empty status).
+func judgementRow(cr *columnar.CheckRow, s *sub) columnar.JudgementRow {
+	return columnar.JudgementRow{RolloutID: cr.RolloutID, TaskID: cr.TaskID, VerifierID: cr.VerifierID, CheckIndex: cr.CheckIndex,
+		CheckID: cr.CheckID, JudgeModel: s.j.Model(), Sample: int32(s.req.SampleIndex()), Seed: s.req.Seed(), Temperature: s.req.Temperature()}
 }
 
 // instructionFields are the fields of the task row, then of the rollout's
@@ -295,6 +477,154 @@ func applyVerdict(cr *columnar.CheckRow, j *judge.Judge, v judge.Verdict) {
 		strconv.FormatFloat(v.Score, 'g', -1, 64), cmp, strconv.FormatFloat(j.Threshold(), 'g', -1, 64))
 }
 
+// apply gives the check of a, whose judgements have all finished, its
+// verdict, and fills its rows of the judgements table. A check with one
+// judgement is filled as it always was (applyVerdict). With several, its
+// score is their aggregate, its status that score against the threshold
+// (with majority: more than half pass), its issues and suggestion the
+// first successful judgement's (the first judge's sample 0 unless it
+// failed). A failed judgement makes the check an error, unless the panel
+// is partial and some succeeded. The failure of a run's context is
+// returned, and nothing is applied.
+func (js *judging) apply(res *results, a *ask) error {
+	subs := res.subs[a.from : a.from+a.n]
+	cr := &res.checks[a.check]
+	var firstErr *judge.Error
+	failed := 0
+	for k := range subs {
+		var je *judge.Error
+		switch err := subs[k].c.err; {
+		case err == nil:
+		case errors.As(err, &je):
+			failed++
+			if firstErr == nil {
+				firstErr = je
+			}
+		default: // the run's context ended: the batch is not written
+			return err
+		}
+	}
+	if a.jrow >= 0 {
+		for k := range subs {
+			fillJudgement(&res.judgements[a.jrow+k], &subs[k])
+		}
+	}
+	if len(subs) == 1 {
+		if firstErr != nil {
+			cr.Status, cr.Detail = verifiers.CheckError, firstErr.Error()
+		} else {
+			applyVerdict(cr, subs[0].j, subs[0].c.v)
+		}
+		return nil
+	}
+	if failed == len(subs) || (failed > 0 && !js.set.Partial) {
+		cr.Status, cr.Detail = verifiers.CheckError, fmt.Sprintf("%s (%d of %d judgements failed)", firstErr.Error(), failed, len(subs))
+		return nil
+	}
+	j := subs[0].j
+	scores := make([]float64, 0, len(subs))
+	var best *judge.Verdict
+	for k := range subs {
+		if subs[k].c.err == nil {
+			scores = append(scores, subs[k].c.v.Score)
+			if best == nil {
+				best = &subs[k].c.v
+			}
+		}
+	}
+	score := aggregate(js.set.Aggregate, scores, j.Threshold())
+	pass := score >= j.Threshold()
+	if js.set.Aggregate == "majority" {
+		pass = score > 0.5
+	}
+	cr.Score, cr.ScoreValid = score, true
+	cr.Issues, cr.IssuesValid = append([]string{}, best.Issues...), true
+	cr.Suggestion = columnar.Str(best.Suggestion)
+	cr.Status = verifiers.CheckFail
+	cmp := "<"
+	if pass {
+		cr.Status, cmp = verifiers.CheckPass, ">="
+	}
+	models := make([]string, 0, 2)
+	for k := 0; k < len(subs); k += js.set.Samples {
+		models = append(models, subs[k].j.Model())
+	}
+	what := fmt.Sprintf("judges %s", strings.Join(models, ", "))
+	if len(models) == 1 {
+		what = "judge " + models[0]
+	}
+	if js.set.Samples > 1 {
+		what += fmt.Sprintf(" x %d samples", js.set.Samples)
+	}
+	limit := "threshold " + strconv.FormatFloat(j.Threshold(), 'g', -1, 64)
+	if js.set.Aggregate == "majority" {
+		limit = "0.5" // more than half
+		if !pass {
+			cmp = "<="
+		} else {
+			cmp = ">"
+		}
+	}
+	cr.Detail = fmt.Sprintf("%s: %s score %s %s %s (%d judgements", what, js.set.Aggregate,
+		strconv.FormatFloat(score, 'g', -1, 64), cmp, limit, len(scores))
+	if failed > 0 {
+		cr.Detail += fmt.Sprintf("; %d of %d failed", failed, len(subs))
+	}
+	cr.Detail += ")"
+	return nil
+}
+
+// fillJudgement fills the verdict of one judgement's row.
+func fillJudgement(jr *columnar.JudgementRow, s *sub) {
+	if s.c.err != nil {
+		jr.Status, jr.Error = verifiers.CheckError, columnar.Str(s.c.err.Error())
+		return
+	}
+	v := &s.c.v
+	jr.Score, jr.ScoreValid = v.Score, true
+	jr.Status = verifiers.CheckFail
+	if v.Pass(s.j.Threshold()) {
+		jr.Status = verifiers.CheckPass
+	}
+	if len(v.Issues) > 0 {
+		jr.Issues = columnar.Str(strings.Join(v.Issues, "\n"))
+	}
+	if v.Suggestion != "" {
+		jr.Suggestion = columnar.Str(v.Suggestion)
+	}
+}
+
+// aggregate returns the score of a check whose judgements scored scores
+// (at least one): their mean, median, minimum, or, for majority, the
+// share of them that reach threshold.
+func aggregate(how string, scores []float64, threshold float64) float64 {
+	switch how {
+	case "median":
+		s := slices.Clone(scores)
+		slices.Sort(s)
+		if n := len(s); n%2 == 1 {
+			return s[n/2]
+		} else {
+			return (s[n/2-1] + s[n/2]) / 2
+		}
+	case "min":
+		return slices.Min(scores)
+	case "majority":
+		pass := 0
+		for _, x := range scores {
+			if x >= threshold {
+				pass++
+			}
+		}
+		return float64(pass) / float64(len(scores))
+	}
+	sum := 0.0
+	for _, x := range scores {
+		sum += x
+	}
+	return sum / float64(len(scores))
+}
+
 // rescore computes a row's verdict again from its check rows, with the
 // reward formula f: after judging changed some, and in a rescore run; buf
 // is reused.
@@ -335,46 +665,68 @@ func setVerdict(rw *columnar.RewardRow, v verifiers.Verdict) {
 }
 
 // start starts the asks of a batch, in input order: a judgement already
-// asked or cached is shared, the budget decides the others. The first
-// request the cache cannot answer is preceded by the probe.
-func (js *judging) start(ctx context.Context, asks []ask) error {
-	for i := range asks {
-		a := &asks[i]
-		k := a.req.Key()
-		a.key = k
-		if c := js.inflight[k]; c != nil {
-			a.c = c
-			continue
-		}
-		if v, ok := a.j.Cached(a.req); ok {
-			a.c = &call{done: closedChan, v: v}
-			continue
-		}
-		if js.budget == 0 {
-			js.pendingBudget++
-			continue
-		}
-		if !js.probed {
-			if err := a.j.Probe(ctx); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return &ProbeError{Err: err}
+// asked or cached is shared, the budget decides the others, a check's
+// judgements all or none. The first request to a server the cache cannot
+// answer is preceded by the server's probe.
+func (js *judging) start(ctx context.Context, res *results) error {
+	for i := range res.asks {
+		a := &res.asks[i]
+		subs := res.subs[a.from : a.from+a.n]
+		need := 0
+		for k := range subs {
+			s := &subs[k]
+			if s.c != nil {
+				continue // cached when the row was graded
 			}
-			js.probed = true
+			s.key = s.req.Key()
+			if c := js.inflight[s.key]; c != nil {
+				s.c = c
+				continue
+			}
+			if v, ok := s.j.Cached(s.req); ok {
+				s.c = &call{done: closedChan, v: v}
+				continue
+			}
+			need++
 		}
-		if js.budget > 0 {
-			js.budget--
+		if need == 0 {
+			continue
 		}
-		c := &call{done: make(chan struct{})}
-		a.c, a.owner = c, true
-		js.inflight[k] = c
-		js.asks.Add(1)
-		go func(j *judge.Judge, req *judge.Request) {
-			defer js.asks.Done()
-			c.v, c.err = j.Ask(ctx, req)
-			close(c.done)
-		}(a.j, a.req)
+		if js.budget >= 0 && js.budget < int64(need) {
+			// The budget is spent in input order: once a check does
+			// not fit, no later one is judged.
+			js.budget = 0
+			js.pendingBudget++
+			a.pending = true
+			continue
+		}
+		for k := range subs {
+			s := &subs[k]
+			if s.c != nil {
+				continue
+			}
+			if server := s.j.Server(); !js.probed[server] {
+				if err := s.j.Probe(ctx); err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					return &ProbeError{Err: err}
+				}
+				js.probed[server] = true
+			}
+			if js.budget > 0 {
+				js.budget--
+			}
+			c := &call{done: make(chan struct{})}
+			s.c, s.owner = c, true
+			js.inflight[s.key] = c
+			js.asks.Add(1)
+			go func(j *judge.Judge, req *judge.Request) {
+				defer js.asks.Done()
+				c.v, c.err = j.Ask(ctx, req)
+				close(c.done)
+			}(s.j, s.req)
+		}
 	}
 	return nil
 }
@@ -385,19 +737,35 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// waiting returns the done channel of a batch's first unfinished ask, or
-// nil when every ask has finished.
-func waiting(asks []ask) <-chan struct{} {
-	for i := range asks {
-		if c := asks[i].c; c != nil {
-			select {
-			case <-c.done:
-			default:
-				return c.done
+// waiting returns the done channel of a batch's first unfinished
+// judgement, or nil when every one has finished.
+func waiting(res *results) <-chan struct{} {
+	for i := range res.asks {
+		a := &res.asks[i]
+		if a.pending {
+			continue
+		}
+		for k := a.from; k < a.from+a.n; k++ {
+			if c := res.subs[k].c; c != nil {
+				select {
+				case <-c.done:
+				default:
+					return c.done
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// release forgets the judgements of res that its asks started, so that a
+// later ask of the same key asks again.
+func (js *judging) release(res *results) {
+	for k := range res.subs {
+		if s := &res.subs[k]; s.owner && js.inflight[s.key] == s.c {
+			delete(js.inflight, s.key)
+		}
+	}
 }
 
 // finish applies the answers of a batch's finished asks to its results
@@ -405,31 +773,31 @@ func waiting(asks []ask) <-chan struct{} {
 // makes its check an error (and so the rollout an error, never a score);
 // a cancelled one returns the context's error.
 func (js *judging) finish(res *results, buf []verifiers.Check) ([]verifiers.Check, error) {
+	js.release(res)
+	dropped := false
 	for i := range res.asks {
 		a := &res.asks[i]
-		if a.c == nil {
+		if a.pending {
+			if a.jrow >= 0 {
+				dropped = true // its rows keep an empty status
+			}
 			continue
 		}
-		if a.owner && js.inflight[a.key] == a.c {
-			delete(js.inflight, a.key)
-		}
-		cr := &res.checks[a.check]
-		var je *judge.Error
-		switch err := a.c.err; {
-		case err == nil:
-			applyVerdict(cr, a.j, a.c.v)
-		case errors.As(err, &je):
-			cr.Status, cr.Detail = verifiers.CheckError, je.Error()
-		default: // the run's context ended: the batch is not written
+		if err := js.apply(res, a); err != nil {
 			return buf, err
 		}
+	}
+	if dropped {
+		// The judgements of checks left pending by the budget were not
+		// made: their rows go.
+		res.judgements = slices.DeleteFunc(res.judgements, func(r columnar.JudgementRow) bool { return r.Status == "" })
 	}
 	// Rows are in order in the results; each row's checks follow the
 	// previous row's.
 	at := 0
 	rowsChanged := map[int]verifiers.Formula{}
 	for i := range res.asks {
-		if res.asks[i].c != nil {
+		if !res.asks[i].pending {
 			rowsChanged[res.asks[i].row] = res.asks[i].reward
 		}
 	}
@@ -490,28 +858,24 @@ func (js *judging) summary() *JudgeSummary {
 // by one client leaving; each is bounded by the judge's own timeout. The
 // verdicts are made durable before the rows are returned.
 func (js *judging) judgeNow(ctx context.Context, res *results, buf []verifiers.Check) ([]verifiers.Check, error) {
-	if err := js.probeFor(ctx, res.asks); err != nil {
+	if err := js.probeFor(ctx, res); err != nil {
 		return buf, err
 	}
 	js.shared.Lock()
-	err := js.start(context.WithoutCancel(ctx), res.asks)
+	err := js.start(context.WithoutCancel(ctx), res)
 	js.shared.Unlock()
 	if err != nil {
 		return buf, err
 	}
-	for i := range res.asks {
-		if c := res.asks[i].c; c != nil {
+	for k := range res.subs {
+		if c := res.subs[k].c; c != nil {
 			select {
 			case <-c.done:
 			case <-ctx.Done():
 				// The asks finish on their own, bounded by the judge's
 				// timeout; a later request for one of them asks again.
 				js.shared.Lock()
-				for j := range res.asks {
-					if a := &res.asks[j]; a.owner && js.inflight[a.key] == a.c {
-						delete(js.inflight, a.key)
-					}
-				}
+				js.release(res)
 				js.shared.Unlock()
 				return buf, ctx.Err()
 			}
@@ -526,32 +890,41 @@ func (js *judging) judgeNow(ctx context.Context, res *results, buf []verifiers.C
 	return buf, js.sync()
 }
 
-// probeFor probes the judge's server, for judgeNow, before asks that the
-// cache cannot answer, unless a probe already succeeded. It runs outside
-// js.shared, so a slow or failing probe holds up only the calls that need
-// a probe, each for as long as its own context allows; a failed probe is
-// tried again by the next call.
-func (js *judging) probeFor(ctx context.Context, asks []ask) error {
-	js.shared.Lock()
-	probed := js.probed
-	js.shared.Unlock()
-	if probed {
-		return nil
-	}
-	var j *judge.Judge
-	for i := range asks {
-		if _, ok := asks[i].j.Cached(asks[i].req); !ok {
-			j = asks[i].j
-			break
+// probeFor probes, for judgeNow, the servers of the judgements the cache
+// cannot answer, each unless a probe of it already succeeded. It runs
+// outside js.shared, so a slow or failing probe holds up only the calls
+// that need a probe, each for as long as its own context allows; a failed
+// probe is tried again by the next call.
+func (js *judging) probeFor(ctx context.Context, res *results) error {
+	for k := range res.subs {
+		s := &res.subs[k]
+		if s.c != nil {
+			continue
+		}
+		server := s.j.Server()
+		js.shared.Lock()
+		probed := js.probed[server]
+		js.shared.Unlock()
+		if probed {
+			continue
+		}
+		if _, ok := s.j.Cached(s.req); ok {
+			continue
+		}
+		if err := js.probe(ctx, s.j); err != nil {
+			return err
 		}
 	}
-	if j == nil {
-		return nil
-	}
+	return nil
+}
+
+// probe probes j's server unless a probe of it succeeded, one call at a
+// time.
+func (js *judging) probe(ctx context.Context, j *judge.Judge) error {
 	js.probeMu.Lock()
 	defer js.probeMu.Unlock()
 	js.shared.Lock()
-	probed = js.probed
+	probed := js.probed[j.Server()]
 	js.shared.Unlock()
 	if probed {
 		return nil
@@ -563,7 +936,7 @@ func (js *judging) probeFor(ctx context.Context, asks []ask) error {
 		return &ProbeError{Err: err}
 	}
 	js.shared.Lock()
-	js.probed = true
+	js.probed[j.Server()] = true
 	js.shared.Unlock()
 	return nil
 }

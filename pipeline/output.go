@@ -80,6 +80,21 @@ type RunJudge struct {
 	Threshold float64 `json:"threshold"`
 	// Template is the prompt template's version and fingerprint.
 	Template string `json:"template"`
+	// The fields below are set only by runs where some rubric check gets
+	// more than one judgement (a one-judge run's manifest has none).
+	// Models are the run's judge models, in order.
+	Models []string `json:"models,omitempty"`
+	// URLs are the API roots of the models not at URL.
+	URLs map[string]string `json:"urls,omitempty"`
+	// Samples is the number of judgements asked of each model.
+	Samples int `json:"samples,omitempty"`
+	// Temperature is the temperature of samples 1 and later.
+	Temperature float64 `json:"temperature,omitempty"`
+	// Aggregate makes a check's score of its judgements' scores.
+	Aggregate string `json:"aggregate,omitempty"`
+	// Partial is "ok" when a check aggregates the judgements that
+	// succeeded, "error" when a failed judgement makes it an error.
+	Partial string `json:"partial,omitempty"`
 }
 
 // RunFields are columnar.FieldNames as written in manifest.json.
@@ -151,7 +166,16 @@ func (c *RunConfig) differences(o *RunConfig) []string {
 		if j == nil {
 			return ""
 		}
-		return fmt.Sprintf("model %s at %s, threshold %g, template %s", orNone(j.Model), j.URL, j.Threshold, j.Template)
+		t := fmt.Sprintf("model %s at %s, threshold %g, template %s", orNone(j.Model), j.URL, j.Threshold, j.Template)
+		if len(j.Models) > 0 {
+			var urls []string
+			for _, m := range sortedKeys(j.URLs) {
+				urls = append(urls, m+"="+j.URLs[m])
+			}
+			t += fmt.Sprintf(", models %s (at %s), %d samples at temperature %g, aggregate %s, partial %s",
+				strings.Join(j.Models, ","), strings.Join(urls, ","), j.Samples, j.Temperature, j.Aggregate, j.Partial)
+		}
+		return t
 	}
 	diff("judge", judgeText(c.Judge), judgeText(o.Judge))
 	rewardsText := func(r map[string]verifiers.Formula) string {
@@ -481,9 +505,13 @@ func (r *runner) resume() error {
 	return nil
 }
 
+// judgementsDir is the subdirectory of the judgements parts, written by
+// runs where some rubric check gets more than one judgement.
+const judgementsDir = "judgements"
+
 // removeUnit removes a unit's part files, in every format, and statistics.
 func removeUnit(dir string, unit int) error {
-	for _, sub := range []string{"rewards", "checks"} {
+	for _, sub := range []string{"rewards", "checks", judgementsDir} {
 		for _, f := range []string{columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL} {
 			if err := removeIfExists(filepath.Join(dir, sub, columnar.PartName(unit, f))); err != nil {
 				return err
@@ -506,7 +534,7 @@ func removeIfExists(path string) error {
 // clearOut removes the results of an earlier run in dir: parts, their
 // statistics, shard files, summary and manifest.
 func clearOut(dir string) error {
-	for _, sub := range []string{"rewards", "checks", statsDir, shardsDir} {
+	for _, sub := range []string{"rewards", "checks", judgementsDir, statsDir, shardsDir} {
 		entries, err := os.ReadDir(filepath.Join(dir, sub))
 		if errors.Is(err, os.ErrNotExist) {
 			continue

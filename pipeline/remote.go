@@ -156,9 +156,20 @@ func unitFiles(unit int, format string) []string {
 	}
 }
 
-// putUnit uploads a complete unit's files, in order.
+// judgementsFile is the name of a unit's judgements part relative to the
+// output directory; a run that writes one uploads it before the checks.
+func judgementsFile(unit int, format string) string {
+	return judgementsDir + "/" + columnar.PartName(unit, format)
+}
+
+// putUnit uploads a complete unit's files, in order: its judgements part,
+// when the run wrote one, before its checks.
 func (o *remoteOut) putUnit(dir string, unit int, format string) error {
-	for _, rel := range unitFiles(unit, format) {
+	rels := unitFiles(unit, format)
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(judgementsFile(unit, format)))); err == nil {
+		rels = append(rels[:2:2], append([]string{judgementsFile(unit, format)}, rels[2:]...)...)
+	}
+	for _, rel := range rels {
 		if err := o.put(dir, rel); err != nil {
 			return err
 		}
@@ -172,7 +183,7 @@ func (o *remoteOut) delUnit(unit int) error {
 	var rels []string
 	for _, f := range []string{columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL} {
 		names := unitFiles(unit, f)
-		rels = append(rels, names[3], names[2])
+		rels = append(rels, names[3], names[2], judgementsFile(unit, f))
 	}
 	rels = append(rels, unitFiles(unit, "")[1], unitFiles(unit, "")[0])
 	for _, rel := range rels {
@@ -193,7 +204,7 @@ func (o *remoteOut) clear() error {
 			if rel == summaryFile || rel == manifestFile || rel == successFile {
 				rels = append(rels, rel)
 			}
-		case sub == "rewards" || sub == "checks" || sub == statsDir || sub == shardsDir:
+		case sub == "rewards" || sub == "checks" || sub == judgementsDir || sub == statsDir || sub == shardsDir:
 			if !strings.Contains(name, "/") && (strings.HasPrefix(name, "part-") || strings.HasPrefix(name, "shard-")) {
 				rels = append(rels, rel)
 			}
@@ -276,7 +287,7 @@ func FetchResults(ctx context.Context, raw, dir string) error {
 	for rel := range o.keys {
 		sub, name, ok := strings.Cut(rel, "/")
 		want := !ok && (rel == manifestFile || rel == summaryFile || rel == successFile)
-		if ok && (sub == "rewards" || sub == "checks" || sub == "judgements") && strings.HasPrefix(name, "part-") && !strings.Contains(name, "/") {
+		if ok && (sub == "rewards" || sub == "checks" || sub == judgementsDir) && strings.HasPrefix(name, "part-") && !strings.Contains(name, "/") {
 			_, want = columnar.InputFormat(name)
 		}
 		if !want {

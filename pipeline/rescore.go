@@ -344,8 +344,11 @@ const rescoreBatch = 1024
 func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, formulas map[string]verifiers.Formula, changes *partChanges) (*partStats, error) {
 	in := &m.Inputs[i]
 	format := m.Config.Format
-	// The checks part first: a rewards part in place implies its checks
-	// part (columnar.Part).
+	// The judgements part (when the run wrote one), then the checks part:
+	// a rewards part in place implies the others (columnar.Part).
+	if err := copyFile(filepath.Join(cfg.Dir, judgementsDir, in.Part), filepath.Join(cfg.Out, judgementsDir, in.Part)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
 	if err := copyFile(filepath.Join(cfg.Dir, "checks", in.Part), filepath.Join(cfg.Out, "checks", in.Part)); err != nil {
 		return nil, err
 	}

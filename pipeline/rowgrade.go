@@ -43,6 +43,8 @@ type RowConfig struct {
 	// denser in values has status error, kind input. A server bounds its
 	// memory so.
 	IndexPerByte, IndexFloor int
+	// JudgePanel is Config.JudgePanel.
+	JudgePanel JudgePanel
 }
 
 // RowGrader grades rows handed to it one batch at a time, outside a run,
@@ -93,7 +95,7 @@ func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
 	}
 	p := plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, tasks: cfg.Tasks, keep: []string{}, initials: jsonview.NewCache(initialCacheBytes)}
 	p.skips = columnar.StateSkips(&p.fields, p.initials)
-	if p.judging, err = newJudging(cfg.Judge, cfg.Verifiers, 0); err != nil {
+	if p.judging, err = newJudging(cfg.Judge, cfg.JudgePanel, cfg.Verifiers, 0); err != nil {
 		return nil, err
 	}
 	g := &RowGrader{base: p, unit: Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers, maxStuck: cfg.MaxStuck, indexPerByte: cfg.IndexPerByte, indexFloor: cfg.IndexFloor}
@@ -178,6 +180,19 @@ func (w *rowWorker) takeover() *worker {
 // cannot answer are asked before each is called; ctx bounds that wait, and
 // a failed probe of the judge's server is returned as a *ProbeError.
 func (g *RowGrader) Grade(ctx context.Context, b *columnar.Batch, keep []string, each func(rw *columnar.RewardRow, checks []columnar.CheckRow) error) error {
+	return g.grade(ctx, b, keep, each, nil)
+}
+
+// GradeJudged is Grade that also hands each rollout the rows of its
+// single judgements (columnar.JudgementRow), when some rubric check gets
+// more than one (none otherwise).
+func (g *RowGrader) GradeJudged(ctx context.Context, b *columnar.Batch, keep []string,
+	each func(rw *columnar.RewardRow, checks []columnar.CheckRow, judgements []columnar.JudgementRow) error) error {
+	return g.grade(ctx, b, keep, nil, each)
+}
+
+func (g *RowGrader) grade(ctx context.Context, b *columnar.Batch, keep []string, each func(rw *columnar.RewardRow, checks []columnar.CheckRow) error,
+	eachJ func(rw *columnar.RewardRow, checks []columnar.CheckRow, judgements []columnar.JudgementRow) error) error {
 	if g.watch != nil {
 		if n := int(g.watch.stuck.Load()); n >= g.maxStuck {
 			return &StuckError{Stuck: n, Limit: g.maxStuck, Timeout: g.watch.timeout}
@@ -223,10 +238,22 @@ func (g *RowGrader) Grade(ctx context.Context, b *columnar.Batch, keep []string,
 	}
 	// A row has one check row per check it counts (none on an error).
 	checks := c.res.checks
+	jfrom := 0
 	for i := range c.res.rewards {
 		rw := &c.res.rewards[i]
 		n := int(rw.ChecksTotal)
-		if err := each(rw, checks[:n:n]); err != nil {
+		var err error
+		if eachJ != nil {
+			var jr []columnar.JudgementRow
+			if i < len(c.res.jends) {
+				jr = c.res.judgements[jfrom:c.res.jends[i]:c.res.jends[i]]
+				jfrom = c.res.jends[i]
+			}
+			err = eachJ(rw, checks[:n:n], jr)
+		} else {
+			err = each(rw, checks[:n:n])
+		}
+		if err != nil {
 			return err
 		}
 		checks = checks[n:]

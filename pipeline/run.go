@@ -89,6 +89,11 @@ type Config struct {
 	// stay pending, and a later run answers them from the cache and asks
 	// the next ones.
 	JudgeMaxRequests int64
+	// JudgePanel says how many judgements each rubric check gets (judge
+	// models and samples) and how they make its verdict; its zero value
+	// asks one. A run where some check gets more than one writes the
+	// judgements table.
+	JudgePanel JudgePanel
 
 	// From is the harness format (columnar.InputInspect, InputTauBench,
 	// InputTau2 or InputMessages) that .json inputs are read in, and with
@@ -296,8 +301,11 @@ func prepare(cfg Config) (_ *runner, err error) {
 			bound = append(bound, v)
 		}
 	}
-	if p.judging, err = newJudging(cfg.Judge, bound, cfg.JudgeMaxRequests); err != nil {
+	if p.judging, err = newJudging(cfg.Judge, cfg.JudgePanel, bound, cfg.JudgeMaxRequests); err != nil {
 		return nil, err
+	}
+	if cfg.Reuse != "" && p.judging != nil && p.judging.multi {
+		return nil, &ConfigError{Field: "Reuse", Msg: "reusing the results of a run with several judgements per rubric check is not built yet"}
 	}
 	if cfg.Reuse != "" {
 		if p.reuse, err = openReuse(cfg, p); err != nil {
@@ -539,7 +547,7 @@ func (r *runner) probeFailed(pe *ProbeError) error {
 		}
 		clearOut(r.cfg.Out)
 	}
-	for _, sub := range []string{"rewards", "checks", statsDir, shardsDir, ""} {
+	for _, sub := range []string{"rewards", "checks", judgementsDir, statsDir, shardsDir, ""} {
 		os.Remove(filepath.Join(r.cfg.Out, sub)) // only if empty
 	}
 	return &ConfigError{Field: "Judge", Msg: pe.Error() + " (nothing was written)"}
@@ -707,7 +715,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 		for len(fifo) > 0 {
 			j := fifo[0]
 			if j.res != nil {
-				if head = waiting(j.res.asks); head != nil {
+				if head = waiting(j.res); head != nil {
 					break
 				}
 			}
@@ -742,7 +750,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				delete(pending, next)
 				next++
 				if js != nil && j.res != nil && len(j.res.asks) > 0 {
-					if err := js.start(ctx, j.res.asks); err != nil {
+					if err := js.start(ctx, j.res); err != nil {
 						pool.Put(j.res)
 						j.res = nil
 						<-tokens
@@ -783,7 +791,8 @@ func (w *writer) writeJob(j *job) error {
 	r := w.r
 	var err error
 	if w.part == nil && j.kind != jobFailed {
-		w.part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, columnar.PartOptions{Format: r.cfg.Format, Keep: r.plan.keep})
+		w.part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, columnar.PartOptions{Format: r.cfg.Format, Keep: r.plan.keep,
+			Judgements: r.plan.judging != nil && r.plan.judging.multi})
 		if err != nil {
 			return err
 		}
@@ -827,6 +836,11 @@ func (w *writer) writeJob(j *job) error {
 		}
 		if err := w.part.WriteChecks(res.checks); err != nil {
 			return err
+		}
+		if r.plan.judging != nil && r.plan.judging.multi {
+			if err := w.part.WriteJudgements(res.judgements); err != nil {
+				return err
+			}
 		}
 		if r.cfg.Progress != nil {
 			if rp, ok := r.cfg.Progress.(ReuseProgress); ok && res.reused > 0 {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -49,12 +51,37 @@ type RunReport struct {
 	// ErrorKinds counts the rollouts with status error by kind, most
 	// first, with their first messages.
 	ErrorKinds []ErrorKind `json:"error_kinds"`
+	// Judges counts, for each rubric check of a run that judged checks
+	// more than once (it has a judgements table), each judge model's
+	// judgements, by verifier, check index, then the order the models
+	// first appear in; absent otherwise.
+	Judges []JudgeCounts `json:"judges,omitempty"`
 	// Diff compares the run with the baseline (nil without one).
 	Diff *Diff `json:"diff,omitempty"`
 	// Agreement is the agreement of the judges, as gavel judge agreement
 	// computes it with its default bootstrap (nil for a run without a
 	// judgements table).
 	Agreement *Agreement `json:"agreement,omitempty"`
+}
+
+// JudgeCounts counts one judge model's single judgements of one check:
+// by status (pass, fail, error; pending is always 0), the samples asked
+// per check, and the mean of the scores of those that succeeded.
+type JudgeCounts struct {
+	Verifier string `json:"verifier"`
+	Check    string `json:"check"`
+	Model    string `json:"judge_model"`
+	OutcomeCounts
+	// Samples is the number of samples of a check (the largest sample
+	// number plus one).
+	Samples int64 `json:"samples"`
+	// MeanScore is the mean score of the successful judgements, null when
+	// none succeeded.
+	MeanScore *float64 `json:"mean_score"`
+
+	index, order int64
+	sum          float64
+	n            int64
 }
 
 // RunSummary counts the rollouts and checks of a run.
@@ -168,6 +195,11 @@ func BuildRunReport(dir string, cfg RunConfig) (*RunReport, error) {
 		rep.Agreement = ag
 	case !errors.Is(err, ErrNoJudgements):
 		return nil, fmt.Errorf("judge agreement: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "judgements")); err == nil {
+		if err := rep.readJudgements(); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Baseline != "" {
 		d, err := Compare(cfg.Baseline, dir, DiffConfig{})
@@ -286,6 +318,50 @@ func (rep *RunReport) readChecks(top, examples int) error {
 	}
 	slices.SortStableFunc(rep.MostFailed, func(a, b FailedCheck) int { return cmp.Compare(b.Failed, a.Failed) })
 	rep.MostFailed = rep.MostFailed[:min(top, len(rep.MostFailed))]
+	return nil
+}
+
+// readJudgements counts the judgements table by check and judge model.
+func (rep *RunReport) readJudgements() error {
+	type key struct{ verifier, check, model string }
+	judges := map[key]*JudgeCounts{}
+	cols := []string{"verifier_id", "check_id", "check_index", "judge_model", "sample", "score", "status"}
+	err := scanTable(rep.Dir, "judgements", cols, func(v []value) error {
+		k := key{string(v[0].Data), string(v[1].Data), string(v[3].Data)}
+		c := judges[k]
+		index, _ := strconv.ParseInt(string(v[2].Data), 10, 64)
+		if c == nil {
+			c = &JudgeCounts{Verifier: k.verifier, Check: k.check, Model: k.model, index: index, order: int64(len(judges))}
+			judges[k] = c
+		}
+		c.index = min(c.index, index)
+		if s, err := strconv.ParseInt(string(v[4].Data), 10, 64); err == nil {
+			c.Samples = max(c.Samples, s+1)
+		}
+		c.add(string(v[6].Data))
+		if !v[5].Null() {
+			f, err := strconv.ParseFloat(string(v[5].Data), 64)
+			if err != nil {
+				return fmt.Errorf("score %q: not a number", v[5].Data)
+			}
+			c.sum += f
+			c.n++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range judges {
+		if c.n > 0 {
+			m := c.sum / float64(c.n)
+			c.MeanScore = &m
+		}
+		rep.Judges = append(rep.Judges, *c)
+	}
+	slices.SortFunc(rep.Judges, func(a, b JudgeCounts) int {
+		return cmp.Or(cmp.Compare(a.Verifier, b.Verifier), cmp.Compare(a.index, b.index), cmp.Compare(a.Check, b.Check), cmp.Compare(a.order, b.order))
+	})
 	return nil
 }
 

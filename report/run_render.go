@@ -139,6 +139,17 @@ p.note { max-width: 60em; }
 </table>
 </section>
 
+{{if .R.Judges}}<section id="judges">
+<h2>Judges per check</h2>
+<table>
+<thead><tr><th class="name">verifier</th><th class="name">check</th><th class="name">judge</th><th>samples</th><th>judgements</th><th>pass</th><th>fail</th><th>error</th><th>mean score</th></tr></thead>
+<tbody>
+{{range .R.Judges}}<tr class="judge-row"><td class="name">{{none .Verifier}}</td><td class="name">{{.Check}}</td><td class="name">{{.Model}}</td><td>{{.Samples}}</td><td>{{.Total}}</td><td>{{.Pass}}</td><td>{{.Fail}}</td><td>{{.Error}}</td><td>{{rate .MeanScore}}</td></tr>
+{{end}}</tbody>
+</table>
+<p class="note">Every single judgement of the run's rubric checks (the judgements table), by judge model. The mean score is over the judgements that succeeded.</p>
+</section>
+{{end}}
 <section id="most-failed">
 <h2>Most failed checks</h2>
 {{if not .R.MostFailed}}<p>No check failed.</p>{{end}}
@@ -332,6 +343,15 @@ func (rep *RunReport) WriteMarkdown(w io.Writer) error {
 			yield([]string{nonEmpty(c.Verifier), name, itoa(c.Total), itoa(c.Pass), itoa(c.Fail), itoa(c.Pending), itoa(c.Error), textBar(c.OutcomeCounts, cmax)})
 		}
 	})
+
+	if len(rep.Judges) > 0 {
+		fmt.Fprint(w, "\n## Judges per check\n\n")
+		writeMDTable(w, []string{"verifier", "check", "judge", "samples", "judgements", "pass", "fail", "error", "mean score"}, func(yield func([]string)) {
+			for _, j := range rep.Judges {
+				yield([]string{nonEmpty(j.Verifier), j.Check, j.Model, itoa(j.Samples), itoa(j.Total), itoa(j.Pass), itoa(j.Fail), itoa(j.Error), rate(j.MeanScore)})
+			}
+		})
+	}
 
 	fmt.Fprint(w, "\n## Most failed checks\n\n")
 	if len(rep.MostFailed) == 0 {

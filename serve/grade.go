@@ -25,7 +25,9 @@ import (
 // (Content-Type: application/x-ndjson), with the fields of SPEC 3. The
 // response is JSON Lines, one line per rollout in request order:
 // {"rewards": <its rewards row>, "checks": [<its check rows>]}, the rows
-// as `gavel grade --format jsonl` writes them, with source_file "request".
+// as `gavel grade --format jsonl` writes them, with source_file "request";
+// when some rubric check gets more than one judgement (several judges or
+// samples), also "judgements": [<its rows of the judgements table>].
 //
 // Arrays and JSON Lines are streamed: batches of rows are read, graded by
 // parallel goroutines and written in order while the body is still being
@@ -401,7 +403,7 @@ type lineSink struct {
 	enc    *columnar.RowJSON
 	out    []byte
 	counts []statusCount
-	each   func(rw *columnar.RewardRow, checks []columnar.CheckRow) error
+	each   func(rw *columnar.RewardRow, checks []columnar.CheckRow, judgements []columnar.JudgementRow) error
 }
 
 // statusCount counts graded rollouts of a status.
@@ -416,7 +418,7 @@ var lineSinks = sync.Pool{New: func() any {
 	return k
 }}
 
-func (k *lineSink) add(rw *columnar.RewardRow, checks []columnar.CheckRow) error {
+func (k *lineSink) add(rw *columnar.RewardRow, checks []columnar.CheckRow, judgements []columnar.JudgementRow) error {
 	k.count(rw.Status)
 	out := append(k.out, `{"rewards":`...)
 	out = k.enc.AppendReward(out, rw)
@@ -427,7 +429,18 @@ func (k *lineSink) add(rw *columnar.RewardRow, checks []columnar.CheckRow) error
 		}
 		out = k.enc.AppendCheck(out, &checks[i])
 	}
-	k.out = append(out, "]}\n"...)
+	out = append(out, ']')
+	if len(judgements) > 0 {
+		out = append(out, `,"judgements":[`...)
+		for i := range judgements {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = k.enc.AppendJudgement(out, &judgements[i])
+		}
+		out = append(out, ']')
+	}
+	k.out = append(out, "}\n"...)
 	return nil
 }
 
@@ -446,7 +459,7 @@ func (k *lineSink) count(status string) {
 func (g *gradeReq) grade(ctx context.Context, b *columnar.Batch, out []byte) ([]byte, error) {
 	k := lineSinks.Get().(*lineSink)
 	k.enc, k.out, k.counts = g.enc, out, k.counts[:0]
-	err := g.set.grader.Grade(ctx, b, g.keep, k.each)
+	err := g.set.grader.GradeJudged(ctx, b, g.keep, k.each)
 	for _, c := range k.counts {
 		g.s.metrics.graded(c.status, c.n)
 		atomic.AddInt64(&g.st.rollouts, int64(c.n))

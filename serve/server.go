@@ -77,6 +77,9 @@ type Config struct {
 	// grade does (nil: they stay pending). Checks of /verifier requests
 	// stay "PENDING", as the gym API documents.
 	Judge *judge.Config
+	// JudgePanel says how many judgements a rubric check gets and how
+	// they make its verdict (pipeline.JudgePanel).
+	JudgePanel pipeline.JudgePanel
 }
 
 // Default limits.
@@ -162,7 +165,7 @@ func New(cfg Config) *Server {
 // stays.
 func (s *Server) Reload(vs []*verifiers.Verifier) error {
 	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile, Timeout: s.cfg.Timeout, MaxStuck: s.cfg.MaxInflight, Judge: s.cfg.Judge,
-		IndexPerByte: indexPerByte, IndexFloor: indexFloor})
+		IndexPerByte: indexPerByte, IndexFloor: indexFloor, JudgePanel: s.cfg.JudgePanel})
 	if err != nil {
 		return err
 	}

@@ -226,8 +226,12 @@ type Verifier struct {
 // JudgeSettings are a verifier's judge settings; zero values keep the
 // run's.
 type JudgeSettings struct {
-	// Model is the judge model.
+	// Model is the judge model (the first of Models when a list names
+	// several).
 	Model string
+	// Models, when a verifier names more than one judge model, lists them
+	// in order; each judges every rubric check of the verifier.
+	Models []string
 	// Threshold is the score a rubric check needs to pass.
 	Threshold float64
 	// Template is the path of a prompt template file.

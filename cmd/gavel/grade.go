@@ -138,7 +138,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *keep != "" {
 		cfg.Keep = splitList(*keep)
 	}
-	if cfg.Judge, cfg.JudgeMaxRequests, err = jf.config(); err != nil {
+	if cfg.Judge, cfg.JudgePanel, cfg.JudgeMaxRequests, err = jf.config(); err != nil {
 		return err
 	}
 	if *timeout <= 0 {
@@ -332,8 +332,12 @@ func printSummary(w io.Writer, verb string, s *pipeline.Summary, out string) {
 		}
 	}
 	if j := s.Judge; j != nil {
-		fmt.Fprintf(w, "\njudge: %s of the server, %s, %s, %s, %s, %d prompt + %d completion tokens, %s pending by the budget\n",
-			plural(j.Probes, "probe", "probes"), plural(j.Requests, "request", "requests"), plural(j.CacheHits, "cache hit", "cache hits"),
+		servers := "the server"
+		if j.Probes > 1 { // one probe per judge server
+			servers = "the servers"
+		}
+		fmt.Fprintf(w, "\njudge: %s of %s, %s, %s, %s, %s, %d prompt + %d completion tokens, %s pending by the budget\n",
+			plural(j.Probes, "probe", "probes"), servers, plural(j.Requests, "request", "requests"), plural(j.CacheHits, "cache hit", "cache hits"),
 			plural(j.Retries, "retry", "retries"), plural(j.Failures, "failure", "failures"),
 			j.PromptTokens, j.CompletionTokens, plural(j.PendingBudget, "check", "checks"))
 	}

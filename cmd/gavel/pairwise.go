@@ -86,8 +86,10 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 		return usagef(`gavel judge pairwise --spec judged.yaml --check polite ...`, "--check names a check of a --spec: give the spec")
 	case thresholdSet:
 		return usagef(`gavel judge pairwise --rubric "..." ...`, "--judge-threshold does not apply to pairwise comparisons (the judge prefers one output, it gives no score)")
-	case jf.model == "":
+	case len(jf.models) == 0:
 		return usagef(`gavel judge pairwise --judge-model gpt-4o-mini --rubric "..." ...`, "--judge-model: no judge model given")
+	case len(jf.models) > 1 || len(jf.urlFor) > 0 || jf.samples != 1:
+		return usagef(`gavel judge pairwise --judge-model gpt-4o-mini --rubric "..." ...`, "pairwise comparison by several judges or samples is not built yet: give one --judge-model, no --judge-url-for or --judge-samples")
 	case fs.NArg() == 0:
 		return usagef(`gavel judge pairwise --rubric "..." --judge-model M rollouts.parquet`, "no input given")
 	case *resamples <= 0:
@@ -107,7 +109,7 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 			return err
 		}
 	}
-	jc, maxRequests, err := jf.config()
+	jc, _, maxRequests, err := jf.config()
 	if err != nil {
 		return err
 	}
@@ -130,7 +132,7 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 		return pairwiseError(err)
 	}
 	var games []report.Game
-	rk := pairwiseRanking{By: *by, Model: jf.model, Input: res.Rollouts, InputErrors: res.InputErrors, Unpaired: res.Unpaired,
+	rk := pairwiseRanking{By: *by, Model: jf.models[0], Input: res.Rollouts, InputErrors: res.InputErrors, Unpaired: res.Unpaired,
 		Pairs: len(res.Pairs), Template: res.Template}
 	if *against != "" {
 		rk.Against = against

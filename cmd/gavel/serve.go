@@ -46,7 +46,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	judgeCfg, budget, err := jf.config()
+	judgeCfg, panel, budget, err := jf.config()
 	if err != nil {
 		return err
 	}
@@ -86,6 +86,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := serve.Config{
 		MaxBody: *maxBody, MaxInflight: *maxInflight, RequestTimeout: *reqTimeout, Timeout: *timeout, Token: token,
 		MaxSessions: *maxSessions, MaxMemory: int64(maxMemory), Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Judge: judgeCfg,
+		JudgePanel: panel,
 	}
 	if *tasks != "" {
 		t, err := pipeline.LoadTasks(*tasks, pipeline.Config{}.Fields)

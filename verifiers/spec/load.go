@@ -410,7 +410,28 @@ func (l *loader) judge(n *yaml.Node, verifier string) (verifiers.JudgeSettings, 
 	if !ok {
 		return js, ""
 	}
-	js.Model, _ = l.str(m, n, "model", what, false)
+	if mn := m["model"]; mn != nil && mn.Kind == yaml.SequenceNode {
+		// A list of models: each judges every rubric check.
+		seen := map[string]bool{}
+		for _, e := range mn.Content {
+			if !isString(e) || e.Value == "" || seen[e.Value] {
+				l.problem(e, "model: [gpt-4o-mini, qwen2.5-7b-instruct]", "each model of %s must be a distinct non-empty string, not %s", what, kindName(e))
+				continue
+			}
+			seen[e.Value] = true
+			js.Models = append(js.Models, e.Value)
+		}
+		if len(js.Models) == 0 {
+			l.problem(mn, "model: [gpt-4o-mini, qwen2.5-7b-instruct]", "model of %s is an empty list", what)
+		} else {
+			js.Model = js.Models[0]
+		}
+		if len(js.Models) == 1 {
+			js.Models = nil
+		}
+	} else {
+		js.Model, _ = l.str(m, n, "model", what, false)
+	}
 	if tn := m["threshold"]; tn != nil {
 		if tn.Kind != yaml.ScalarNode || (tn.ShortTag() != "!!float" && tn.ShortTag() != "!!int") || tn.Decode(&js.Threshold) != nil ||
 			!(js.Threshold > 0 && js.Threshold <= 1) {

@@ -106,3 +106,28 @@ func TestJudgeSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeModelList: judge: {model: [a, b]} names several judge models,
+// in order; a list of one is the single model; an empty list or a
+// repeated model is a problem.
+func TestJudgeModelList(t *testing.T) {
+	text := "verifiers:\n  - id: V\n    task: T\n    name: n\n    judge: {model: [m1, 'm2@x:y']}\n    checks: [{id: c, type: rubric, rubric: r}]\n"
+	vs, err := Parse("s.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(verifiers.JudgeSettings{Model: "m1", Models: []string{"m1", "m2@x:y"}}, vs[0].Judge); diff != "" {
+		t.Errorf("judge settings (-want +got):\n%s", diff)
+	}
+	one := strings.Replace(text, "[m1, 'm2@x:y']", "[m1]", 1)
+	if vs, err := Parse("s.yaml", []byte(one)); err != nil || vs[0].Judge.Model != "m1" || vs[0].Judge.Models != nil {
+		t.Errorf("a list of one model: %+v, %v; want model m1 alone", vs, err)
+	}
+	for _, bad := range []string{"[]", "[m1, m1]", "[m1, '']"} {
+		_, err := Parse("s.yaml", []byte(strings.Replace(text, "[m1, 'm2@x:y']", bad, 1)))
+		var ps Problems
+		if !errors.As(err, &ps) || !strings.Contains(ps[0].Error(), "model") {
+			t.Errorf("model: %s: %v, want a problem", bad, err)
+		}
+	}
+}
