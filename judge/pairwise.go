@@ -179,7 +179,7 @@ func (j *Judge) PairRequest(p PairPrompt) (*Request, error) {
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	r := &Request{j: j, system: system, user: user, pair: true}
+	r := &Request{j: j, system: system, user: user, pair: true, seed: Seed}
 	h.Sum(r.base[:0])
 	return r, nil
 }

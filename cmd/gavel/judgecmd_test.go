@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gavelhq/gavel/judge/judgetest"
+	"github.com/gavelhq/gavel/report"
 )
 
 // writeJudgementsDir writes a result directory whose judgements table
@@ -192,5 +194,104 @@ func TestJudgeAgreementURL(t *testing.T) {
 	code, remote, stderr := runCLI(t, "judge", "agreement", "--resamples", "100", "s3://gavel/run")
 	if code != 0 || remote != local {
 		t.Errorf("judge agreement s3://gavel/run: exit %d, %s\n%s\nwant as local:\n%s", code, stderr, remote, local)
+	}
+}
+
+// A run graded by two judges, three samples each, against a server that
+// answers per model and seed, then measured by gavel judge agreement: the
+// values computed by hand; the judgements and the agreement byte-identical
+// for another worker and judge concurrency and from the cache.
+func TestJudgeAgreementEndToEnd(t *testing.T) {
+	srv := judgetest.New(t)
+	srv.Script(func(r judgetest.Request) judgetest.Reply {
+		out, _ := judgetest.FencedOutput(r.User)
+		score := 0.0
+		if strings.Contains(out, "PASS") || r.Model == "lenient" {
+			score = 1
+		}
+		if r.Seed != nil && *r.Seed > 1 {
+			score = max(0, score-0.25*float64(*r.Seed-1))
+		}
+		return judgetest.Reply{Body: judgetest.Completion(r.Model, judgetest.Verdict(score, []string{}, ""))}
+	})
+	dir := t.TempDir()
+	specPath := writeFile(t, filepath.Join(dir, "judged.yaml"), judgedSpecYAML)
+	var in strings.Builder
+	for i := range 6 {
+		word := "PASS"
+		if i%3 == 0 {
+			word = "no"
+		}
+		fmt.Fprintf(&in, `{"rollout_id":"r%d","task_id":"TASK-J","output":"%s %d"}`+"\n", i, word, i)
+	}
+	inPath := writeFile(t, filepath.Join(dir, "in.jsonl"), in.String())
+	cache := filepath.Join(dir, "cache")
+	grade := func(out string, extra ...string) {
+		args := append([]string{"grade", "--quiet", "--spec", specPath, "--out", out, "--format", "jsonl",
+			"--judge-model", "strict", "--judge-model", "lenient", "--judge-samples", "3", "--judge-threshold", "0.5",
+			"--judge-url", srv.URL, "--judge-cache", cache}, extra...)
+		if code, _, stderr := runCLI(t, append(args, inPath)...); code != 0 {
+			t.Fatalf("grade %v: exit %d: %s", extra, code, stderr)
+		}
+	}
+	agreement := func(out string) string {
+		code, stdout, stderr := runCLI(t, "judge", "agreement", "--format", "json", out)
+		if code != 0 {
+			t.Fatalf("judge agreement %s: exit %d: %s", out, code, stderr)
+		}
+		return strings.Replace(stdout, out, "DIR", 1)
+	}
+	a := filepath.Join(dir, "a")
+	grade(a, "--workers", "2", "--judge-concurrency", "8")
+	if n := srv.Requests(); n != 36 {
+		t.Errorf("%d judge requests, want 36 (6 rollouts x 2 judges x 3 samples)", n)
+	}
+	first := agreement(a)
+	var got report.Agreement
+	if err := json.Unmarshal([]byte(first), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, first)
+	}
+	o := got.Overall
+	val := func(e report.Estimate) float64 {
+		if e.Value == nil {
+			t.Fatalf("undefined: %s\n%s", e.Reason, first)
+		}
+		return *e.Value
+	}
+	near := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	if got.Kappa != "cohen" || got.Judgements != 36 || got.Failed != 0 || got.Samples != 3 || o.Units != 6 || len(o.Self) != 2 {
+		t.Fatalf("agreement %+v:\n%s", got, first)
+	}
+	// Sample 0: strict fails r0 and r3, lenient passes all.
+	near("agree", val(o.Agree), 4.0/6)
+	near("Cohen's kappa", val(o.Kappa), 0) // po = pe = 4/6
+	near("mean abs diff", val(o.MeanAbsDiff), 2.0/6)
+	// Samples score s, s-0.25, s-0.5: passes stay passes at 0.5, so all
+	// agree; the standard deviation is 0.25 where s is 1, 0 where it is 0.
+	for _, s := range o.Self {
+		near(s.Judge+" samples all agree", val(s.AllAgree), 1)
+		want := 0.25
+		if s.Judge == "strict" {
+			want = 0.25 * 4 / 6
+		}
+		near(s.Judge+" mean sd", val(s.MeanSD), want)
+	}
+	// Another concurrency, and the cache alone: the same bytes.
+	b := filepath.Join(dir, "b")
+	grade(b, "--workers", "1", "--judge-concurrency", "1")
+	if n := srv.Requests(); n != 36 {
+		t.Errorf("%d judge requests after a cached run, want still 36", n)
+	}
+	for _, f := range []string{"judgements/part-00000.jsonl", "checks/part-00000.jsonl", "rewards/part-00000.jsonl"} {
+		if mustRead(t, filepath.Join(a, f)) != mustRead(t, filepath.Join(b, f)) {
+			t.Errorf("%s differs between concurrency 8, fresh, and 1, from the cache", f)
+		}
+	}
+	if second := agreement(b); second != first {
+		t.Errorf("agreement differs:\n%s\n%s", first, second)
 	}
 }
