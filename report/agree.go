@@ -2,7 +2,6 @@ package report
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -270,15 +269,7 @@ func BootstrapStats(n int, cfg BootstrapConfig, k int, stat func(idx []int, out 
 	if n <= 0 {
 		return ivs
 	}
-	b := cfg.Resamples
-	if b <= 0 {
-		b = 2000
-	}
-	level := cfg.Level
-	if level <= 0 || level >= 1 {
-		level = 0.95
-	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6761_7665_6c21)) // "gavel!"
+	b, level, rng := cfg.start()
 	idx := make([]int, n)
 	out := make([]float64, k)
 	vals := make([][]float64, k)

@@ -154,6 +154,20 @@ type BootstrapConfig struct {
 	Level float64
 }
 
+// start returns the resamples and the level of cfg, defaults applied, and
+// its generator: every bootstrap of the package draws from the same
+// sequence for one seed.
+func (cfg BootstrapConfig) start() (resamples int, level float64, rng *rand.Rand) {
+	resamples, level = cfg.Resamples, cfg.Level
+	if resamples <= 0 {
+		resamples = 2000
+	}
+	if level <= 0 || level >= 1 {
+		level = 0.95
+	}
+	return resamples, level, rand.New(rand.NewPCG(cfg.Seed, 0x6761_7665_6c21)) // "gavel!"
+}
+
 // BootstrapMean returns a percentile bootstrap interval (Efron 1979) for
 // the pooled mean Σ sums / Σ counts of clustered data, resampling whole
 // clusters with replacement (the cluster bootstrap: rollouts of one task
@@ -171,15 +185,7 @@ func BootstrapMean(clusters []Cluster, cfg BootstrapConfig) (Interval, bool) {
 	if len(live) == 0 {
 		return Interval{}, false
 	}
-	b := cfg.Resamples
-	if b <= 0 {
-		b = 2000
-	}
-	level := cfg.Level
-	if level <= 0 || level >= 1 {
-		level = 0.95
-	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6761_7665_6c21)) // "gavel!"
+	b, level, rng := cfg.start()
 	means := make([]float64, 0, b)
 	k := len(clusters) // resample as many clusters as there are, empty ones too
 	for range b {
