@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -285,4 +286,37 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// An Azure answer to a HEAD without x-ms-creation-time makes the storage
+// library panic: gavel turns it into the input's error, naming the object,
+// asked once (not retried), and exits 1 instead of crashing.
+func TestAzblobHeadWithoutCreationTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs gavel")
+	}
+	var heads atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodHead {
+			http.Error(w, "not scripted", http.StatusBadRequest)
+			return
+		}
+		heads.Add(1)
+		w.Header().Set("Content-Length", "100")
+		w.Header().Set("ETag", `"0x8DD"`)
+		w.Header().Set("Last-Modified", "Wed, 02 Dec 2026 00:00:00 GMT")
+		w.Header().Set("x-ms-blob-type", "BlockBlob")
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	key := base64.StdEncoding.EncodeToString([]byte("account-key-0123456789"))
+	host := strings.TrimPrefix(srv.URL, "http://")
+	s := runLeakCheck(t, cleanEnv("AZURE_STORAGE_ACCOUNT=acct", "AZURE_STORAGE_KEY="+key), []string{key},
+		"grade", "--out", "out", "azblob://c/in/a.jsonl?localemu=true&protocol=http&domain="+host)
+	if !strings.Contains(s, "azblob://c/in/a.jsonl") || !strings.Contains(s, "the storage library failed on the server's answer") || strings.Contains(s, "goroutine ") {
+		t.Errorf("stderr does not name the object and the library's failure, or holds a stack:\n%s", s)
+	}
+	if n := heads.Load(); n != 1 {
+		t.Errorf("%d HEAD requests, want 1 (a library failure is not retried)", n)
+	}
 }

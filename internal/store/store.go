@@ -209,15 +209,33 @@ func (l *Location) Attributes(ctx context.Context, key string) (size int64, etag
 	}
 	var a *blob.Attributes
 	err = retry(ctx, func() error {
-		var err error
-		a, err = l.bucket.Attributes(ctx, key)
-		return err
+		return guarded(func() (err error) {
+			a, err = l.bucket.Attributes(ctx, key)
+			return err
+		})
 	})
 	if err != nil {
 		return 0, "", fmt.Errorf("stat %s: %w", l.Name(key), scrub(err, l.u.String()))
 	}
 	return a.Size, a.ETag, nil
 }
+
+// guarded calls f, turning a panic of the storage library (which some
+// drivers raise on an answer missing a header they expect, such as
+// azureblob's on a HEAD without x-ms-creation-time) into an error: the
+// run goes on with the other inputs, as after any failed request.
+func guarded(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", errLibrary, p)
+		}
+	}()
+	return f()
+}
+
+// errLibrary is a panic of the storage library turned into an error: the
+// same answer would fail again, so it is not retried.
+var errLibrary = errors.New("the storage library failed on the server's answer")
 
 // List returns the objects whose keys start with prefix, in lexicographic
 // key order, every page of the listing.
@@ -400,7 +418,7 @@ func retry(ctx context.Context, fn func() error) error {
 
 // retryable reports whether err may pass on a retry.
 func retryable(err error) bool {
-	if errors.Is(err, ErrNotExist) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, ErrNotExist) || errors.Is(err, context.Canceled) || errors.Is(err, errLibrary) {
 		return false
 	}
 	var se *statusError
