@@ -223,7 +223,6 @@ func (g *RowGrader) grade(ctx context.Context, b *columnar.Batch, keep []string,
 	w.call = nil
 	w.g.timedOut = -1
 	w.g.trim(maxPooledDoc)
-	w.g.limitIndex(g.indexPerByte, g.indexFloor)
 	g.graders.Put(w)
 	defer func() {
 		c.res.reset()
@@ -280,9 +279,7 @@ func (g *grader) limitIndex(perByte, floor int) {
 // trim drops the documents and buffers that hold more than max bytes.
 func (g *grader) trim(max int) {
 	for _, d := range []*jsonview.Doc{&g.line, &g.final, &g.initial, &g.log, &g.meta, &g.setMeta} {
-		if d.Footprint() > max {
-			*d = jsonview.Doc{}
-		}
+		d.Shrink(max)
 	}
 	if cap(g.metaBuf) > max {
 		g.metaBuf = nil

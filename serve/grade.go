@@ -52,7 +52,6 @@ type gradeReq struct {
 	w     http.ResponseWriter
 	rc    *http.ResponseController // streams only
 	st    *reqState
-	start time.Time
 	ctx   context.Context // the request's
 	keep  []string        // nil: probe the first rollout
 	enc   *columnar.RowJSON
@@ -94,7 +93,7 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 		}
 		gradeReqs.Put(g)
 	}()
-	g.s, g.set, g.w, g.st, g.start, g.ctx = s, set, w, st, time.Now(), r.Context()
+	g.s, g.set, g.w, g.st, g.ctx = s, set, w, st, r.Context()
 	if s.cfg.Judge != nil {
 		// The judge's waits end at the deadline too.
 		ctx, cancel := context.WithDeadline(g.ctx, st.acct.deadline)
@@ -129,15 +128,10 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 	}
 	g.raw = rawBody{ReadCloser: r.Body}
 	g.body0 = chargedReader{r: http.MaxBytesReader(w, &g.raw, s.cfg.MaxBody), acct: &st.acct}
-	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBody {
-		// One charge and one buffer of the announced size.
-		if err := st.acct.reserve(n + 1); err != nil {
-			g.readFailed(err, "")
-			return
-		}
-		if int64(cap(g.body)) < n+1 {
-			g.body = make([]byte, 0, n+1)
-		}
+	var err error
+	if g.body, err = st.acct.reserveLength(r.ContentLength, s.cfg.MaxBody, g.body); err != nil {
+		g.readFailed(err, "")
+		return
 	}
 	body := readerPool.Get().(*bufio.Reader)
 	body.Reset(&g.body0)
@@ -263,11 +257,9 @@ func (g *gradeReq) object(body io.Reader) {
 	} else {
 		g.enc = g.s.encoders.get(g.keep)
 	}
-	if g.doc.Footprint() > maxPooledBody {
-		// Grading indexes the rollout again: a large one's first index
-		// goes before.
-		g.doc = jsonview.Doc{}
-	}
+	// Grading indexes the rollout again: a large one's first index goes
+	// before.
+	g.doc.Shrink(maxPooledBody)
 	g.rows[0] = columnar.Row{Line: line}
 	g.batch = columnar.Batch{JSONLines: true, Rows: g.rows[:]}
 	bp := bufPool.Get().(*[]byte)

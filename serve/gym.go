@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -54,13 +53,9 @@ func putGymDocs(d *gymDocs) {
 		d.body = nil
 	}
 	for _, doc := range []*jsonview.Doc{&d.line, &d.final, &d.initial, &d.log} {
-		if doc.Footprint() > maxPooledGym {
-			*doc = jsonview.Doc{}
-		} else {
-			doc.Reset()
-		}
+		doc.Shrink(maxPooledGym)
+		doc.Reset()
 	}
-	d.limitIndex()
 	gymDocsPool.Put(d)
 }
 
@@ -68,32 +63,15 @@ func putGymDocs(d *gymDocs) {
 // request's memory for it; too large is a 413, a read past the deadline
 // or a memory bound that stays full a 503.
 func readBody(w http.ResponseWriter, r *http.Request, acct *memAccount, max int64, buf []byte) ([]byte, bool) {
-	body := &chargedReader{r: http.MaxBytesReader(w, r.Body, max), acct: acct}
-	if n := r.ContentLength; n > 0 && n <= max {
-		// One charge and one buffer of the announced size.
-		if err := acct.reserve(n + 1); err != nil {
-			bodyFailed(w, err, max)
-			return nil, false
-		}
-		if int64(cap(buf)) < n+1 {
-			buf = make([]byte, 0, n+1)
-		}
+	buf, err := acct.reserveLength(r.ContentLength, max, buf)
+	if err == nil {
+		buf, err = readAll(&chargedReader{r: http.MaxBytesReader(w, r.Body, max), acct: acct}, buf[:0])
 	}
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, true
-		}
-		if err != nil {
-			bodyFailed(w, err, max)
-			return nil, false
-		}
+	if err != nil {
+		bodyFailed(w, err, max)
+		return nil, false
 	}
+	return buf, true
 }
 
 // bodyFailed answers a request whose body could not be read whole.

@@ -251,6 +251,23 @@ func (a *memAccount) reserve(n int64) error {
 	return b.acquire(a, step)
 }
 
+// reserveLength charges, at once, for a body whose Content-Length is
+// length (when known and within max), and returns buf with room for it
+// and the read that finds its end: one charge and one buffer of the
+// announced size, not a buffer growing by doubling.
+func (a *memAccount) reserveLength(length, max int64, buf []byte) ([]byte, error) {
+	if length <= 0 || length > max {
+		return buf, nil
+	}
+	if err := a.reserve(length + 1); err != nil {
+		return buf, err
+	}
+	if int64(cap(buf)) < length+1 {
+		buf = make([]byte, 0, length+1)
+	}
+	return buf, nil
+}
+
 // read records n body bytes read (after reserve).
 func (a *memAccount) read(n int64) {
 	a.b.mu.Lock()

@@ -878,6 +878,17 @@ func TestLimitIndex(t *testing.T) {
 	if _, err := d.Parse([]byte(`[0,0,0,0,0,0,0,0]`)); err != nil {
 		t.Errorf("short dense text: %v", err)
 	}
+	// Shrink drops a large index and keeps the bound.
+	if _, err := d.Parse([]byte(typical.String())); err != nil {
+		t.Fatal(err)
+	}
+	d.Shrink(1 << 20)
+	if fp := d.Footprint(); fp != 0 {
+		t.Errorf("index of %d bytes kept after Shrink", fp)
+	}
+	if _, err := d.Parse([]byte(dense)); err == nil {
+		t.Error("dense text parsed after Shrink: the bound was dropped")
+	}
 	d.LimitIndex(0, 0)
 	if _, err := d.Parse([]byte(dense)); err != nil {
 		t.Errorf("dense text without the bound: %v", err)

@@ -90,6 +90,15 @@ func (d *Doc) Footprint() int {
 	return cap(d.nodes)*int(unsafe.Sizeof(node{})) + cap(d.stack)*int(unsafe.Sizeof(frame{})) + cap(d.spaces)*4
 }
 
+// Shrink drops d's index and text when the index holds more than max
+// bytes (the next Parse allocates afresh), so that a pooled Doc does not
+// keep what one large text needed; the bound of LimitIndex stays.
+func (d *Doc) Shrink(max int) {
+	if d.Footprint() > max {
+		*d = Doc{limitPerByte: d.limitPerByte, limitFloor: d.limitFloor}
+	}
+}
+
 // LimitIndex bounds the index later Parses build: at most perByte bytes
 // for each byte of the text, and never less than floor bytes. A text with
 // more values than that (a long array of one-digit numbers, say) is a
