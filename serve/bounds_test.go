@@ -355,3 +355,35 @@ func TestDenseRolloutRefused(t *testing.T) {
 	}
 	memIdle(t, s)
 }
+
+// A body of announced length (one charge, one buffer) and the same body
+// sent in chunks (charged as read, a growing buffer) give the same bytes,
+// for a rollout, an array and a gym request.
+func TestBodyLengthKnownOrNot(t *testing.T) {
+	s, ts := newServer(t, Config{})
+	for _, tt := range []struct{ path, body string }{
+		{"/v1/grade", `{"task_id": "TASK-C01", "final_state": {"events": [` + meeting + `]}, "model": "m1"}`},
+		{"/v1/grade", `[{"task_id": "TASK-004", "output": "$1,234.50"}, {"task_id": "TASK-001"}, 3]`},
+		{"/verifier", `{"sessionId": "s", "final_state": {"events": [` + meeting + `]}, "checks": [{"id": "c", "type": "expr", "expr": "size(final.events) == 1"}]}`},
+	} {
+		known := do(t, ts, "POST", tt.path, "", tt.body)
+		pr, pw := io.Pipe()
+		go func() {
+			for i := 0; i < len(tt.body); i += 7 {
+				pw.Write([]byte(tt.body[i:min(i+7, len(tt.body))]))
+			}
+			pw.Close()
+		}()
+		req, _ := http.NewRequest("POST", ts.URL+tt.path, pr)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunked, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if req.ContentLength > 0 || known.code != 200 || resp.StatusCode != 200 || known.body != string(chunked) {
+			t.Errorf("%s %.40s: announced %d %q, chunked %d %q", tt.path, tt.body, known.code, known.body, resp.StatusCode, chunked)
+		}
+	}
+	memIdle(t, s)
+}
