@@ -287,6 +287,13 @@ func (js *judging) judges(v *verifiers.Verifier) bool {
 	return err == nil && len(ps) > 0
 }
 
+// partial reports whether a check of the run may aggregate the
+// judgements that succeeded when others failed (JudgePanel.Partial in a
+// run that writes the judgements table). js may be nil.
+func (js *judging) partial() bool {
+	return js != nil && js.multi && js.set.Partial
+}
+
 // fingerprint returns the manifest fingerprint of v (verifiers.Fingerprint)
 // with, when it is judged, its judge's model, threshold and template. js
 // may be nil: no verifier is judged.

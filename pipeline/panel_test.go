@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gavelhq/gavel/columnar"
@@ -470,24 +471,156 @@ func TestJudgePanelRescore(t *testing.T) {
 	}
 }
 
-// TestJudgePanelReuseRefused: reusing results in a panel run is not built
-// yet, and says so rather than writing parts without their judgements.
-func TestJudgePanelReuseRefused(t *testing.T) {
+// TestJudgePanelReuse grades three units with a panel of two judges, two
+// samples each, aggregating partial results (two rows have two judgements
+// failed, so they are retry rows; one of them is the second of two
+// rollouts with the same id in a row, whose judgements the first must not
+// take), then reuses that run three ways, each with an empty cache
+// so that every judgement asked reaches the server: every unit copied
+// whole (the earlier parts, judgements included, byte for byte), every
+// unit read row by row, and the rule. The last two ask exactly the retry
+// rows' judgements and give the parts of a full run with a healthy
+// server. A re-sharded input, whose rows join.Match finds, grades its
+// judged rows again and gives the parts of a full run over it.
+func TestJudgePanelReuse(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 2)
-	srv := panelServer(t, nil)
-	cfg := Config{Inputs: []string{in}, Out: filepath.Join(dir, "one"), Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
-		Judge: judgeCfg(srv, filepath.Join(dir, "cache"))}
-	cfg.Judge.Model = "judge-a"
-	grade(t, cfg)
-	cfg.Reuse, cfg.Out = cfg.Out, filepath.Join(dir, "two")
-	cfg.JudgePanel = JudgePanel{Models: []string{"judge-a", "judge-b"}}
-	_, err := Run(context.Background(), cfg)
-	var ce *ConfigError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "not built yet") {
-		t.Errorf("Run with Reuse and a panel = %v, want a configuration error saying it is not built yet", err)
+	var ins []string
+	for u, rows := range []string{
+		judgedLines(0, 4),
+		judgedLines(4, 4),
+		`{"rollout_id":"dup","task_id":"TASK-J","output":"answer 8: PASS","n":8}` + "\n" +
+			`{"rollout_id":"dup","task_id":"TASK-J","output":"answer 9: FAIL","n":9}` + "\n" + judgedLines(10, 1),
+	} {
+		in := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", u))
+		if err := os.WriteFile(in, []byte(rows), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, in)
 	}
+	var failing atomic.Bool
+	failing.Store(true)
+	srv := panelServer(t, func(out string) bool {
+		return failing.Load() && (strings.HasPrefix(out, "answer 5:") || strings.HasPrefix(out, "answer 9:"))
+	})
+	panel := JudgePanel{Models: []string{"judge-a", "judge-b"}, Samples: 2, Temperature: 0.5, Partial: true}
+	config := func(name string, inputs []string) Config {
+		return Config{Inputs: inputs, Out: filepath.Join(dir, name), Format: columnar.FormatArrow, Verifiers: parseSpec(t, judgedSpec),
+			Judge: judgeCfg(srv, filepath.Join(dir, "cache-"+name)), JudgePanel: panel, BatchSize: 2}
+	}
+	first := config("first", ins)
+	grade(t, first)
+	if a, c := retryRowsOf(t, first.Out, 1), checkDetail(t, first.Out, "r00005"); a != 1 || !strings.HasSuffix(c, "; 2 of 4 failed)") {
+		t.Fatalf("first run: unit 1 has %d retry rows and r00005's polite check says %q, want 1 and two of four failed", a, c)
+	}
+	failing.Store(false)
+	full := config("full", ins)
+	grade(t, full)
+
+	asked := func(cfg Config) (int, *ReuseSummary) {
+		before := srv.Requests()
+		res := grade(t, cfg)
+		return srv.Requests() - before, res.Summary.Reuse
+	}
+	whole := config("whole", ins)
+	whole.Reuse, whole.reusePath = first.Out, reuseWhole
+	if n, ru := asked(whole); n != 0 || ru.CopiedParts != 3 {
+		t.Errorf("forced whole: %d requests, reuse %+v; want none and 3 parts copied", n, ru)
+	}
+	sameParts(t, whole.Out, first.Out)
+	rows := config("rows", ins)
+	rows.Reuse, rows.reusePath = first.Out, reuseRows
+	if n, ru := asked(rows); n != 8 || ru.CopiedParts != 0 || ru.Graded != 2 || ru.Reused != 9 {
+		t.Errorf("forced rows: %d requests, reuse %+v; want the 4 judgements of r00005 and of the second dup, 2 rows graded, 9 reused", n, ru)
+	}
+	sameParts(t, rows.Out, full.Out)
+	auto := config("auto", ins)
+	auto.Reuse = first.Out
+	if n, ru := asked(auto); n != 8 || ru.CopiedParts != 1 || ru.Graded != 2 {
+		t.Errorf("rule: %d requests, reuse %+v; want 8 judgements asked again and the first part copied", n, ru)
+	}
+	sameParts(t, auto.Out, full.Out)
+	if got := countResultRows(t, filepath.Join(auto.Out, judgementsDir)); got != 11*4 {
+		t.Errorf("reusing run wrote %d judgements, want 4 for each of 11 rows", got)
+	}
+
+	// Re-sharded: one file holding every row.
+	var all []byte
+	for _, in := range ins {
+		b, _ := os.ReadFile(in)
+		all = append(all, b...)
+	}
+	one := filepath.Join(dir, "all.jsonl")
+	if err := os.WriteFile(one, all, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fullOne := config("full-one", []string{one})
+	grade(t, fullOne)
+	matched := config("matched", []string{one})
+	matched.Reuse = first.Out
+	if n, ru := asked(matched); n != 44 || ru.Reused != 0 {
+		t.Errorf("re-sharded: %d requests, reuse %+v; want every judged row graded again (44 judgements)", n, ru)
+	}
+	sameParts(t, matched.Out, fullOne.Out)
+}
+
+// judgedLines returns the JSON Lines writeJudgedRows writes.
+func judgedLines(from, n int) string {
+	var b strings.Builder
+	for i := from; i < from+n; i++ {
+		word := "PASS"
+		if i%3 == 0 {
+			word = "FAIL"
+		}
+		fmt.Fprintf(&b, `{"rollout_id":"r%05d","task_id":"TASK-J","output":"answer %d: %s","n":%d}`+"\n", i, i, word, i)
+	}
+	return b.String()
+}
+
+// countResultRows counts the rows of the parts in dir.
+func countResultRows(t *testing.T, dir string) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
+	n := 0
+	for _, f := range files {
+		rr, err := columnar.OpenResult(f, []string{"rollout_id"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := rr.Next(); err != nil {
+				break
+			}
+			n++
+		}
+		rr.Close()
+	}
+	return n
+}
+
+// checkDetail returns the detail of the polite check of rollout id in the
+// Arrow run out.
+func checkDetail(t *testing.T, out, id string) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(out, "checks", "part-*"))
+	for _, f := range files {
+		rr, err := columnar.OpenResult(f, []string{"rollout_id", "check_id", "detail"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			c, err := rr.Next()
+			if err != nil {
+				break
+			}
+			if string(c[0].Data) == id && string(c[1].Data) == "polite" {
+				d := string(c[2].Data)
+				rr.Close()
+				return d
+			}
+		}
+		rr.Close()
+	}
+	return ""
 }
 
 // TestJudgePanelSpecModels: a spec's judge: {model: [a, b]} judges its

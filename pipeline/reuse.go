@@ -70,6 +70,11 @@ type reuseSource struct {
 	noHash bool
 	// path is the path forced on every unchanged unit (Config.reusePath).
 	path reusePath
+	// multi is set when this run writes the judgements table
+	// (judging.multi): the earlier rows are read with their judgements,
+	// and rows found by join.Match, which does not read them, are graded
+	// again.
+	multi bool
 
 	// matches are the earlier rows join.Match found for the units with no
 	// earlier part of their own, and matchUnit their key unit by unit
@@ -116,7 +121,7 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: not a result directory (%v)", cfg.Reuse, err)}
 	}
 	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{},
-		inputs: map[string]*ManifestInput{}, path: cfg.reusePath}
+		inputs: map[string]*ManifestInput{}, path: cfg.reusePath, multi: p.judging != nil && p.judging.multi}
 	old := map[string]string{}
 	for _, v := range m.Verifiers {
 		old[v.ID] = v.Fingerprint
@@ -174,6 +179,12 @@ func (rs *reuseSource) hasInputHash() bool {
 type prevRow struct {
 	rw     columnar.RewardRow
 	checks []columnar.CheckRow
+	// judgements are its rows of the judgements table, in a run that
+	// writes one (judging.multi); noJudgements is set there when the
+	// earlier run's judgements could not be read for it (a matched row, a
+	// part without its judgements), so that a judged row is not reused.
+	judgements   []columnar.JudgementRow
+	noJudgements bool
 	// sameInput is set when the unit's input is the earlier run's, byte
 	// for byte (reuseSource.unchanged).
 	sameInput bool
@@ -184,7 +195,7 @@ type prevRow struct {
 // result would be the same if graded again (retryRow).
 func (p *prevRow) reusable(pl *plan, v *verifiers.Verifier) bool {
 	return p.rw.InputHashValid && p.rw.VerifierID.S == v.ID && pl.reuse.reusable[v.ID] &&
-		!retryRow(&p.rw, p.checks, pl.judging, v)
+		!(p.noJudgements && pl.judging.judges(v)) && !retryRow(&p.rw, p.checks, pl.judging, v)
 }
 
 // retryRow reports whether a row's result may differ when it is graded
@@ -204,7 +215,9 @@ func (p *prevRow) reusable(pl *plan, v *verifiers.Verifier) bool {
 func retryRow(rw *columnar.RewardRow, checks []columnar.CheckRow, js *judging, v *verifiers.Verifier) bool {
 	switch rw.Status {
 	case verifiers.StatusPassed:
-		return false
+		if !js.partial() {
+			return false
+		}
 	case verifiers.StatusError:
 		if rw.ErrorKind.S != verifiers.KindVerifier {
 			return false
@@ -218,11 +231,20 @@ func retryRow(rw *columnar.RewardRow, checks []columnar.CheckRow, js *judging, v
 		switch {
 		case c.Status == verifiers.CheckError && strings.HasPrefix(c.Detail, judgeErrorPrefix):
 			return true
+		case c.Status != verifiers.CheckError && js.partial() && partialFailure(c.Detail):
+			return true
 		case c.Status == verifiers.CheckPending && js.judges(v):
 			return true
 		}
 	}
 	return false
+}
+
+// partialFailure reports whether a judged check's detail says that some
+// of its judgements failed and the others made its verdict
+// (judging.apply with JudgePanel.Partial).
+func partialFailure(detail string) bool {
+	return strings.HasSuffix(detail, " failed)") && strings.Contains(detail, " judgements; ")
 }
 
 // judgeErrorPrefix begins the detail of a check whose judgement failed
@@ -247,6 +269,12 @@ var prevCheckCols = []string{"check_index", "check_id", "label", "required", "st
 // decoding them overlaps with reading the unit's input.
 type prevUnit struct {
 	rewards, checks *columnar.ResultReader
+	// judgements reads the earlier judgements part in a run that writes
+	// one (nil: none, or no part to read); jnext is its row read ahead.
+	judgements *columnar.ResultReader
+	jnext      *columnar.JudgementRow
+	// multi is set in a run that writes the judgements table.
+	multi bool
 	// matched, when set, replaces rewards and checks: the earlier rows
 	// join.Match found for the unit, in its row order.
 	matched   *join.UnitMatches
@@ -288,7 +316,7 @@ func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUni
 		if err != nil {
 			return nil
 		}
-		pu := &prevUnit{matched: um, keep: len(keep), strs: columnar.Interner{},
+		pu := &prevUnit{matched: um, keep: len(keep), strs: columnar.Interner{}, multi: rs.multi,
 			ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
 		go pu.readAhead()
 		return pu
@@ -303,7 +331,12 @@ func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUni
 		return nil
 	}
 	pu := &prevUnit{rewards: rw, checks: ck, keep: len(keep), sameInput: rs.unchanged(u, cur) != nil, strs: columnar.Interner{},
-		ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
+		ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{}), multi: rs.multi}
+	if rs.multi {
+		// Without its judgements part, no judged row of the unit is
+		// reused (prevRow.noJudgements).
+		pu.judgements, _ = columnar.OpenResult(filepath.Join(rs.dir, judgementsDir, part), prevJudgementCols)
+	}
 	go pu.readAhead()
 	return pu
 }
@@ -341,6 +374,9 @@ func (pu *prevUnit) close() {
 		if pu.matched == nil {
 			pu.rewards.Close()
 			pu.checks.Close()
+		}
+		if pu.judgements != nil {
+			pu.judgements.Close()
 		}
 	}
 }
@@ -450,7 +486,99 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		}
 		p.checks = append(p.checks, cr)
 	}
+	if pu.multi {
+		if pu.judgements == nil {
+			p.noJudgements = true
+		} else if err := pu.readJudgements(p); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// prevJudgementCols are the judgements columns read from the earlier run,
+// in the order of the table.
+var prevJudgementCols = []string{"rollout_id", "task_id", "verifier_id", "check_index", "check_id", "judge_model",
+	"sample", "seed", "temperature", "score", "status", "issues", "suggestion", "error"}
+
+// readJudgements reads the earlier judgements of p, whose check rows are
+// read: the rows that follow, while they carry p's rollout id and one of
+// its check indexes, in the table's order (check index, then judge, then
+// sample). A row that goes back to an earlier check index, or starts the
+// current check's judgements again (its first judge's sample 0), belongs
+// to the next rollout, whose id may be the same. A judgements row naming
+// a check p does not have is an error: the parts are out of step.
+func (pu *prevUnit) readJudgements(p *prevRow) error {
+	last := int32(-1)
+	var first *columnar.JudgementRow
+	for {
+		if pu.jnext == nil {
+			c, err := pu.judgements.Next()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			jr, err := pu.judgementRow(c)
+			if err != nil {
+				return err
+			}
+			pu.jnext = &jr
+		}
+		jr := pu.jnext
+		if jr.RolloutID != p.rw.RolloutID || jr.CheckIndex < last ||
+			jr.CheckIndex == last && jr.JudgeModel == first.JudgeModel && jr.Sample == first.Sample {
+			return nil
+		}
+		if int(jr.CheckIndex) >= len(p.checks) || p.checks[jr.CheckIndex].CheckID != jr.CheckID {
+			return errors.New("judgements out of step with checks")
+		}
+		if jr.CheckIndex > last {
+			last, first = jr.CheckIndex, jr
+		}
+		p.judgements = append(p.judgements, *jr)
+		pu.jnext = nil
+	}
+}
+
+// judgementRow decodes a row of the judgements table read in the
+// columns prevJudgementCols.
+func (pu *prevUnit) judgementRow(c []columnar.Cell) (columnar.JudgementRow, error) {
+	var bad error
+	num := func(cell columnar.Cell) int64 {
+		v, err := strconv.ParseInt(string(cell.Data), 10, 64)
+		if err != nil {
+			bad = err
+		}
+		return v
+	}
+	float := func(cell columnar.Cell) (float64, bool) {
+		if cell.Kind == columnar.CellNull {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(string(cell.Data), 64)
+		if err != nil {
+			bad = err
+		}
+		return v, true
+	}
+	nstr := func(cell columnar.Cell) columnar.NullString {
+		if cell.Kind == columnar.CellNull {
+			return columnar.NullString{}
+		}
+		return columnar.Str(string(cell.Data))
+	}
+	jr := columnar.JudgementRow{RolloutID: string(c[0].Data), TaskID: pu.strs.Get(c[1].Data), VerifierID: nstr(c[2]),
+		CheckIndex: int32(num(c[3])), CheckID: pu.strs.Get(c[4].Data), JudgeModel: pu.strs.Get(c[5].Data),
+		Sample: int32(num(c[6])), Seed: num(c[7]), Status: pu.strs.Get(c[10].Data),
+		Issues: nstr(c[11]), Suggestion: nstr(c[12]), Error: nstr(c[13])}
+	jr.Temperature, _ = float(c[8])
+	jr.Score, jr.ScoreValid = float(c[9])
+	if bad != nil {
+		return jr, errors.New("unreadable judgements row")
+	}
+	return jr, nil
 }
 
 // issues returns the strings of an issues cell, a JSON array of strings.
@@ -662,6 +790,10 @@ func (p *prevRow) fill(rw *columnar.RewardRow, out *results) {
 		c.RolloutID, c.TaskID, c.VerifierID = rw.RolloutID, rw.TaskID, rw.VerifierID
 		out.checks = append(out.checks, c)
 	}
+	for _, j := range p.judgements {
+		j.RolloutID, j.TaskID, j.VerifierID = rw.RolloutID, rw.TaskID, rw.VerifierID
+		out.judgements = append(out.judgements, j)
+	}
 }
 
 // ReuseSummary counts what a run with Config.Reuse took from the earlier
@@ -843,7 +975,14 @@ func (rs *reuseSource) copyUnit(dir string, from, to int, part string) (*partSta
 	if _, err := os.Stat(idsPath(rs.dir, from)); err == nil {
 		files = append(files, [2]string{idsPath(rs.dir, from), idsPath(dir, to)})
 	}
-	for _, sub := range []string{"checks", "rewards"} {
+	subs := []string{"checks", "rewards"}
+	if rs.multi {
+		if _, err := os.Stat(filepath.Join(rs.dir, judgementsDir, part)); err != nil {
+			return nil, nil // the part lacks its judgements: read row by row
+		}
+		subs = []string{judgementsDir, "checks", "rewards"}
+	}
+	for _, sub := range subs {
 		files = append(files, [2]string{filepath.Join(rs.dir, sub, part), filepath.Join(dir, sub, part)})
 	}
 	for _, f := range files {

@@ -38,11 +38,18 @@ func countedVerifiers(calls map[string]*atomic.Int64) []*verifiers.Verifier {
 	return vs
 }
 
-// sameFiles fails unless the rewards and checks tables of dirs a and b
-// have the same parts, byte-identical.
+// sameFiles fails unless the rewards and checks tables of dirs a and b,
+// and their judgements tables when either has one, have the same parts,
+// byte-identical.
 func sameFiles(t *testing.T, a, b string) {
 	t.Helper()
-	for _, table := range []string{"rewards", "checks"} {
+	tables := []string{"rewards", "checks"}
+	for _, dir := range []string{a, b} {
+		if _, err := os.Stat(filepath.Join(dir, judgementsDir)); err == nil && len(tables) == 2 {
+			tables = append(tables, judgementsDir)
+		}
+	}
+	for _, table := range tables {
 		names := func(dir string) []string {
 			parts, err := filepath.Glob(filepath.Join(dir, table, "part-*"))
 			if err != nil || len(parts) == 0 {

@@ -304,9 +304,6 @@ func prepare(cfg Config) (_ *runner, err error) {
 	if p.judging, err = newJudging(cfg.Judge, cfg.JudgePanel, bound, cfg.JudgeMaxRequests); err != nil {
 		return nil, err
 	}
-	if cfg.Reuse != "" && p.judging != nil && p.judging.multi {
-		return nil, &ConfigError{Field: "Reuse", Msg: "reusing the results of a run with several judgements per rubric check is not built yet"}
-	}
 	if cfg.Reuse != "" {
 		if p.reuse, err = openReuse(cfg, p); err != nil {
 			return nil, err
@@ -816,7 +813,9 @@ func (w *writer) writeJob(j *job) error {
 		for i := range res.rewards {
 			rw := &res.rewards[i]
 			n := int(rw.ChecksTotal)
-			if rw.Status != verifiers.StatusPassed { // a passed row is never a retry row: no lookup
+			// A passed row is a retry row only when a failed judgement
+			// was left out of its checks' verdicts: no lookup otherwise.
+			if rw.Status != verifiers.StatusPassed || r.plan.judging.partial() {
 				if v := r.plan.bindings.Lookup(rw.TaskID); v != nil && retryRow(rw, checks[:n], r.plan.judging, v) {
 					w.retry++
 				}
