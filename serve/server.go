@@ -80,6 +80,15 @@ type Config struct {
 	// JudgePanel says how many judgements a rubric check gets and how
 	// they make its verdict (pipeline.JudgePanel).
 	JudgePanel pipeline.JudgePanel
+	// DefaultTask is the task of the rollouts of a trainer's request
+	// (POST /get_reward, /verify) that names none and has no ?task= on
+	// its URL ("": such a request is a 422).
+	DefaultTask string
+	// OnErrorReward, when set, is the reward /get_reward answers for a
+	// rollout that could not be graded, instead of failing the request
+	// (OpenRLHF has no "no score"; the value is the user's choice, not a
+	// grade).
+	OnErrorReward *float64
 }
 
 // Default limits.
@@ -234,6 +243,9 @@ func (s *Server) routes() {
 	m.Handle("DELETE /sessions/{id}", s.wrap("/sessions", true, false, s.handleDeleteSession))
 	m.Handle("POST /v1/grade", s.wrap("/v1/grade", true, true, s.handleGrade))
 	m.Handle("GET /v1/verifiers", s.wrap("/v1/verifiers", true, false, s.handleVerifiers))
+	m.Handle("POST /get_reward", s.wrap("/get_reward", true, true, s.handleGetReward))
+	m.Handle("POST /verify", s.wrap("/verify", true, true, s.handleVerify))
+	m.Handle("GET /reverify_mode", s.wrap("/reverify_mode", true, false, s.handleReverifyMode))
 	m.Handle("GET /healthz", s.wrap("/healthz", false, false, func(w http.ResponseWriter, r *http.Request, st *reqState) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
@@ -274,7 +286,7 @@ func (s *Server) routes() {
 			return
 		}
 		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path,
-			"routes: POST /verifier, PUT|DELETE /sessions/{id}, POST /v1/grade, GET /v1/verifiers, /healthz, /readyz, /metrics")
+			"routes: POST /verifier, PUT|DELETE /sessions/{id}, POST /v1/grade, GET /v1/verifiers, POST /get_reward, POST /verify, GET /reverify_mode, /healthz, /readyz, /metrics")
 	}))
 	s.mux = m
 }
@@ -283,9 +295,9 @@ func (s *Server) routes() {
 // header ("" for an unknown path).
 func allowed(path string) string {
 	switch path {
-	case "/verifier", "/v1/grade":
+	case "/verifier", "/v1/grade", "/get_reward", "/verify":
 		return "POST"
-	case "/v1/verifiers", "/healthz", "/readyz", "/metrics":
+	case "/v1/verifiers", "/healthz", "/readyz", "/metrics", "/reverify_mode":
 		return "GET, HEAD"
 	}
 	if id, ok := strings.CutPrefix(path, "/sessions/"); ok && id != "" && !strings.Contains(id, "/") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -27,7 +28,7 @@ const serveExamples = `  gavel serve
   curl -s localhost:8080/v1/grade -d @rollout.json`
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "gavel serve [flags]\n\nServes the gym verifier API (POST /verifier, PUT and DELETE /sessions/{id}), online grading\n(POST /v1/grade), GET /v1/verifiers, /healthz, /readyz and /metrics until SIGINT or SIGTERM,\nwhich drain the requests in flight. SIGHUP reloads --spec.", serveExamples, stdout)
+	fs := newFlagSet("serve", "gavel serve [flags]\n\nServes the gym verifier API (POST /verifier, PUT and DELETE /sessions/{id}), online grading\n(POST /v1/grade), trainers' reward protocols (OpenRLHF's POST /get_reward, NeMo Gym's POST /verify\nand GET /reverify_mode), GET /v1/verifiers, /healthz, /readyz and /metrics until SIGINT or SIGTERM,\nwhich drain the requests in flight. SIGHUP reloads --spec.", serveExamples, stdout)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen on `HOST:PORT`")
 	var specs listFlag
 	fs.Var(&specs, "spec", "declarative verifier `FILE` (YAML or JSON) or directory of them; repeatable; reloaded on SIGHUP")
@@ -42,9 +43,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxSessions := fs.Int("max-sessions", 10000, "sessions kept by PUT /sessions/{id} (least recently used evicted)")
 	maxMemory := sizeFlag(serve.DefaultMaxMemory)
 	fs.Var(&maxMemory, "max-memory", "keep the server's resident memory under `SIZE` (bytes, or with KiB, MiB, GiB): requests, sessions and compiled checks share it")
+	defaultTask := fs.String("default-task", "", "the task of a trainer's rollouts (POST /get_reward, /verify) whose request names none and whose URL has no ?task=")
+	onError := fs.String("on-error-reward", "", "answer `X` as the reward of a /get_reward rollout that could not be graded, instead of failing the request (your choice: X is not a grade)")
 	jf := judgeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	var onErrorReward *float64
+	if *onError != "" {
+		x, err := strconv.ParseFloat(*onError, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return usagef("gavel serve --on-error-reward 0", "--on-error-reward %q: want a finite number", *onError)
+		}
+		onErrorReward = &x
 	}
 	judgeCfg, panel, budget, err := jf.config()
 	if err != nil {
@@ -86,7 +97,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := serve.Config{
 		MaxBody: *maxBody, MaxInflight: *maxInflight, RequestTimeout: *reqTimeout, Timeout: *timeout, Token: token,
 		MaxSessions: *maxSessions, MaxMemory: int64(maxMemory), Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Judge: judgeCfg,
-		JudgePanel: panel,
+		JudgePanel: panel, DefaultTask: *defaultTask, OnErrorReward: onErrorReward,
 	}
 	if *tasks != "" {
 		t, err := pipeline.LoadTasks(*tasks, pipeline.Config{}.Fields)

@@ -1,0 +1,619 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// The reward protocols trainers speak: OpenRLHF's remote reward model
+// (POST /get_reward) and a NeMo Gym resources server (POST /verify, GET
+// /reverify_mode). Neither names a task or carries world states, so each
+// request is mapped onto rollouts one documented way (docs/trainers.md):
+//
+//   - output: the response (OpenRLHF's query minus its prompt; the text of
+//     a NeMo Gym response's assistant messages);
+//   - metadata, readable by specs as meta.<name>: prompt, and the ground
+//     truth as label (OpenRLHF's labels), or, for NeMo Gym, every field of
+//     the request beside responses_create_params and response (the task
+//     row's own fields, such as expected_answer);
+//   - task_id: the request's task field (OpenRLHF: a string, or a list
+//     with one task per query), else ?task= on the URL, else the server's
+//     DefaultTask. A rollout whose task binds no verifier fails the whole
+//     request with a 422 naming the task.
+//
+// The rollouts are graded as /v1/grade grades them (judge included).
+
+// trainerReq is the shared state of one /get_reward or /verify request.
+type trainerReq struct {
+	g    *gradeReq
+	doc  jsonview.Doc
+	rows []columnar.Row
+	line []byte // the rollouts' JSON text, rows' lines point into it
+	res  []trainerResult
+}
+
+// trainerResult is what a protocol answers of one graded rollout.
+type trainerResult struct {
+	status, kind, err string
+	reward            float64
+	rewardValid       bool
+	components        []component
+}
+
+// component is one check's score, for NeMo Gym's reward_components.
+type component struct {
+	id    string
+	score float64
+}
+
+// defaultTask returns the task of rollouts whose request names none: ?task=
+// on the URL, else the server's DefaultTask ("" when neither is set).
+func (s *Server) defaultTask(r *http.Request) string {
+	if r.URL.RawQuery != "" {
+		if t := r.URL.Query().Get("task"); t != "" {
+			return t
+		}
+	}
+	return s.cfg.DefaultTask
+}
+
+// appendRollout appends a rollout object's opening, its id, task and
+// output, to b; the caller appends metadata members and the closing brace.
+func appendRollout(b []byte, id, task string, output []byte) []byte {
+	b = append(b, `{"rollout_id":`...)
+	b = strconv.AppendQuote(b, id)
+	b = append(b, `,"task_id":`...)
+	b = appendJSONString(b, []byte(task))
+	b = append(b, `,"output":`...)
+	return appendJSONString(b, output)
+}
+
+// appendJSONString appends s as a JSON string (s is UTF-8 text read from a
+// JSON document, so it is valid).
+func appendJSONString(b, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// grade grades the rollouts of t.line, one per row, and fills t.res in
+// their order. It answers the request itself and returns false when they
+// could not be graded, or when a rollout's task binds no verifier.
+func (t *trainerReq) grade(w http.ResponseWriter, starts []int) bool {
+	g := t.g
+	t.rows = t.rows[:0]
+	for i, from := range starts {
+		end := len(t.line)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		t.rows = append(t.rows, columnar.Row{Index: int64(i), Line: t.line[from:end]})
+	}
+	b := columnar.Batch{JSONLines: true, Rows: t.rows}
+	t.res = t.res[:0]
+	err := g.set.grader.GradeJudged(g.ctx, &b, []string{}, func(rw *columnar.RewardRow, checks []columnar.CheckRow, _ []columnar.JudgementRow) error {
+		r := trainerResult{status: rw.Status, kind: rw.ErrorKind.S, err: rw.Error.S, reward: rw.Reward, rewardValid: rw.RewardValid}
+		for i := range checks {
+			c := &checks[i]
+			switch {
+			case c.ScoreValid:
+				r.components = append(r.components, component{c.CheckID, c.Score})
+			case c.Status == verifiers.CheckPass:
+				r.components = append(r.components, component{c.CheckID, 1})
+			case c.Status == verifiers.CheckFail:
+				r.components = append(r.components, component{c.CheckID, 0})
+			}
+		}
+		t.res = append(t.res, r)
+		g.s.metrics.graded(rw.Status, 1)
+		atomic.AddInt64(&g.st.rollouts, 1)
+		return nil
+	})
+	if err != nil {
+		g.gradeFailed(err)
+		return false
+	}
+	for i := range t.res {
+		if t.res[i].kind == verifiers.KindNoVerifier {
+			writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("rollout %d: %s", i, t.res[i].err),
+				"name a task a verifier binds: the request's task field, ?task= on the URL, or gavel serve --default-task")
+			return false
+		}
+	}
+	return true
+}
+
+// failure returns why a graded rollout has no reward ("" when it has one).
+func (r *trainerResult) failure() string {
+	switch {
+	case r.status == verifiers.StatusError:
+		return r.kind + ": " + r.err
+	case !r.rewardValid:
+		return "no reward (status " + r.status + ")"
+	}
+	return ""
+}
+
+// handleGetReward answers OpenRLHF's remote reward model request:
+//
+//	{"query": [text...], "prompts": [text...], "labels": [any...], "task": text | [text...]}
+//
+// with {"rewards": [...], "scores": [...], "extra_logs": {...}}, rewards
+// and scores both gavel's reward, extra_logs the numbers OpenRLHF logs per
+// sample (passed, checks_passed, checks_total, and error with
+// --on-error-reward). A rollout without a reward makes the answer a 422
+// naming each such rollout, unless the server was started with
+// --on-error-reward, whose value it then gets.
+func (s *Server) handleGetReward(w http.ResponseWriter, r *http.Request, st *reqState) {
+	t, ok := s.trainerStart(w, r, st)
+	if !ok {
+		return
+	}
+	root, ok := t.parse(w)
+	if !ok {
+		return
+	}
+	query := root.Get("query")
+	if query.Kind() != jsonview.Array {
+		writeError(w, http.StatusBadRequest, "request body: query: want a list of strings (prompt and response, as OpenRLHF sends them)", getRewardHint)
+		return
+	}
+	n := query.Len()
+	prompts, labels, task := root.Get("prompts"), root.Get("labels"), root.Get("task")
+	for _, f := range []struct {
+		name string
+		v    jsonview.Value
+	}{{"prompts", prompts}, {"labels", labels}} {
+		if f.v.Exists() && f.v.Kind() != jsonview.Null && (f.v.Kind() != jsonview.Array || f.v.Len() != n) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: %s: want a list as long as query (%d)", f.name, n), getRewardHint)
+			return
+		}
+	}
+	if task.Exists() && task.Kind() != jsonview.String && (task.Kind() != jsonview.Array || task.Len() != n) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: task: want a string, or a list as long as query (%d)", n), getRewardHint)
+		return
+	}
+	def := s.defaultTask(r)
+	starts := make([]int, 0, n)
+	p, l := prompts.First(), labels.First()
+	tk := task
+	if task.Kind() == jsonview.Array {
+		tk = task.First()
+	}
+	i := 0
+	for q := query.First(); q.Exists(); q = q.Next() {
+		qs, ok := q.Str()
+		if !ok {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: query[%d]: want a string", i), getRewardHint)
+			return
+		}
+		output := qs
+		var prompt []byte
+		if p.Exists() {
+			if prompt, ok = p.Str(); !ok {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: prompts[%d]: want a string", i), getRewardHint)
+				return
+			}
+			rest, found := strings.CutPrefix(string(qs), string(prompt))
+			if !found {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: query[%d] does not begin with prompts[%d]: the response cannot be told from the prompt", i, i), getRewardHint)
+				return
+			}
+			output = qs[len(qs)-len(rest):]
+		}
+		name := def
+		if tk.Exists() {
+			s, ok := tk.Str()
+			if !ok {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: task[%d]: want a string", i), getRewardHint)
+				return
+			}
+			name = string(s)
+		}
+		if name == "" {
+			writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("rollout %d names no task", i), "send a task field, ?task= on the URL, or start gavel serve with --default-task")
+			return
+		}
+		starts = append(starts, len(t.line))
+		t.line = appendRollout(t.line, strconv.Itoa(i), name, output)
+		if p.Exists() {
+			t.line = append(t.line, `,"prompt":`...)
+			t.line = appendJSONString(t.line, prompt)
+			p = p.Next()
+		}
+		if l.Exists() {
+			t.line = append(t.line, `,"label":`...)
+			t.line = append(t.line, l.Raw()...)
+			l = l.Next()
+		}
+		t.line = append(t.line, '}')
+		if task.Kind() == jsonview.Array {
+			tk = tk.Next()
+		}
+		i++
+	}
+	if !t.grade(w, starts) {
+		return
+	}
+	onError := s.cfg.OnErrorReward
+	var failed []string
+	for i := range t.res {
+		if why := t.res[i].failure(); why != "" && onError == nil {
+			failed = append(failed, fmt.Sprintf("rollout %d: %s", i, why))
+		}
+	}
+	if len(failed) > 0 {
+		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("%d of %d rollouts could not be graded: %s", len(failed), n, strings.Join(failed, "; ")),
+			"fix the rollouts or the verifiers; gavel serve --on-error-reward X answers X for them instead (your choice: X is then not a grade)")
+		return
+	}
+	out := append(t.g.body[:0], `{"rewards":`...)
+	rewards := func(out []byte) []byte {
+		out = append(out, '[')
+		for i := range t.res {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			v := t.res[i].reward
+			if t.res[i].failure() != "" {
+				v = *onError
+			}
+			out = strconv.AppendFloat(out, v, 'g', -1, 64)
+		}
+		return append(out, ']')
+	}
+	out = rewards(out)
+	out = append(out, `,"scores":`...)
+	out = rewards(out)
+	out = append(out, `,"extra_logs":{`...)
+	logs := []struct {
+		name string
+		f    func(r *trainerResult) float64
+	}{
+		{"passed", func(r *trainerResult) float64 { return b2f(r.status == verifiers.StatusPassed) }},
+		{"checks_passed", func(r *trainerResult) float64 {
+			n := 0
+			for _, c := range r.components {
+				if c.score > 0 {
+					n++
+				}
+			}
+			return float64(n)
+		}},
+		{"checks_total", func(r *trainerResult) float64 { return float64(len(r.components)) }},
+	}
+	if onError != nil {
+		logs = append(logs, struct {
+			name string
+			f    func(r *trainerResult) float64
+		}{"error", func(r *trainerResult) float64 { return b2f(r.failure() != "") }})
+	}
+	for k, lg := range logs {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendQuote(out, lg.name)
+		out = append(out, ":["...)
+		for i := range t.res {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = strconv.AppendFloat(out, lg.f(&t.res[i]), 'g', -1, 64)
+		}
+		out = append(out, ']')
+	}
+	out = append(out, "}}\n"...)
+	t.g.body = out
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out)
+}
+
+const getRewardHint = `{"query": ["<prompt><response>", ...], "prompts": ["<prompt>", ...], "labels": [...], "task": "TASK-ID"}`
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// nemoGymRequest are the fields of a NeMo Gym verify request that are not
+// the task row's own; nemoGymAnswer the fields of its answer that gavel
+// sets (an earlier verification's, in a stored rollout, are replaced).
+var (
+	nemoGymRequest = []string{"responses_create_params", "response", "task"}
+	nemoGymAnswer  = []string{"reward", "reward_components", "_ng_failure_class", "_ng_failure_terminal", "error"}
+)
+
+// handleVerify answers a NeMo Gym resources server's POST /verify: the
+// request is the task row's fields with responses_create_params and
+// response; the answer is the request with reward (gavel's reward) and
+// reward_components (each check's score: its score, else 1 for pass and 0
+// for fail). A rollout gavel could not grade is answered in NeMo Gym's
+// failure shape, reward 0.0 with _ng_failure_class "gavel_error" and
+// error, which NeMo Gym routes to its failures file, never a bare 0;
+// _ng_failure_terminal is set when grading it again cannot help (an input
+// error).
+func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, st *reqState) {
+	t, ok := s.trainerStart(w, r, st)
+	if !ok {
+		return
+	}
+	root, ok := t.parse(w)
+	if !ok {
+		return
+	}
+	if root.Kind() != jsonview.Object {
+		writeError(w, http.StatusBadRequest, "request body: want a JSON object (a NeMo Gym verify request)", verifyHint)
+		return
+	}
+	params, resp := root.Get("responses_create_params"), root.Get("response")
+	if params.Kind() != jsonview.Object || resp.Kind() != jsonview.Object {
+		writeError(w, http.StatusBadRequest, "request body: responses_create_params and response: want two objects", verifyHint)
+		return
+	}
+	output, err := responseText(resp)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "request body: response: "+err.Error(), verifyHint)
+		return
+	}
+	prompt, err := promptText(params.Get("input"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "request body: responses_create_params.input: "+err.Error(), verifyHint)
+		return
+	}
+	task := s.defaultTask(r)
+	if tv := root.Get("task"); tv.Exists() {
+		ts, ok := tv.Str()
+		if !ok {
+			writeError(w, http.StatusBadRequest, "request body: task: want a string", verifyHint)
+			return
+		}
+		task = string(ts)
+	}
+	if task == "" {
+		writeError(w, http.StatusUnprocessableEntity, "the request names no task", "send a task field, ?task= on the URL, or start gavel serve with --default-task")
+		return
+	}
+	t.line = appendRollout(t.line, "verify", task, output)
+	t.line = append(t.line, `,"prompt":`...)
+	t.line = appendJSONString(t.line, prompt)
+	for m := root.First(); m.Exists(); m = m.Next() {
+		if k := m.Key(); isAnyOf(k, nemoGymRequest) || gymFields.Is(string(k)) {
+			continue // a rollout field or the response: not the task row's
+		}
+		t.line = append(t.line, ',')
+		t.line = append(t.line, m.RawMember()...)
+	}
+	t.line = append(t.line, '}')
+	if !t.grade(w, []int{0}) {
+		return
+	}
+	res := &t.res[0]
+	// The answer is the request's members, but those gavel sets.
+	out := append(t.g.body[:0], '{')
+	for m := root.First(); m.Exists(); m = m.Next() {
+		if isAnyOf(m.Key(), nemoGymAnswer) {
+			continue
+		}
+		out = append(out, m.RawMember()...)
+		out = append(out, ',')
+	}
+	if why := res.failure(); why != "" {
+		out = append(out, `"reward":0.0,"_ng_failure_class":"gavel_error","error":`...)
+		out = appendJSONString(out, []byte(why))
+		if res.kind == verifiers.KindInput {
+			out = append(out, `,"_ng_failure_terminal":true`...)
+		}
+	} else {
+		out = append(out, `"reward":`...)
+		out = appendFloat(out, res.reward)
+		out = append(out, `,"reward_components":{`...)
+		for i, c := range res.components {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = strconv.AppendQuote(out, c.id)
+			out = append(out, ':')
+			out = appendFloat(out, c.score)
+		}
+		out = append(out, '}')
+	}
+	out = append(out, "}\n"...)
+	t.g.body = out
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out)
+}
+
+const verifyHint = `{"responses_create_params": {"input": [...]}, "response": {"output": [...]}, "task": "TASK-ID", ...the task row's fields}`
+
+// appendFloat appends v as a JSON number that reads back as a float in
+// Python (1.0, not 1).
+func appendFloat(b []byte, v float64) []byte {
+	n := len(b)
+	b = strconv.AppendFloat(b, v, 'g', -1, 64)
+	for _, c := range b[n:] {
+		if c == '.' || c == 'e' || c == 'E' || c == 'N' || c == 'I' {
+			return b
+		}
+	}
+	return append(b, '.', '0')
+}
+
+// isAnyOf reports whether key is one of names.
+func isAnyOf(key []byte, names []string) bool {
+	for _, n := range names {
+		if string(key) == n {
+			return true
+		}
+	}
+	return false
+}
+
+// responseText returns the text of a Responses API response's assistant
+// messages: the output_text parts of its output items of type message, in
+// order, joined by newlines. Other items (reasoning, function calls and
+// their outputs) are not the answer.
+func responseText(resp jsonview.Value) ([]byte, error) {
+	items := resp.Get("output")
+	if items.Kind() != jsonview.Array {
+		return nil, errors.New("output: want a list of output items")
+	}
+	var out []byte
+	n := 0
+	for it := items.First(); it.Exists(); it = it.Next() {
+		if typ, _ := it.Get("type").Str(); string(typ) != "message" {
+			continue
+		}
+		if role, ok := it.Get("role").Str(); ok && string(role) != "assistant" {
+			continue
+		}
+		content := it.Get("content")
+		if content.Kind() != jsonview.Array {
+			return nil, fmt.Errorf("output[%d].content: want a list of content parts", n)
+		}
+		for c := content.First(); c.Exists(); c = c.Next() {
+			if typ, _ := c.Get("type").Str(); string(typ) != "output_text" {
+				continue
+			}
+			text, ok := c.Get("text").Str()
+			if !ok {
+				return nil, fmt.Errorf("output[%d]: an output_text part without a text string", n)
+			}
+			if len(out) > 0 {
+				out = append(out, '\n')
+			}
+			out = append(out, text...)
+		}
+		n++
+	}
+	return out, nil
+}
+
+// promptText returns the prompt of a Responses API request's input: the
+// input itself when it is a string, else the text of its last user
+// message ("" when it has none).
+func promptText(input jsonview.Value) ([]byte, error) {
+	switch input.Kind() {
+	case jsonview.Missing, jsonview.Null:
+		return nil, nil
+	case jsonview.String:
+		s, _ := input.Str()
+		return s, nil
+	case jsonview.Array:
+	default:
+		return nil, errors.New("want a string or a list of messages")
+	}
+	var last jsonview.Value
+	for m := input.First(); m.Exists(); m = m.Next() {
+		if role, _ := m.Get("role").Str(); string(role) == "user" {
+			last = m
+		}
+	}
+	if !last.Exists() {
+		return nil, nil
+	}
+	content := last.Get("content")
+	if s, ok := content.Str(); ok {
+		return s, nil
+	}
+	if content.Kind() != jsonview.Array {
+		return nil, errors.New("a user message's content: want a string or a list of parts")
+	}
+	var out []byte
+	for c := content.First(); c.Exists(); c = c.Next() {
+		if text, ok := c.Get("text").Str(); ok {
+			if len(out) > 0 {
+				out = append(out, '\n')
+			}
+			out = append(out, text...)
+		}
+	}
+	return out, nil
+}
+
+// handleReverifyMode answers NeMo Gym's GET /reverify_mode: gavel's
+// verifiers are pure functions of the rollout, so re-verifying stored
+// rollouts is safe.
+func (s *Server) handleReverifyMode(w http.ResponseWriter, r *http.Request, st *reqState) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`"stateless"` + "\n"))
+}
+
+// trainerStart reads a trainer request's body and returns its state; it
+// answers the request itself and returns false when it cannot.
+func (s *Server) trainerStart(w http.ResponseWriter, r *http.Request, st *reqState) (*trainerReq, bool) {
+	set := s.set.Load()
+	if set == nil {
+		writeError(w, http.StatusServiceUnavailable, "no verifiers loaded yet", "retry when /readyz answers 200")
+		return nil, false
+	}
+	g := &gradeReq{s: s, set: set, w: w, st: st, ctx: r.Context()}
+	if s.cfg.Judge != nil {
+		// The judge's waits end at the request's deadline, as /v1/grade's.
+		ctx, cancel := context.WithDeadline(g.ctx, st.acct.deadline)
+		context.AfterFunc(r.Context(), cancel)
+		g.ctx = ctx
+	}
+	body, ok := readBody(w, r, &st.acct, s.cfg.MaxBody, nil)
+	if !ok {
+		return nil, false
+	}
+	t := &trainerReq{g: g}
+	t.doc.LimitIndex(indexPerByte, indexFloor)
+	g.body = body
+	return t, true
+}
+
+// parse parses the request's body.
+func (t *trainerReq) parse(w http.ResponseWriter) (jsonview.Value, bool) {
+	body := t.g.body
+	root, err := t.doc.Parse(body)
+	if err != nil {
+		var se *jsonview.SyntaxError
+		if errors.As(err, &se) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: invalid JSON at byte %d: %s", se.Offset, se.Msg), "send one JSON object")
+		} else {
+			writeError(w, http.StatusBadRequest, "request body: "+err.Error(), "send one JSON object")
+		}
+		return jsonview.Value{}, false
+	}
+	if root.Kind() != jsonview.Object {
+		writeError(w, http.StatusBadRequest, "request body: want a JSON object", "send one JSON object")
+		return jsonview.Value{}, false
+	}
+	// The answer is built in a buffer of its own: the body stays parsed.
+	t.g.body = nil
+	return root, true
+}
