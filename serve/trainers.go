@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -225,12 +226,11 @@ func (s *Server) handleGetReward(w http.ResponseWriter, r *http.Request, st *req
 				writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: prompts[%d]: want a string", i), getRewardHint)
 				return
 			}
-			rest, found := strings.CutPrefix(string(qs), string(prompt))
-			if !found {
+			if !bytes.HasPrefix(qs, prompt) {
 				writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: query[%d] does not begin with prompts[%d]: the response cannot be told from the prompt", i, i), getRewardHint)
 				return
 			}
-			output = qs[len(qs)-len(rest):]
+			output = qs[len(prompt):]
 		}
 		name := def
 		if tk.Exists() {

@@ -86,18 +86,28 @@ func run(bin, dataDir string, rollouts int, dur time.Duration, maxReq, conns, ov
 	}
 	gradeRate := float64(rollouts) / gp.Wall.Seconds()
 
-	srv, addr, err := startServe(bin)
+	spec := filepath.Join(dataDir, "trainers.yaml")
+	if err := os.WriteFile(spec, []byte(trainerSpec), 0o644); err != nil {
+		return err
+	}
+	srv, addr, err := startServe(bin, "--spec", spec)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
 	url := "http://" + addr
 
+	answers := trainerBodies(2000)
 	var rows [][]string
 	for _, route := range []struct {
 		name, path string
 		bodies     [][]byte
-	}{{"POST /v1/grade, 1 rollout", "/v1/grade", lines}, {"POST /verifier, 1 state check", "/verifier", gymBodies}} {
+	}{
+		{"POST /v1/grade, 1 rollout", "/v1/grade", lines}, {"POST /verifier, 1 state check", "/verifier", gymBodies},
+		{"POST /v1/grade, 1 answer (trainer phase)", "/v1/grade", answers.grade},
+		{"POST /get_reward, 1 answer (OpenRLHF)", "/get_reward", answers.openRLHF},
+		{"POST /verify, 1 answer (NeMo Gym)", "/verify", answers.nemoGym},
+	} {
 		cpu0 := srv.cpu()
 		self0 := selfCPU()
 		max := closedLoop(url+route.path, route.bodies, conns, dur, maxReq)
@@ -235,14 +245,14 @@ type server struct {
 	err     error
 }
 
-func startServe(bin string) (*server, string, error) {
+func startServe(bin string, args ...string) (*server, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "serve", "--addr", addr)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr}, args...)...)
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=") // the server's own soft limit
 	cmd.Stdout = io.Discard
 	cmd.Stderr = io.Discard // one access log line per request
@@ -495,4 +505,48 @@ func postFile(url, path string) (int, error) {
 		}
 		n++
 	}
+}
+
+// trainerSpec is the verifier of the trainer phase: an answer checked
+// against the ground truth the trainer sends, as docs/trainers.md maps it.
+const trainerSpec = `verifiers:
+  - id: VER-ANSWER
+    task: TASK-ANSWER
+    name: the answer holds the label
+    checks:
+      - id: answer
+        type: expr
+        expr: "output.contains(string(meta.label))"
+      - id: short
+        type: expr
+        optional: true
+        expr: "size(output) < 200"
+`
+
+// answerBodies are the same answers as the bodies of three routes.
+type answerBodies struct {
+	grade, openRLHF, nemoGym [][]byte
+}
+
+// trainerBodies returns n answers to arithmetic questions, half of them
+// right, as /v1/grade rollouts, OpenRLHF /get_reward requests of one
+// query and NeMo Gym /verify requests.
+func trainerBodies(n int) answerBodies {
+	var b answerBodies
+	for i := range n {
+		x, y := i%97, i%89
+		answer := x * y
+		if i%2 == 1 {
+			answer++
+		}
+		prompt := fmt.Sprintf("<|user|>What is %d times %d? Show your work.<|assistant|>", x, y)
+		output := fmt.Sprintf("%d times %d: %d tens and %d ones, so the product is %d.", x, y, x*y/10, x*y%10, answer)
+		label := strconv.Itoa(x * y)
+		b.grade = append(b.grade, fmt.Appendf(nil, `{"rollout_id":"a%d","task_id":"TASK-ANSWER","output":%q,"prompt":%q,"label":%q}`, i, output, prompt, label))
+		b.openRLHF = append(b.openRLHF, fmt.Appendf(nil, `{"query":[%q],"prompts":[%q],"labels":[%q],"task":"TASK-ANSWER"}`, prompt+output, prompt, label))
+		b.nemoGym = append(b.nemoGym, fmt.Appendf(nil, `{"responses_create_params":{"input":[{"role":"user","content":%q}]},`+
+			`"response":{"id":"resp_%d","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":%q}]}]},`+
+			`"task":"TASK-ANSWER","label":%q}`, prompt, i, output, label))
+	}
+	return b
 }
