@@ -7,7 +7,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-compare bench-s3 loadtest clean
+.PHONY: build wheel test-python demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-compare bench-s3 loadtest clean
 
 # The binary is static and stripped: no cgo, so no libc to match, and it
 # runs on any Linux of its architecture. Only this build: `make test` keeps
@@ -15,6 +15,38 @@ ROLLOUTS ?= 20000
 # `gavel --version` prints, even where GOFLAGS turns stamping off.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags='-s -w' -o $(BIN) ./cmd/gavel
+
+# `make wheel` packs bin/gavel, as `make build` made it (run that first
+# after changing Go code; CI builds the binary once and packs that file),
+# into the Python package under python/ and builds a platform wheel in
+# python/dist, tagged for the binary's architecture (python/hatch_build.py).
+# The build tools live in a virtual environment under $(PY_VENV).
+PYTHON   ?= python3
+PY_VENV  ?= bin/venv
+PY_DEPS  := hatchling pyarrow pandas polars pytest mypy
+PYTEST_ARGS ?=
+$(PY_VENV)/.installed:
+	$(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PY_VENV)/bin/python -m pip install -q $(PY_DEPS)
+	touch $@
+
+$(BIN):
+	$(MAKE) build
+
+wheel: $(PY_VENV)/.installed | $(BIN)
+	rm -rf python/dist python/build python/src/gavel/bin
+	install -D -m 0755 $(BIN) python/src/gavel/bin/gavel
+	cd python && ../$(PY_VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w dist .
+	@ls python/dist/*.whl
+
+# `make test-python` installs the wheel of `make wheel` into $(PY_VENV),
+# type-checks the package (mypy --strict) and runs its tests against the
+# installed copy, never the source tree. PYTEST_ARGS passes pytest flags.
+test-python: wheel
+	$(PY_VENV)/bin/python -m pip install -q --force-reinstall --no-deps python/dist/gavel-*.whl
+	cd python && ../$(PY_VENV)/bin/python -m mypy src/gavel
+	cd python && ../$(PY_VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 demo: build
 	mkdir -p $(DEMO)
@@ -140,4 +172,4 @@ loadtest: build
 	bin/bench-loadtest -bin $(BIN) -data $(BENCH_DATA) -rollouts $(LOADTEST_ROLLOUTS) -duration $(LOADTEST_DURATION)
 
 clean:
-	rm -rf bin $(DEMO) gavel-out
+	rm -rf bin $(DEMO) gavel-out python/dist python/build python/src/gavel/bin

@@ -1,0 +1,18 @@
+"""gavel grades agent rollouts in bulk, from Python.
+
+:func:`grade` runs the gavel binary this package carries on files, URLs or
+rows in memory (pyarrow, pandas, Polars, dicts) and returns the rewards
+and checks as pyarrow tables; :func:`read` reads a result directory;
+:class:`Client` grades through a running ``gavel serve``.
+"""
+
+from ._binary import binary
+from ._client import Client, ServedResults
+from ._errors import GavelError
+from ._grade import Data, grade
+from ._options import GradeOptions
+from ._results import Results, read
+
+__all__ = ["grade", "read", "Client", "Results", "ServedResults", "GavelError", "GradeOptions", "Data", "binary"]
+
+__version__ = "0.1.0"

@@ -1,0 +1,253 @@
+"""gavel.grade: runs the gavel binary on files or on in-memory data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, Union, Unpack
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from ._binary import binary
+from ._errors import GavelError
+from ._options import GradeOptions, PathArg, option_args
+from ._results import Results, read
+
+if TYPE_CHECKING:
+    import pandas
+    import polars
+
+__all__ = ["grade", "Data"]
+
+Data = Union[
+    PathArg,
+    Sequence[PathArg],
+    Sequence[Mapping[str, Any]],
+    pa.Table,
+    pa.RecordBatch,
+    pa.RecordBatchReader,
+    "pandas.DataFrame",
+    "polars.DataFrame",
+]
+"""What :func:`grade` grades: paths or URLs (one or a list), which the binary
+reads itself; or rows in memory: a pyarrow ``Table``, ``RecordBatch`` or
+``RecordBatchReader``, a pandas or Polars ``DataFrame`` (or any object with
+``__arrow_c_stream__``), or a list of dicts."""
+
+
+def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
+    """Grades rollouts with gavel's verifiers and returns the results.
+
+    ``data`` is one of :data:`Data`. Paths and URLs (files, directories,
+    globs, ``s3://...``) are read by the binary, as ``gavel grade`` reads
+    its inputs. Rows in memory are sent to the binary as an Arrow IPC
+    stream on its standard input, batch by batch, without a temporary file
+    (a pyarrow table or a Polars frame without copying their buffers);
+    the rewards come back as an Arrow stream on its standard output.
+
+    ``options`` are the flags of ``gavel grade`` (:class:`GradeOptions`):
+    ``spec=``, ``tasks=``, ``map=``, ``keep=``, ``judge_model=``,
+    ``workers=``, ...; a repeatable flag takes a list, a boolean flag
+    ``True``. With ``out=`` the run writes that result directory and keeps
+    it; without it, paths are graded into a temporary directory that is
+    read into memory and removed, and rows in memory are streamed with no
+    directory at all (then :attr:`Results.summary` and
+    :attr:`Results.judgements` are ``None``).
+
+    Rows with status ``error`` are rows of the results (``exit_status``
+    3). A usage or configuration error (exit status 2) or a fatal error
+    (exit status 1) raises :class:`GavelError` with the binary's message.
+    """
+    opts: dict[str, object] = dict(options)
+    out = opts.pop("out", None)
+    args = option_args(opts)
+    if isinstance(data, (str, os.PathLike)):
+        return _grade_paths([os.fspath(data)], args, out)
+    if isinstance(data, Sequence) and not isinstance(data, (bytes, bytearray)):
+        if not data:
+            raise ValueError("grade: no data (an empty list)")
+        if all(isinstance(d, (str, os.PathLike)) for d in data):
+            return _grade_paths([os.fspath(d) for d in data], args, out)  # type: ignore[arg-type]
+        if all(isinstance(d, Mapping) for d in data):
+            return _grade_stream(_rows_table(data).to_reader(), args, out)  # type: ignore[arg-type]
+        raise TypeError("grade: a list must hold only paths or only rows (dicts)")
+    return _grade_stream(_reader(data), args, out)
+
+
+def _reader(data: object) -> pa.RecordBatchReader:
+    """Returns a reader over in-memory data, without copying where Arrow allows."""
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if isinstance(data, pa.Table):
+        return data.to_reader()
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data]).to_reader()
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(data, pd.DataFrame):
+        # pandas' own stream would carry the index as a column.
+        return pa.Table.from_pandas(data, preserve_index=False).to_reader()
+    if hasattr(data, "__arrow_c_stream__"):
+        # Polars, DuckDB and other Arrow producers hand over their buffers.
+        return pa.RecordBatchReader.from_stream(data)
+    if hasattr(data, "collect") and type(data).__module__.startswith("polars"):
+        raise TypeError("grade: a Polars LazyFrame: call .collect() first")
+    raise TypeError(
+        f"grade: cannot grade a {type(data).__module__}.{type(data).__qualname__}: want paths, "
+        "a pyarrow Table or RecordBatchReader, a pandas or Polars DataFrame, or a list of dicts"
+    )
+
+
+def _rows_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Returns a table of rows given as dicts.
+
+    Objects and arrays (a state, a log) are written as JSON text, which
+    gavel reads as it reads JSON Lines: a member one row lacks stays
+    absent, rather than becoming a null member of a struct column common
+    to all rows.
+    """
+    encoded = []
+    for i, row in enumerate(rows):
+        enc: dict[str, Any] = {}
+        for k, v in row.items():
+            if isinstance(v, (Mapping, list, tuple)):
+                try:
+                    v = json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+                except (TypeError, ValueError) as e:
+                    raise TypeError(f"grade: row {i}, field {k}: {e}") from e
+            enc[k] = v
+        encoded.append(enc)
+    try:
+        return pa.Table.from_pylist(encoded)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise TypeError(f"grade: rows: {e}") from e
+
+
+def _failed(code: int, stderr: str) -> GavelError:
+    """Returns the error of a run that exited with code, in the binary's words.
+
+    The binary prints an error as ``gavel: MESSAGE`` and, for a usage
+    error, ``Try: HINT``; anything else it wrote stays in ``stderr``.
+    """
+    if code < 0:
+        return GavelError(f"gavel was killed by signal {-code}", exit_status=code, stderr=stderr)
+    msgs, hint = [], None
+    for line in stderr.splitlines():
+        if line.startswith("gavel: "):
+            msgs.append(line.removeprefix("gavel: "))
+        elif line.startswith("Try: "):
+            hint = line.removeprefix("Try: ")
+    if not msgs:
+        msgs = stderr.strip().splitlines()[-5:] or [f"gavel exited with status {code} and no message"]
+    return GavelError("\n".join(msgs), exit_status=code, hint=hint, stderr=stderr)
+
+
+def _grade_paths(inputs: list[str], args: list[str], out: object) -> Results:
+    """Grades files or URLs the binary reads, into out or a temporary directory."""
+    bin_path = binary()
+    with tempfile.TemporaryDirectory(prefix="gavel-") as tmp:
+        dest = os.fspath(out) if out is not None else os.path.join(tmp, "out")  # type: ignore[call-overload]
+        # "--" ends the flags: an input named like a flag stays an input.
+        cmd = [bin_path, "grade", *args, "--out", dest, "--", *inputs]
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+        if proc.returncode not in (0, 3):
+            raise _failed(proc.returncode, proc.stderr)
+        res = read(dest, exit_status=proc.returncode)
+        res.log = proc.stderr
+        if out is None:
+            res.out = None
+        return res
+
+
+def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: object) -> Results:
+    """Grades in-memory rows sent to the binary as an Arrow IPC stream.
+
+    A thread writes the batches to the binary's standard input while this
+    one reads the rewards stream from its standard output and another
+    drains its standard error, so neither side waits on a full pipe. The
+    checks come in an Arrow IPC file the binary writes (--checks-out).
+    """
+    bin_path = binary()
+    with tempfile.TemporaryDirectory(prefix="gavel-") as tmp:
+        checks_path = os.path.join(tmp, "checks.arrow")
+        if out is None:
+            dest = "-"
+            extra = ["--checks-out", checks_path]
+        else:
+            dest = os.fspath(out)  # type: ignore[call-overload]
+            extra = []
+        cmd = [bin_path, "grade", *args, "--input-format", "arrow-stream", *extra, "--out", dest, "-"]
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        failures: list[BaseException] = []
+        stderr_chunks: list[bytes] = []
+        writer = threading.Thread(target=_write_stream, args=(reader, proc.stdin, failures), daemon=True)
+        drainer = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+        writer.start()
+        drainer.start()
+        rewards: pa.Table | None = None
+        read_err: Exception | None = None
+        try:
+            if dest == "-":
+                try:
+                    rewards = ipc.open_stream(proc.stdout).read_all()
+                except (pa.ArrowInvalid, OSError) as e:
+                    read_err = e
+            else:
+                proc.stdout.read()
+            code = proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            writer.join()
+            drainer.join()
+            proc.stdout.close()
+            proc.stderr.close()
+        stderr = b"".join(stderr_chunks).decode("utf-8", "replace")
+        if failures:
+            raise failures[0]
+        if code not in (0, 3):
+            raise _failed(code, stderr)
+        if dest != "-":
+            res = read(dest, exit_status=code)
+            res.log = stderr
+            return res
+        if read_err is not None or rewards is None:
+            raise GavelError(f"read the rewards stream from gavel: {read_err}", exit_status=code, stderr=stderr)
+        try:
+            with pa.OSFile(checks_path) as f:
+                checks = ipc.open_file(f).read_all()
+        except (FileNotFoundError, pa.ArrowInvalid) as e:
+            raise GavelError(f"read the checks gavel wrote: {e}", exit_status=code, stderr=stderr) from e
+        return Results(rewards=rewards, checks=checks, summary=None, exit_status=code, log=stderr)
+
+
+def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], failures: list[BaseException]) -> None:
+    """Writes reader's batches to the binary's standard input, then closes it.
+
+    A closed pipe means the binary stopped reading (a usage error, a fatal
+    error): its exit status and message say why, so it is not a failure
+    here. Any other error, such as one raised by the caller's reader, is.
+    """
+    try:
+        with ipc.new_stream(stdin, reader.schema) as w:
+            for batch in reader:
+                w.write_batch(batch)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    except OSError as e:
+        if "Broken pipe" not in str(e):
+            failures.append(e)
+    except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+        failures.append(e)
+    finally:
+        try:
+            stdin.close()
+        except OSError:
+            pass
