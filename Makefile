@@ -23,7 +23,7 @@ build:
 # The build tools live in a virtual environment under $(PY_VENV).
 PYTHON   ?= python3
 PY_VENV  ?= bin/venv
-PY_DEPS  := hatchling pyarrow pandas polars pytest mypy
+PY_DEPS  := hatchling pyarrow pandas polars pytest mypy pyarrow-stubs pandas-stubs
 PYTEST_ARGS ?=
 $(PY_VENV)/.installed:
 	$(PYTHON) -m venv $(PY_VENV)

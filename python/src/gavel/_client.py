@@ -145,7 +145,7 @@ class Client:
         status, headers, data = self._request("GET", self._prefix + "/v1/verifiers", None, {})
         if status != 200:
             raise _http_error(status, data)
-        out: list[dict[str, Any]] = json.loads(data)
+        out: list[dict[str, Any]] = json.loads(data)["verifiers"]
         return out
 
     def _post(self, path: str, body: bytes, n: int) -> list[dict[str, Any]]:
@@ -175,7 +175,7 @@ class Client:
                 if when.tzinfo is None:
                     when = when.replace(tzinfo=timezone.utc)
                 return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-        return min(self.max_backoff, 0.5 * 2**attempt)
+        return min(self.max_backoff, 0.5 * 2.0**attempt)
 
     def _request(
         self, method: str, path: str, body: bytes | None, headers: Mapping[str, str]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -9,7 +10,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, Union, Unpack
+from typing import IO, TYPE_CHECKING, Any, Union, Unpack, cast
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -131,17 +132,21 @@ def _rows_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
 def _failed(code: int, stderr: str) -> GavelError:
     """Returns the error of a run that exited with code, in the binary's words.
 
-    The binary prints an error as ``gavel: MESSAGE`` and, for a usage
-    error, ``Try: HINT``; anything else it wrote stays in ``stderr``.
+    The binary prints an error as ``gavel: MESSAGE``, maybe followed by
+    indented lines of detail, and, for a usage error, ``Try: HINT``;
+    anything else it wrote stays in ``stderr``.
     """
     if code < 0:
         return GavelError(f"gavel was killed by signal {-code}", exit_status=code, stderr=stderr)
-    msgs, hint = [], None
+    msgs: list[str] = []
+    hint = None
     for line in stderr.splitlines():
         if line.startswith("gavel: "):
             msgs.append(line.removeprefix("gavel: "))
         elif line.startswith("Try: "):
             hint = line.removeprefix("Try: ")
+        elif msgs and line.startswith((" ", "\t")):
+            msgs.append(line)  # the detail lines of a message
     if not msgs:
         msgs = stderr.strip().splitlines()[-5:] or [f"gavel exited with status {code} and no message"]
     return GavelError("\n".join(msgs), exit_status=code, hint=hint, stderr=stderr)
@@ -195,7 +200,7 @@ def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: object) ->
         try:
             if dest == "-":
                 try:
-                    rewards = ipc.open_stream(proc.stdout).read_all()
+                    rewards = ipc.open_stream(pa.PythonFile(cast(io.IOBase, proc.stdout), mode="r")).read_all()
                 except (pa.ArrowInvalid, OSError) as e:
                     read_err = e
             else:
@@ -221,7 +226,7 @@ def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: object) ->
         if read_err is not None or rewards is None:
             raise GavelError(f"read the rewards stream from gavel: {read_err}", exit_status=code, stderr=stderr)
         try:
-            with pa.OSFile(checks_path) as f:
+            with pa.OSFile(checks_path, "r") as f:
                 checks = ipc.open_file(f).read_all()
         except (FileNotFoundError, pa.ArrowInvalid) as e:
             raise GavelError(f"read the checks gavel wrote: {e}", exit_status=code, stderr=stderr) from e
@@ -236,7 +241,7 @@ def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], failures: list
     here. Any other error, such as one raised by the caller's reader, is.
     """
     try:
-        with ipc.new_stream(stdin, reader.schema) as w:
+        with ipc.new_stream(pa.PythonFile(cast(io.IOBase, stdin), mode="w"), reader.schema) as w:
             for batch in reader:
                 w.write_batch(batch)
     except (BrokenPipeError, ConnectionResetError):

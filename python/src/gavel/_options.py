@@ -159,7 +159,7 @@ def _text(key: str, value: object) -> str:
     if isinstance(value, (str, int, float)):
         return str(value)
     if isinstance(value, os.PathLike):
-        return os.fspath(value)
+        return str(os.fspath(value))
     raise TypeError(f"{key}={value!r}: want a string, a number or a path, not {type(value).__name__}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import posixpath
@@ -19,8 +20,13 @@ from ._options import PathArg
 
 __all__ = ["Results", "read", "REWARDS_SCHEMA", "CHECKS_SCHEMA", "JUDGEMENTS_SCHEMA"]
 
+
+def _fields(*fields: pa.Field[Any]) -> list[pa.Field[Any]]:
+    return list(fields)
+
+
 REWARDS_SCHEMA = pa.schema(
-    [
+    _fields(
         pa.field("rollout_id", pa.string(), nullable=False),
         pa.field("task_id", pa.string(), nullable=False),
         pa.field("verifier_id", pa.string()),
@@ -36,13 +42,13 @@ REWARDS_SCHEMA = pa.schema(
         pa.field("source_file", pa.string(), nullable=False),
         pa.field("source_row", pa.int64(), nullable=False),
         pa.field("input_hash", pa.string()),
-    ]
+    )
 )
 """The fixed columns of the rewards table; kept metadata columns (nullable
 strings) follow them."""
 
 CHECKS_SCHEMA = pa.schema(
-    [
+    _fields(
         pa.field("rollout_id", pa.string(), nullable=False),
         pa.field("task_id", pa.string(), nullable=False),
         pa.field("verifier_id", pa.string()),
@@ -57,12 +63,12 @@ CHECKS_SCHEMA = pa.schema(
         pa.field("score", pa.float64()),
         pa.field("issues", pa.list_(pa.field("item", pa.string(), nullable=False))),
         pa.field("suggestion", pa.string()),
-    ]
+    )
 )
 """The columns of the checks table."""
 
 JUDGEMENTS_SCHEMA = pa.schema(
-    [
+    _fields(
         pa.field("rollout_id", pa.string(), nullable=False),
         pa.field("task_id", pa.string(), nullable=False),
         pa.field("verifier_id", pa.string()),
@@ -77,7 +83,7 @@ JUDGEMENTS_SCHEMA = pa.schema(
         pa.field("issues", pa.string()),
         pa.field("suggestion", pa.string()),
         pa.field("error", pa.string()),
-    ]
+    )
 )
 """The columns of the judgements table."""
 
@@ -141,11 +147,9 @@ def _read_part(fs: pafs.FileSystem, info: pafs.FileInfo, schema: pa.Schema) -> p
         # The known columns keep their types however many nulls they hold;
         # kept metadata columns are strings.
         opts = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
-        t = pajson.read_json(pa.BufferReader(data), parse_options=opts)
-        for i, f in enumerate(t.schema):
-            if f.name not in schema.names and f.type != pa.string():
-                t = t.set_column(i, pa.field(f.name, pa.string()), t.column(i).cast(pa.string()))
-        return t
+        t = pajson.read_json(io.BytesIO(data), parse_options=opts)
+        want = pa.schema([schema.field(f.name) if f.name in schema.names else pa.field(f.name, pa.string()) for f in t.schema])
+        return t.cast(want)
     raise GavelError(f"read {path}: not a result part (want .parquet, .arrow or .jsonl)")
 
 

@@ -1,0 +1,94 @@
+"""Fixtures: generated rollouts, and gavel serve started on a free local port."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gavel
+
+
+def _gen(out: Path, rollouts: int, seed: int, bad_share: float = 0.0) -> Path:
+    subprocess.run(
+        [gavel.binary(), "gen", "--out", str(out), "--rollouts", str(rollouts), "--seed", str(seed), "--bad-share", str(bad_share)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+@pytest.fixture(scope="session")
+def rollouts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 generated CRM rollouts in JSON Lines, none deliberately broken."""
+    return _gen(tmp_path_factory.mktemp("data") / "rollouts.jsonl", 40, 1)
+
+
+@pytest.fixture(scope="session")
+def bad_rollouts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 generated rollouts of which some cannot be judged (rows with status error)."""
+    return _gen(tmp_path_factory.mktemp("data") / "bad.jsonl", 40, 3, 0.2)
+
+
+@pytest.fixture(scope="session")
+def rows(rollouts: Path) -> list[dict[str, Any]]:
+    """The rollouts of the rollouts fixture, as dicts."""
+    return [json.loads(line) for line in rollouts.read_text().splitlines() if line.strip()]
+
+
+def free_port() -> int:
+    """Returns a TCP port free on 127.0.0.1 at the time of asking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_serve(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Starts gavel serve on a free port of 127.0.0.1, yields its URL, stops it by its pid."""
+    port = free_port()
+    log = open(tmp / f"serve-{port}.log", "wb")
+    proc = subprocess.Popen(
+        [gavel.binary(), "serve", "--addr", f"127.0.0.1:{port}", *args],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"gavel serve exited with {proc.returncode}: {(tmp / f'serve-{port}.log').read_text()}")
+            try:
+                with urllib.request.urlopen(url + "/readyz", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("gavel serve did not become ready within 30s")
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def serve_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a gavel serve with the built-in verifiers."""
+    yield from start_serve(tmp_path_factory.mktemp("serve"))
