@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -146,6 +148,22 @@ def test_binary_is_packaged() -> None:
         pytest.skip("GAVEL_BINARY names another binary")
     path = Path(gavel.binary())
     assert path == Path(gavel.__file__).parent / "bin" / "gavel"
+
+
+def test_platform_wheel() -> None:
+    """The installed wheel is a platform wheel for the binary's architecture, not a pure one."""
+    if os.environ.get("GAVEL_BINARY"):
+        pytest.skip("GAVEL_BINARY names another binary")
+    wheel = importlib.metadata.distribution("gavel").read_text("WHEEL") or ""
+    assert "Root-Is-Purelib: false" in wheel
+    arch = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[platform.machine()]
+    assert f"Tag: py3-none-manylinux_2_17_{arch}" in wheel
+
+
+def test_stdin_is_not_a_path() -> None:
+    with pytest.raises(ValueError) as e:
+        gavel.grade("-")
+    assert "pass the rows themselves" in str(e.value)
 
 
 def test_python_m_gavel() -> None:

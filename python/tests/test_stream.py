@@ -106,3 +106,14 @@ def test_many_batches(rows: list[dict[str, Any]]) -> None:
     big = pa.concat_tables([t] * 100)
     got = gavel.grade(big)
     assert got.rewards.num_rows == big.num_rows
+
+
+def test_ray_dataset(rows: list[dict[str, Any]], want: gavel.Results) -> None:
+    ray = pytest.importorskip("ray")
+    import ray.data
+
+    try:
+        ds = ray.data.from_items(as_text(rows), override_num_blocks=3)
+        same(gavel.grade(ds, keep=["model"]), want)
+    finally:
+        ray.shutdown()

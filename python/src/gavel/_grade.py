@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Union, Unpack, cast
 
 import pyarrow as pa
@@ -23,6 +24,7 @@ from ._results import Results, read
 if TYPE_CHECKING:
     import pandas
     import polars
+    import ray.data
 
 __all__ = ["grade", "Data"]
 
@@ -35,11 +37,13 @@ Data = Union[
     pa.RecordBatchReader,
     "pandas.DataFrame",
     "polars.DataFrame",
+    "ray.data.Dataset",
 ]
 """What :func:`grade` grades: paths or URLs (one or a list), which the binary
 reads itself; or rows in memory: a pyarrow ``Table``, ``RecordBatch`` or
 ``RecordBatchReader``, a pandas or Polars ``DataFrame`` (or any object with
-``__arrow_c_stream__``), or a list of dicts."""
+``__arrow_c_stream__``), a Ray ``Dataset`` (its blocks fetched to this
+process one at a time), or a list of dicts."""
 
 
 def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
@@ -69,6 +73,8 @@ def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
     out = opts.pop("out", None)
     args = option_args(opts)
     if isinstance(data, (str, os.PathLike)):
+        if os.fspath(data) == "-":
+            raise ValueError("grade: '-' is the binary's standard input, not a path: pass the rows themselves")
         return _grade_paths([os.fspath(data)], args, out)
     if isinstance(data, Sequence) and not isinstance(data, (bytes, bytearray)):
         if not data:
@@ -89,6 +95,9 @@ def _reader(data: object) -> pa.RecordBatchReader:
         return data.to_reader()
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data]).to_reader()
+    ray_data = sys.modules.get("ray.data")
+    if ray_data is not None and isinstance(data, ray_data.Dataset):
+        return _ray_reader(data)
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(data, pd.DataFrame):
         # pandas' own stream would carry the index as a column.
@@ -102,6 +111,30 @@ def _reader(data: object) -> pa.RecordBatchReader:
         f"grade: cannot grade a {type(data).__module__}.{type(data).__qualname__}: want paths, "
         "a pyarrow Table or RecordBatchReader, a pandas or Polars DataFrame, or a list of dicts"
     )
+
+
+def _ray_reader(ds: Any) -> pa.RecordBatchReader:
+    """Returns a reader over a Ray Dataset's blocks, fetched one at a time.
+
+    The schema is the dataset's, or else its first block's; a later block
+    whose types differ (a column of nulls in one block) is cast to it.
+    """
+    blocks = iter(ds.iter_batches(batch_size=None, batch_format="pyarrow"))
+    schema = getattr(ds.schema(), "base_schema", None)
+    first: pa.Table | None = None
+    if not isinstance(schema, pa.Schema):
+        first = next(blocks, None)
+        if first is None:
+            raise ValueError("grade: the Ray Dataset has no rows")
+        schema = first.schema
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for t in itertools.chain([first] if first is not None else [], blocks):
+            if not t.schema.equals(schema):
+                t = t.select(schema.names).cast(schema)
+            yield from t.to_batches()
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
 
 
 def _rows_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
