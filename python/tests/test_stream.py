@@ -82,6 +82,14 @@ def test_usage_error(rows: list[dict[str, Any]]) -> None:
     assert e.value.exit_status == 2
 
 
+def test_usage_error_with_more_than_a_pipe_holds() -> None:
+    """The binary stops before reading its input; the closed pipe is not the error raised."""
+    t = pa.table({"task_id": ["TASK-001"] * 200_000, "output": ["x" * 100] * 200_000})
+    with pytest.raises(gavel.GavelError) as e:
+        gavel.grade(t, format="jsonl")
+    assert e.value.exit_status == 2
+
+
 def test_out_keeps_a_directory(rows: list[dict[str, Any]], want: gavel.Results, tmp_path: Path) -> None:
     got = gavel.grade(rows, keep=["model"], out=tmp_path / "r")
     assert got.out == str(tmp_path / "r")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import itertools
 import json
@@ -70,7 +71,7 @@ def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
     (exit status 1) raises :class:`GavelError` with the binary's message.
     """
     opts: dict[str, object] = dict(options)
-    out = opts.pop("out", None)
+    out = cast("PathArg | None", opts.pop("out", None))
     args = option_args(opts)
     if isinstance(data, (str, os.PathLike)):
         if os.fspath(data) == "-":
@@ -185,11 +186,11 @@ def _failed(code: int, stderr: str) -> GavelError:
     return GavelError("\n".join(msgs), exit_status=code, hint=hint, stderr=stderr)
 
 
-def _grade_paths(inputs: list[str], args: list[str], out: object) -> Results:
+def _grade_paths(inputs: list[str], args: list[str], out: PathArg | None) -> Results:
     """Grades files or URLs the binary reads, into out or a temporary directory."""
     bin_path = binary()
     with tempfile.TemporaryDirectory(prefix="gavel-") as tmp:
-        dest = os.fspath(out) if out is not None else os.path.join(tmp, "out")  # type: ignore[call-overload]
+        dest = os.fspath(out) if out is not None else os.path.join(tmp, "out")
         # "--" ends the flags: an input named like a flag stays an input.
         cmd = [bin_path, "grade", *args, "--out", dest, "--", *inputs]
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
@@ -202,7 +203,7 @@ def _grade_paths(inputs: list[str], args: list[str], out: object) -> Results:
         return res
 
 
-def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: object) -> Results:
+def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: PathArg | None) -> Results:
     """Grades in-memory rows sent to the binary as an Arrow IPC stream.
 
     A thread writes the batches to the binary's standard input while this
@@ -217,7 +218,7 @@ def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: object) ->
             dest = "-"
             extra = ["--checks-out", checks_path]
         else:
-            dest = os.fspath(out)  # type: ignore[call-overload]
+            dest = os.fspath(out)
             extra = []
         cmd = [bin_path, "grade", *args, "--input-format", "arrow-stream", *extra, "--out", dest, "-"]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -225,7 +226,7 @@ def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: object) ->
         failures: list[BaseException] = []
         stderr_chunks: list[bytes] = []
         writer = threading.Thread(target=_write_stream, args=(reader, proc.stdin, failures), daemon=True)
-        drainer = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+        drainer = threading.Thread(target=_drain, args=(proc.stderr, stderr_chunks), daemon=True)
         writer.start()
         drainer.start()
         rewards: pa.Table | None = None
@@ -271,16 +272,17 @@ def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], failures: list
 
     A closed pipe means the binary stopped reading (a usage error, a fatal
     error): its exit status and message say why, so it is not a failure
-    here. Any other error, such as one raised by the caller's reader, is.
+    here. Any other error, such as one raised by the caller's reader, is,
+    and the stream is then cut without its end marker, so that the binary
+    stops on a truncated input rather than grading a part of the rows.
     """
     try:
-        with ipc.new_stream(pa.PythonFile(cast(io.IOBase, stdin), mode="w"), reader.schema) as w:
-            for batch in reader:
-                w.write_batch(batch)
-    except (BrokenPipeError, ConnectionResetError):
-        pass
+        w = ipc.new_stream(pa.PythonFile(cast(io.IOBase, stdin), mode="w"), reader.schema)
+        for batch in reader:
+            w.write_batch(batch)
+        w.close()
     except OSError as e:
-        if "Broken pipe" not in str(e):
+        if e.errno not in (errno.EPIPE, errno.ECONNRESET) and not isinstance(e, BrokenPipeError):
             failures.append(e)
     except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
         failures.append(e)
@@ -289,3 +291,8 @@ def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], failures: list
             stdin.close()
         except OSError:
             pass
+
+
+def _drain(f: IO[bytes], chunks: list[bytes]) -> None:
+    """Reads f to its end into chunks."""
+    chunks.append(f.read())
