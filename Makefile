@@ -1,7 +1,7 @@
 # gavel: `make demo` builds gavel, generates a sample dataset and grades it;
 # `make test` runs the whole test suite, `make test-slurm` the Slurm example
-# on a real cluster (CI runs both); `make wheel` the Python package with the
-# binary inside, `make test-python` its tests.
+# on a real cluster (CI runs both); `make wheel` builds the Python wheel with
+# the binary inside, `make test-python` runs its tests.
 
 GO      ?= go
 BIN     := bin/gavel

@@ -92,3 +92,44 @@ def start_serve(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Ite
 def serve_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a gavel serve with the built-in verifiers."""
     yield from start_serve(tmp_path_factory.mktemp("serve"))
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "python.md"
+
+
+def doc_blocks() -> list[tuple[str, int, str]]:
+    """Returns the python blocks of docs/python.md: the directive before each
+    (`<!-- python: ... -->`, "" when none), its first line, and its code."""
+    blocks: list[tuple[str, int, str]] = []
+    directive = ""
+    lines = DOCS.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("<!-- python: ") and line.endswith(" -->"):
+            directive = line.removeprefix("<!-- python: ").removesuffix(" -->")
+        elif line == "```python":
+            start = i + 1
+            end = lines.index("```", start)
+            blocks.append((directive, start + 1, "\n".join(lines[start:end])))
+            directive = ""
+            i = end
+        elif line.strip() and not line.startswith("<!--"):
+            directive = ""
+        i += 1
+    return blocks
+
+
+def run_doc_blocks(blocks: list[tuple[str, int, str]], cwd: Path, replace: dict[str, str] | None = None) -> None:
+    """Runs blocks of docs/python.md in order, in one namespace, in cwd (where rollouts.parquet is)."""
+    _gen(cwd / "rollouts.parquet", 300, 1, 0.02)
+    namespace: dict[str, Any] = {}
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        for _, line, code in blocks:
+            for k, v in (replace or {}).items():
+                code = code.replace(k, v)
+            exec(compile(code, f"{DOCS}:{line}", "exec"), namespace)
+    finally:
+        os.chdir(old)

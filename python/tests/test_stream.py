@@ -125,3 +125,13 @@ def test_ray_dataset(rows: list[dict[str, Any]], want: gavel.Results) -> None:
         same(gavel.grade(ds, keep=["model"]), want)
     finally:
         ray.shutdown()
+
+
+def test_docs_examples(tmp_path: Path) -> None:
+    """The blocks of docs/python.md that grade rows in memory run."""
+    from conftest import doc_blocks, run_doc_blocks
+
+    blocks = doc_blocks()
+    stream = [b for b in blocks if b[0] == "stream"]
+    assert stream
+    run_doc_blocks([blocks[0], *stream], tmp_path)
