@@ -33,6 +33,7 @@ def test_grade_path_matches_the_binary(rollouts: Path, tmp_path: Path) -> None:
     assert got.summary is not None and want.summary is not None
     assert got.summary["rollouts"] == want.summary["rollouts"] == 40
     assert got.judgements is None
+    assert repr(got) == f"Results(rewards=<40 rows>, checks=<{got.checks.num_rows} rows>, judgements=None, exit_status=0, out=None)"
 
 
 def test_grade_out_is_kept(rollouts: Path, tmp_path: Path) -> None:

@@ -37,6 +37,13 @@ class ServedResults:
     exit_status: int = 0
     """3 when some rollout has status ``error``, else 0, as ``gavel grade`` exits."""
 
+    def __repr__(self) -> str:
+        judgements = "None" if self.judgements is None else f"<{self.judgements.num_rows} rows>"
+        return (
+            f"ServedResults(rewards=<{self.rewards.num_rows} rows>, checks=<{self.checks.num_rows} rows>, "
+            f"judgements={judgements}, exit_status={self.exit_status})"
+        )
+
 
 class Client:
     """A client of ``gavel serve``'s ``POST /v1/grade``.

@@ -116,6 +116,13 @@ class Results:
     log: str = field(default="", repr=False)
     """What the binary wrote to its standard error (notes, warnings)."""
 
+    def __repr__(self) -> str:
+        judgements = "None" if self.judgements is None else f"<{self.judgements.num_rows} rows>"
+        return (
+            f"Results(rewards=<{self.rewards.num_rows} rows>, checks=<{self.checks.num_rows} rows>, "
+            f"judgements={judgements}, exit_status={self.exit_status}, out={self.out!r})"
+        )
+
 
 def _filesystem(where: str) -> tuple[pafs.FileSystem, str]:
     if "://" in where:
