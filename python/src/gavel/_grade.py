@@ -54,8 +54,9 @@ def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
     globs, ``s3://...``) are read by the binary, as ``gavel grade`` reads
     its inputs. Rows in memory are sent to the binary as an Arrow IPC
     stream on its standard input, batch by batch, without a temporary file
-    (a pyarrow table or a Polars frame without copying their buffers);
-    the rewards come back as an Arrow stream on its standard output.
+    (a pyarrow table or a Polars frame written from its own buffers,
+    without a conversion); the rewards come back as an Arrow stream on its
+    standard output.
 
     ``options`` are the flags of ``gavel grade`` (:class:`GradeOptions`):
     ``spec=``, ``tasks=``, ``map=``, ``keep=``, ``judge_model=``,
