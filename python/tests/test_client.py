@@ -197,3 +197,11 @@ def test_closed_connection_is_reopened(fake: Any) -> None:
 def test_bad_url() -> None:
     with pytest.raises(ValueError):
         gavel.Client("localhost:8080")
+
+
+def test_numpy_values(serve_url: str) -> None:
+    np = pytest.importorskip("numpy")
+    got = gavel.Client(serve_url).grade([{"task_id": "TASK-004", "output": "1234.5", "sample": np.int64(3), "w": np.arange(2)}], keep=["sample"])
+    assert got.rewards.column("sample").to_pylist() == ["3"]
+    with pytest.raises(TypeError, match="row 0: object is not JSON serializable"):
+        gavel.Client(serve_url).grade([{"task_id": "T", "x": object()}])

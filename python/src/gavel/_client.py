@@ -240,11 +240,18 @@ def _batches(rows: Iterable[Mapping[str, Any]], size: int) -> Iterator[list[Mapp
         yield batch
 
 
+def json_default(o: Any) -> Any:
+    """Returns a JSON value for the NumPy scalars and arrays rows from pandas hold."""
+    if hasattr(o, "tolist") and callable(o.tolist):
+        return o.tolist()
+    raise TypeError(f"{type(o).__name__} is not JSON serializable")
+
+
 def _jsonl(batch: Sequence[Mapping[str, Any]], offset: int) -> bytes:
     lines = []
     for i, row in enumerate(batch):
         try:
-            lines.append(json.dumps(row, ensure_ascii=False, separators=(",", ":")))
+            lines.append(json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=json_default))
         except (TypeError, ValueError) as e:
             raise TypeError(f"Client.grade: row {offset + i}: {e}") from e
     return ("\n".join(lines) + "\n").encode()

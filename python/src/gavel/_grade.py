@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ._binary import binary
+from ._client import json_default
 from ._errors import GavelError
 from ._options import GradeOptions, PathArg, option_args
 from ._results import Results, read
@@ -153,7 +154,7 @@ def _rows_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
         for k, v in row.items():
             if isinstance(v, (Mapping, list, tuple)):
                 try:
-                    v = json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+                    v = json.dumps(v, ensure_ascii=False, separators=(",", ":"), default=json_default)
                 except (TypeError, ValueError) as e:
                     raise TypeError(f"grade: row {i}, field {k}: {e}") from e
             enc[k] = v
