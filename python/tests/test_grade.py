@@ -174,3 +174,10 @@ def test_python_m_gavel() -> None:
     proc = subprocess.run([sys.executable, "-m", "gavel", "grade", "--wokers", "2"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "unknown flag --wokers" in proc.stderr
+
+
+def test_python_m_gavel_without_a_binary(tmp_path: Path) -> None:
+    env = {**os.environ, "GAVEL_BINARY": str(tmp_path / "nothing")}
+    proc = subprocess.run([sys.executable, "-m", "gavel", "--version"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("gavel: $GAVEL_BINARY names ")
