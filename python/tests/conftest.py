@@ -97,12 +97,13 @@ def serve_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "python.md"
 
 
-def doc_blocks() -> list[tuple[str, int, str]]:
-    """Returns the python blocks of docs/python.md: the directive before each
-    (`<!-- python: ... -->`, "" when none), its first line, and its code."""
+def doc_blocks(page: Path = DOCS) -> list[tuple[str, int, str]]:
+    """Returns the python blocks of a docs page (docs/python.md unless
+    told): the directive before each (`<!-- python: ... -->`, "" when
+    none), its first line, and its code."""
     blocks: list[tuple[str, int, str]] = []
     directive = ""
-    lines = DOCS.read_text().splitlines()
+    lines = page.read_text().splitlines()
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -120,9 +121,13 @@ def doc_blocks() -> list[tuple[str, int, str]]:
     return blocks
 
 
-def run_doc_blocks(blocks: list[tuple[str, int, str]], cwd: Path, replace: dict[str, str] | None = None) -> None:
-    """Runs blocks of docs/python.md in order, in one namespace, in cwd (where rollouts.parquet is)."""
-    _gen(cwd / "rollouts.parquet", 300, 1, 0.02)
+def run_doc_blocks(
+    blocks: list[tuple[str, int, str]], cwd: Path, replace: dict[str, str] | None = None, page: Path = DOCS
+) -> None:
+    """Runs blocks of a docs page in order, in one namespace, in cwd (where
+    docs/python.md's examples find rollouts.parquet)."""
+    if page == DOCS:
+        _gen(cwd / "rollouts.parquet", 300, 1, 0.02)
     namespace: dict[str, Any] = {}
     old = os.getcwd()
     os.chdir(cwd)
@@ -130,6 +135,6 @@ def run_doc_blocks(blocks: list[tuple[str, int, str]], cwd: Path, replace: dict[
         for _, line, code in blocks:
             for k, v in (replace or {}).items():
                 code = code.replace(k, v)
-            exec(compile(code, f"{DOCS}:{line}", "exec"), namespace)
+            exec(compile(code, f"{page}:{line}", "exec"), namespace)
     finally:
         os.chdir(old)
