@@ -204,3 +204,14 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsOnce: each command is listed once in the help.
+func TestCommandsOnce(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range commands() {
+		if seen[c.name] {
+			t.Errorf("command %s listed twice", c.name)
+		}
+		seen[c.name] = true
+	}
+}

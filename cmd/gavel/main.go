@@ -56,10 +56,9 @@ func commands() []command {
 		{"leaderboard", "pass rates and rewards by model, with intervals", runLeaderboard},
 		{"rescore", "recompute rewards with other formulas, from the check rows", runRescore},
 		{"report", "a page to read one run (HTML or Markdown), against a baseline", runReport},
-		{"judge", "measure the judge: agreement between judges, calibration against human labels", runJudge},
+		{"judge", "measure judges: agreement, calibration against human labels, pairwise comparison", runJudge},
 		{"commit", "join the shards of a sharded run", runCommit},
 		{"serve", "serve the gym verifier API and online grading over HTTP", runServe},
-		{"judge", "measure judges and compare outputs with them (pairwise)", runJudge},
 	}
 }
 
