@@ -12,6 +12,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/internal/nemogym"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -349,12 +350,8 @@ func b2f(b bool) float64 {
 }
 
 // nemoGymRequest are the fields of a NeMo Gym verify request that are not
-// the task row's own; nemoGymAnswer the fields of its answer that gavel
-// sets (an earlier verification's, in a stored rollout, are replaced).
-var (
-	nemoGymRequest = []string{"responses_create_params", "response", "task"}
-	nemoGymAnswer  = []string{"reward", "reward_components", "_ng_failure_class", "_ng_failure_terminal", "error"}
-)
+// the task row's own.
+var nemoGymRequest = []string{nemogym.FieldParams, nemogym.FieldResponse, "task"}
 
 // handleVerify answers a NeMo Gym resources server's POST /verify: the
 // request is the task row's fields with responses_create_params and
@@ -378,17 +375,17 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, st *reqSta
 		writeError(w, http.StatusBadRequest, "request body: want a JSON object (a NeMo Gym verify request)", verifyHint)
 		return
 	}
-	params, resp := root.Get("responses_create_params"), root.Get("response")
+	params, resp := root.Get(nemogym.FieldParams), root.Get(nemogym.FieldResponse)
 	if params.Kind() != jsonview.Object || resp.Kind() != jsonview.Object {
 		writeError(w, http.StatusBadRequest, "request body: responses_create_params and response: want two objects", verifyHint)
 		return
 	}
-	output, err := responseText(resp)
+	output, err := nemogym.ResponseText(resp)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "request body: response: "+err.Error(), verifyHint)
 		return
 	}
-	prompt, err := promptText(params.Get("input"))
+	prompt, err := nemogym.PromptText(params.Get("input"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "request body: responses_create_params.input: "+err.Error(), verifyHint)
 		return
@@ -424,22 +421,22 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, st *reqSta
 	// The answer is the request's members, but those gavel sets.
 	out := append(t.g.body[:0], '{')
 	for m := root.First(); m.Exists(); m = m.Next() {
-		if isAnyOf(m.Key(), nemoGymAnswer) {
+		if isAnyOf(m.Key(), nemogym.AnswerFields) {
 			continue
 		}
 		out = append(out, m.RawMember()...)
 		out = append(out, ',')
 	}
 	if why := res.failure(); why != "" {
-		out = append(out, `"reward":0.0,"_ng_failure_class":"gavel_error","error":`...)
+		out = append(out, `"`+nemogym.FieldReward+`":0.0,"`+nemogym.FieldFailureClass+`":"`+nemogym.FailureClass+`","`+nemogym.FieldError+`":`...)
 		out = appendJSONString(out, []byte(why))
 		if res.kind == verifiers.KindInput {
-			out = append(out, `,"_ng_failure_terminal":true`...)
+			out = append(out, `,"`+nemogym.FieldFailureTerminal+`":true`...)
 		}
 	} else {
-		out = append(out, `"reward":`...)
+		out = append(out, `"`+nemogym.FieldReward+`":`...)
 		out = appendFloat(out, res.reward)
-		out = append(out, `,"reward_components":{`...)
+		out = append(out, `,"`+nemogym.FieldComponents+`":{`...)
 		for i, c := range res.components {
 			if i > 0 {
 				out = append(out, ',')
@@ -481,94 +478,12 @@ func isAnyOf(key []byte, names []string) bool {
 	return false
 }
 
-// responseText returns the text of a Responses API response's assistant
-// messages: the output_text parts of its output items of type message, in
-// order, joined by newlines. Other items (reasoning, function calls and
-// their outputs) are not the answer.
-func responseText(resp jsonview.Value) ([]byte, error) {
-	items := resp.Get("output")
-	if items.Kind() != jsonview.Array {
-		return nil, errors.New("output: want a list of output items")
-	}
-	var out []byte
-	n := 0
-	for it := items.First(); it.Exists(); it = it.Next() {
-		if typ, _ := it.Get("type").Str(); string(typ) != "message" {
-			continue
-		}
-		if role, ok := it.Get("role").Str(); ok && string(role) != "assistant" {
-			continue
-		}
-		content := it.Get("content")
-		if content.Kind() != jsonview.Array {
-			return nil, fmt.Errorf("output[%d].content: want a list of content parts", n)
-		}
-		for c := content.First(); c.Exists(); c = c.Next() {
-			if typ, _ := c.Get("type").Str(); string(typ) != "output_text" {
-				continue
-			}
-			text, ok := c.Get("text").Str()
-			if !ok {
-				return nil, fmt.Errorf("output[%d]: an output_text part without a text string", n)
-			}
-			if len(out) > 0 {
-				out = append(out, '\n')
-			}
-			out = append(out, text...)
-		}
-		n++
-	}
-	return out, nil
-}
-
-// promptText returns the prompt of a Responses API request's input: the
-// input itself when it is a string, else the text of its last user
-// message ("" when it has none).
-func promptText(input jsonview.Value) ([]byte, error) {
-	switch input.Kind() {
-	case jsonview.Missing, jsonview.Null:
-		return nil, nil
-	case jsonview.String:
-		s, _ := input.Str()
-		return s, nil
-	case jsonview.Array:
-	default:
-		return nil, errors.New("want a string or a list of messages")
-	}
-	var last jsonview.Value
-	for m := input.First(); m.Exists(); m = m.Next() {
-		if role, _ := m.Get("role").Str(); string(role) == "user" {
-			last = m
-		}
-	}
-	if !last.Exists() {
-		return nil, nil
-	}
-	content := last.Get("content")
-	if s, ok := content.Str(); ok {
-		return s, nil
-	}
-	if content.Kind() != jsonview.Array {
-		return nil, errors.New("a user message's content: want a string or a list of parts")
-	}
-	var out []byte
-	for c := content.First(); c.Exists(); c = c.Next() {
-		if text, ok := c.Get("text").Str(); ok {
-			if len(out) > 0 {
-				out = append(out, '\n')
-			}
-			out = append(out, text...)
-		}
-	}
-	return out, nil
-}
-
 // handleReverifyMode answers NeMo Gym's GET /reverify_mode: gavel's
 // verifiers are pure functions of the rollout, so re-verifying stored
 // rollouts is safe.
 func (s *Server) handleReverifyMode(w http.ResponseWriter, r *http.Request, st *reqState) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Write([]byte(`"stateless"` + "\n"))
+	w.Write([]byte(`"` + nemogym.ReverifyStateless + `"` + "\n"))
 }
 
 // trainerStart reads a trainer request's body and returns its state; it

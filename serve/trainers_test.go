@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/internal/nemogym"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
@@ -234,7 +235,7 @@ func TestResponseText(t *testing.T) {
 		{`{"output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}, {"type": "refusal", "refusal": "no"}, {"type": "output_text", "text": "b"}]}, {"type": "function_call", "name": "f"}, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "c\"d"}]}]}`, "a\nb\nc\"d"},
 	} {
 		v := parseValue(t, c.resp)
-		got, err := responseText(v)
+		got, err := nemogym.ResponseText(v)
 		if err != nil || string(got) != c.want {
 			t.Errorf("responseText(%s) = %q, %v; want %q", c.resp, got, err, c.want)
 		}
@@ -244,7 +245,7 @@ func TestResponseText(t *testing.T) {
 		{`[{"role": "user", "content": "first"}, {"role": "assistant", "content": "x"}, {"role": "user", "content": [{"type": "input_text", "text": "second"}]}]`, "second"},
 		{`[{"role": "system", "content": "s"}]`, ""},
 	} {
-		got, err := promptText(parseValue(t, c.in))
+		got, err := nemogym.PromptText(parseValue(t, c.in))
 		if err != nil || string(got) != c.want {
 			t.Errorf("promptText(%s) = %q, %v; want %q", c.in, got, err, c.want)
 		}
