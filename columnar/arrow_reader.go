@@ -45,6 +45,10 @@ type ArrowReader struct {
 	rec    arrow.RecordBatch // current record batch (the reader's reference)
 	recPos int64             // next row of rec
 	recIdx int               // index of the next record batch of a file
+
+	// in counts the bytes of a stream read as it arrives (standard input),
+	// for the byte offsets of errors; nil otherwise.
+	in *countingReader
 }
 
 // arrowBatch is a batch of an ArrowReader; it holds the record batches
@@ -207,7 +211,13 @@ func (r *ArrowReader) Close() error {
 // order; a batch may span record batches. At the end of the input it returns
 // nil and io.EOF. The row count of a file's footer only sizes the batches:
 // the input ends where its record batches end.
-func (r *ArrowReader) Next(limit int) (*Batch, error) { return r.nextBatch(limit, r) }
+func (r *ArrowReader) Next(limit int) (*Batch, error) {
+	b, err := r.nextBatch(limit, r)
+	if b != nil {
+		b.EndsRecordBatch = r.aligned && r.rec != nil && r.recPos == r.rec.NumRows()
+	}
+	return b, err
+}
 
 // fill reads up to len(rows) rows of the current record batch.
 func (r *ArrowReader) fill(rows []Row, ab *arrowBatch) (int, error) {
@@ -265,7 +275,14 @@ func (r *ArrowReader) nextChunk() (bool, error) {
 		}
 		return false, nil
 	}
+	var at int64
+	if r.in != nil {
+		at = r.in.n
+	}
 	for r.stream.Next() {
+		if r.in != nil {
+			at = r.in.n
+		}
 		r.recIdx++
 		rec := r.stream.RecordBatch()
 		if rec.NumRows() == 0 {
@@ -276,6 +293,9 @@ func (r *ArrowReader) nextChunk() (bool, error) {
 		return true, nil
 	}
 	if err := r.stream.Err(); err != nil {
+		if r.in != nil {
+			return false, streamError(r.path, r.recIdx, at, err)
+		}
 		return false, fmt.Errorf("read %s record batch %d: %w", r.path, r.recIdx, err)
 	}
 	return false, nil

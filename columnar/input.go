@@ -45,9 +45,12 @@ type Input struct {
 
 	open OpenFunc
 	from string // DescribeOptions.From
-	// stream is the log read from a stream (DescribeStream), until Open
-	// takes it; streamed is set once it has.
+	// stream is the log or the standard input read from a stream
+	// (DescribeStream, DescribeStdin), until Open takes it; streamed is
+	// set once it has. arrowIn is an Arrow IPC stream's reader, its schema
+	// read.
 	stream   io.Reader
+	arrowIn  *arrowStreamIn
 	streamed bool
 }
 
@@ -236,7 +239,7 @@ func (in *Input) describeJSONL(f File) error {
 // read from a stream (DescribeStream) is read from its start, once.
 func (in *Input) Open(u InputUnit, opts Options) (Reader, error) {
 	if in.stream != nil || in.streamed {
-		return in.openStream()
+		return in.openStream(opts)
 	}
 	f, err := in.open(in.Path)
 	if err != nil {
