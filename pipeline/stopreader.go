@@ -27,6 +27,9 @@ type stopReader struct {
 	buf     []byte // read into by the goroutines, one at a time
 }
 
+// maxStopRead bounds one read of a stopReader.
+const maxStopRead = 64 << 10
+
 type readResult struct {
 	n   int
 	err error
@@ -46,6 +49,9 @@ func (s *stopReader) Read(p []byte) (int, error) {
 	if err := s.err(); err != nil {
 		return 0, err
 	}
+	// A short read is a read: the buffer stays small whatever the
+	// caller asks (a record batch's body, read whole).
+	p = p[:min(len(p), maxStopRead)]
 	if cap(s.buf) < len(p) {
 		s.buf = make([]byte, len(p))
 	}
