@@ -196,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Stdin == nil {
 		cfg.Stdin = os.Stdin
 	}
-	in := newStopReader(ctx, cfg.Stdin)
+	in := newStopReader(cfg.Stdin)
 	defer in.stop()
 	cfg.Stdin = in
 	r, err := prepare(cfg)
@@ -241,7 +241,7 @@ type runner struct {
 	// stream is the results stream when Config.Out is StreamOut.
 	stream *columnar.ResultStream
 	// stopStdin makes reads of standard input fail at once, so that a run
-	// that stops is not held up by a pipe that stays open.
+	// that stops itself is not held up by a pipe that stays open.
 	stopStdin func()
 }
 
@@ -515,6 +515,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer r.plan.reuse.closeMatches()
+	outer := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopped := make(chan struct{})
@@ -522,7 +523,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	go func() {
 		select {
 		case <-ctx.Done():
-			if r.stopStdin != nil {
+			// A run that stops itself gives up a read of standard input
+			// that may never return. An interrupted run lets it finish:
+			// its drain ends once the reader is given a row, or a second
+			// signal ends the process.
+			if outer.Err() == nil && r.stopStdin != nil {
 				r.stopStdin()
 			}
 		case <-stopped:

@@ -1,26 +1,25 @@
 package pipeline
 
 import (
-	"context"
-	"fmt"
+	"errors"
 	"io"
 	"sync"
 )
 
-// stopReader reads standard input so that a run that stops is not held up
-// by it. A read of a pipe whose writer keeps it open and sends nothing
+// stopReader reads standard input so that a run that stops itself (a
+// failed write, such as standard output closed by its reader) is not held
+// up by it. A read of a pipe whose writer keeps it open and sends nothing
 // blocks, and a blocked read of a file descriptor in blocking mode cannot
 // be interrupted; so each Read is done by a goroutine of its own, into a
-// buffer of the reader's, while Read waits for it, for ctx's end or for
-// stop. Once stopped, Read fails at once and the pending read, if any, is
-// given up: its goroutine ends when the read returns (at the latest when
-// the process exits), and its bytes are dropped.
+// buffer of the reader's, while Read waits for it or for stop. Once
+// stopped, Read fails at once and the pending read, if any, is given up:
+// its goroutine ends when the read returns (at the latest when the
+// process exits), and its bytes are dropped.
 //
 // Read is not safe for concurrent use; a read is never started once one
 // was given up. A reader that never blocks (a
 // file, a buffer) has no goroutine left once Read returns.
 type stopReader struct {
-	ctx     context.Context
 	r       io.Reader
 	stopped chan struct{}
 	stop    func()
@@ -35,8 +34,8 @@ type readResult struct {
 	err error
 }
 
-func newStopReader(ctx context.Context, r io.Reader) *stopReader {
-	s := &stopReader{ctx: ctx, r: r, stopped: make(chan struct{})}
+func newStopReader(r io.Reader) *stopReader {
+	s := &stopReader{r: r, stopped: make(chan struct{})}
 	s.stop = sync.OnceFunc(func() { close(s.stopped) })
 	return s
 }
@@ -65,7 +64,6 @@ func (s *stopReader) Read(p []byte) (int, error) {
 	case res := <-done:
 		return copy(p, buf[:res.n]), res.err
 	case <-s.stopped:
-	case <-s.ctx.Done():
 	}
 	// The given-up read keeps its buffer, which is never reused.
 	s.buf = nil
@@ -76,11 +74,11 @@ func (s *stopReader) Read(p []byte) (int, error) {
 func (s *stopReader) err() error {
 	select {
 	case <-s.stopped:
-		return fmt.Errorf("read standard input: %w", context.Canceled)
+		return errStdinStopped
 	default:
+		return nil
 	}
-	if err := s.ctx.Err(); err != nil {
-		return fmt.Errorf("read standard input: %w", err)
-	}
-	return nil
 }
+
+// errStdinStopped is what reads of a stopped stopReader return.
+var errStdinStopped = errors.New("read standard input: the run stopped")
