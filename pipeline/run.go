@@ -609,7 +609,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		err = fmt.Errorf("%w; %d of %d parts complete: run again with --resume to continue", err, done, total)
 	}
 	complete := err == nil && len(r.failed) == 0
-	if errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, context.Canceled) && r.streaming():
+		err = fmt.Errorf("%w: the results stream ends before the input's last rollout", ErrInterrupted)
+	case errors.Is(err, context.Canceled):
 		done, total := r.progress()
 		err = fmt.Errorf("%w: %d of %d parts complete", ErrInterrupted, done, total)
 	}

@@ -63,7 +63,7 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for standard input:\nJSON Lines or an Arrow IPC stream, told apart by the first bytes) with the verifiers\nbound to their tasks, and writes rewards and checks parts, summary.json and\nmanifest.json into --out. With --out -, the rewards go to standard output as an Arrow\nIPC stream, batch by batch as they are graded, the checks to --checks-out, and the\nsummary to standard error.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay),\nor with --baseline, regressions over --fail-on (this wins over 3).", gradeExamples, stdout)
+	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for standard input:\nJSON Lines or an Arrow IPC stream, told apart by the first bytes) with the verifiers\nbound to their tasks, and writes rewards and checks parts, summary.json and\nmanifest.json into --out. With --out -, the rewards go to standard output as an Arrow\nIPC stream, batch by batch as they are graded, the checks to --checks-out, and the\nsummary to standard error.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay),\nor with --baseline, regressions over --fail-on (this wins over 3); with --out -, also when\nstandard output is closed by its reader or standard input is cut short.", gradeExamples, stdout)
 	out := fs.String("out", "gavel-out", "output `DIR`ectory, or - for the rewards as an Arrow IPC stream on standard output (no --resume, --reuse, --shard or --baseline)")
 	format := fs.String("format", "parquet", "output format: parquet, arrow or jsonl (with --out -: arrow)")
 	checksOut := fs.String("checks-out", "", "with --out -: write the checks into this Arrow IPC `FILE` (default: the checks are left out)")
@@ -195,6 +195,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		printSummary(summaryOut, "graded", res.Summary, outName)
 	}
 	if err != nil {
+		if streaming && errors.Is(err, pipeline.ErrInterrupted) {
+			return err // nothing to resume
+		}
 		return gradeError(err, *maxErrors)
 	}
 	if *baseline != "" {
