@@ -297,6 +297,11 @@ func TestGradeStreamUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	in := genRollouts(t, dir, 10, "0")
 	checks := filepath.Join(dir, "checks.arrow")
+	judged := filepath.Join(dir, "judged.yaml")
+	spec := "verifiers:\n  - id: VER-J\n    task: TASK-J\n    name: judged\n    checks:\n      - id: polite\n        type: rubric\n        rubric: The answer is polite.\n"
+	if err := os.WriteFile(judged, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -310,6 +315,7 @@ func TestGradeStreamUsageErrors(t *testing.T) {
 		{"format jsonl", []string{"--out", "-", "--format", "jsonl"}, "--format jsonl: with --out -"},
 		{"checks out without out -", []string{"--out", filepath.Join(dir, "out"), "--checks-out", checks}, "--checks-out: a checks file is written only when the results are streamed"},
 		{"unknown input format", []string{"--out", "-", "--input-format", "csv"}, `--input-format: unknown input format "csv" (want jsonl or arrow-stream)`},
+		{"several judgements", []string{"--out", "-", "--spec", judged, "--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "a", "--judge-samples", "2"}, "--out -: results on standard output have no judgements table"},
 		{"input format with from", []string{"--out", "-", "--input-format", "arrow-stream", "--from", "messages"}, "--input-format: standard input is read as a messages log"},
 	}
 	for _, tt := range tests {

@@ -251,7 +251,7 @@ func gradeError(err error, maxErrors int64) error {
 	}
 	switch {
 	case errors.Is(err, syscall.EPIPE):
-		return fmt.Errorf("standard output was closed by its reader before the run ended (broken pipe): the run stopped: %w", err)
+		return fmt.Errorf("standard output was closed by its reader: the run stopped (%w)", err)
 	case errors.Is(err, pipeline.ErrInterrupted):
 		return fmt.Errorf("%w; run again with --resume to continue", err)
 	case errors.Is(err, pipeline.ErrMaxErrors):
