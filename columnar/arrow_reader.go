@@ -17,7 +17,9 @@ import (
 
 // ArrowReader reads the rollout fields and the primitive metadata columns of
 // an Arrow IPC file (.arrow, .feather v2) or, when the file magic is absent,
-// an Arrow IPC stream. It implements Reader; make one with OpenArrow.
+// an Arrow IPC stream; or an Arrow IPC stream on standard input, as it
+// arrives. It implements Reader; make one with OpenArrow, or for standard
+// input with DescribeStdin and Input.Open.
 //
 // Columns are picked as ParquetReader picks them: the six mapped fields (an
 // absent one is CellNull in every row) and every other top-level column of a
@@ -208,8 +210,9 @@ func (r *ArrowReader) Close() error {
 }
 
 // Next returns the next batch of at most limit rows (at least one), in file
-// order; a batch may span record batches. At the end of the input it returns
-// nil and io.EOF. The row count of a file's footer only sizes the batches:
+// order; a batch may span record batches, except on standard input
+// (DescribeStdin), where each record batch ends a batch, marked
+// EndsRecordBatch. At the end of the input it returns nil and io.EOF. The row count of a file's footer only sizes the batches:
 // the input ends where its record batches end.
 func (r *ArrowReader) Next(limit int) (*Batch, error) {
 	b, err := r.nextBatch(limit, r)

@@ -135,9 +135,9 @@ func (c *chunkReader[H]) closed() {
 
 // nextBatch returns the next batch of at most limit rows (at least one),
 // in file order, filled from src; a batch may span chunks, unless the
-// reader is aligned. At the end of
-// the input it returns nil and io.EOF. A panic of the decoder becomes an
-// error naming the chunk; any error but io.EOF is sticky.
+// reader is aligned. At the end of the input it returns nil and io.EOF. A
+// panic of the decoder becomes an error naming the chunk; any error but
+// io.EOF is sticky.
 func (c *chunkReader[H]) nextBatch(limit int, src chunkSource[H]) (b *Batch, err error) {
 	if c.err != nil {
 		return nil, c.err

@@ -47,8 +47,9 @@ func CheckStdinFormat(format string) error {
 // writers older than Arrow 0.15, a message length (a little-endian int32
 // of at least 4 and under 64 MiB whose first byte cannot start a JSON
 // Lines stream); InputJSONL otherwise. JSON Lines starts with whitespace,
-// '{' or a UTF-8 byte order mark; an empty stream is JSON Lines without
-// lines.
+// '{' or a UTF-8 byte order mark, and any four bytes of printable text
+// read as a length exceed 512 MiB, so text is never taken for a stream;
+// an empty stream is JSON Lines without lines.
 func SniffStdin(head []byte) string {
 	if len(head) < 4 {
 		return InputJSONL
