@@ -2,6 +2,7 @@ package columnar
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,14 +21,15 @@ const InputArrowStream = "arrow-stream"
 // stdinName names standard input in errors.
 const stdinName = "standard input"
 
-// Limits of the messages of a stream read as it arrives: no file size
-// bounds them. The body limit lets through record batches far larger than
-// arrow-go's default (256 MiB) while keeping a corrupt length from asking
-// for any size at all.
-const (
-	streamMetadataLimit = 64 << 20
-	streamBodyLimit     = 1 << 30
-)
+// streamMetadataLimit bounds the metadata of a message of a stream read
+// as it arrives: no file size bounds it.
+const streamMetadataLimit = 64 << 20
+
+// streamBodyLimit bounds the body of a message of a stream read as it
+// arrives: record batches far larger than arrow-go's default limit (256
+// MiB) pass, and a corrupt length cannot ask for any size at all. A
+// variable so that fuzzing can keep within a test machine's memory.
+var streamBodyLimit int64 = 1 << 30
 
 // CheckStdinFormat checks the format standard input is read in (gavel
 // grade --input-format): "" tells JSON Lines and Arrow IPC streams apart
@@ -90,7 +92,11 @@ func DescribeStdin(name string, r io.Reader, format string) (*Input, error) {
 	if format == InputJSONL {
 		return in, nil
 	}
-	cr := &countingReader{r: br}
+	first, err := checkSchemaMessage(br)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: not an arrow ipc stream (schema message at byte 0): %w", stdinName, err)
+	}
+	cr := &countingReader{r: io.MultiReader(bytes.NewReader(first), br)}
 	opts := []ipc.Option{
 		ipc.WithAllocator(memory.NewGoAllocator()),
 		ipc.WithMetadataSizeLimit(streamMetadataLimit),
@@ -153,4 +159,118 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// checkSchemaMessage reads the first message of a stream, the schema, as
+// far as its metadata goes, and returns the bytes read, for the stream's
+// reader to read again. arrow-go sizes the slices of a schema's fields,
+// children and metadata by the lengths their flatbuffer vectors declare,
+// before reading them: a corrupt length would ask for any memory at all.
+// So the metadata is checked first: every such vector must lie within it.
+// A message too short or of another kind is left to arrow-go to report.
+func checkSchemaMessage(br *bufio.Reader) ([]byte, error) {
+	head, _ := br.Peek(8)
+	if len(head) < 8 {
+		return nil, nil
+	}
+	prefix, length := 4, int64(int32(binary.LittleEndian.Uint32(head)))
+	if uint32(length) == 0xFFFFFFFF {
+		prefix, length = 8, int64(int32(binary.LittleEndian.Uint32(head[4:])))
+	}
+	if length < 4 || length > streamMetadataLimit {
+		return nil, nil
+	}
+	buf := make([]byte, int64(prefix)+length)
+	n, _ := io.ReadFull(br, buf)
+	if n < len(buf) {
+		return buf[:n], nil
+	}
+	if !schemaFits(buf[prefix:]) {
+		return nil, errors.New("corrupt schema: a list of fields, children or metadata is longer than the message")
+	}
+	return buf, nil
+}
+
+// schemaFits reports whether the vectors of the Schema message meta (if
+// it is one) lie within it: its fields and metadata, and recursively each
+// field's children and metadata (vectorsFit). Offsets are followed as the
+// flatbuffers library follows them, added modulo 2^32: an offset that
+// leads out of meta is corrupt, even where that library would wrap
+// around into it.
+func schemaFits(meta []byte) bool {
+	msg, ok := fbRoot(meta)
+	if !ok {
+		return true // arrow-go reports it
+	}
+	// Message: version 0, header_type 1, header 2; header type 1 is Schema.
+	if typ, ok := msg.scalar(1, 1); !ok || typ[0] != 1 {
+		return true
+	}
+	p, ok := msg.field(2)
+	if !ok {
+		return true
+	}
+	schema, ok := fbFollow(msg.buf, p)
+	// Schema: endianness 0, fields 1, custom_metadata 2.
+	return ok && vectorsFit(schema, 1, 2, 0)
+}
+
+// vectorsFit reports whether the vector of tables children and the
+// vector metadata of t lie within its buffer, and recursively those of
+// each child (a Field: children 5, custom_metadata 6), at most 64 deep.
+func vectorsFit(t fbTable, children, metadata, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	if _, _, fits := fbVector(t, metadata); !fits {
+		return false
+	}
+	start, n, fits := fbVector(t, children)
+	if !fits {
+		return false
+	}
+	for k := range n {
+		child, ok := fbFollow(t.buf, start+4*k)
+		if !ok || !vectorsFit(child, 5, 6, depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// fbVector returns where the elements of vector field i of t start and
+// how many there are (0 when the field is absent), and whether its n
+// offsets of 4 bytes lie within the buffer.
+func fbVector(t fbTable, i int) (start, n int, fits bool) {
+	p, ok := t.field(i)
+	if !ok {
+		return 0, 0, true
+	}
+	v, ok := fbOffset(t.buf, p)
+	if !ok || v+4 > len(t.buf) {
+		return 0, 0, false
+	}
+	n = int(binary.LittleEndian.Uint32(t.buf[v:]))
+	start = v + 4
+	return start, n, start+4*n <= len(t.buf)
+}
+
+// fbFollow returns the table whose offset is stored at p.
+func fbFollow(buf []byte, p int) (fbTable, bool) {
+	v, ok := fbOffset(buf, p)
+	if !ok {
+		return fbTable{}, false
+	}
+	return fbAt(buf, v)
+}
+
+// fbOffset returns the position the offset stored at p leads to, added
+// modulo 2^32 as the flatbuffers library adds it, and whether it lies in
+// buf.
+func fbOffset(buf []byte, p int) (int, bool) {
+	if p < 0 || p+4 > len(buf) {
+		return 0, false
+	}
+	v := int(uint32(p) + binary.LittleEndian.Uint32(buf[p:]))
+	return v, v < len(buf)
 }
