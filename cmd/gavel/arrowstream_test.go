@@ -231,15 +231,16 @@ func TestGradeStreamOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name  string
-		input []byte
-		flags []string
-		rows  int
+		name       string
+		input      []byte
+		flags      []string
+		rows       int
+		keepsModel bool
 	}{
-		{"arrow stream sniffed", stream, nil, batches.rows},
-		{"arrow stream named", stream, []string{"--input-format", "arrow-stream"}, batches.rows},
-		{"json lines sniffed", lines, nil, 700},
-		{"json lines named", lines, []string{"--input-format", "jsonl"}, 700},
+		{"arrow stream sniffed", stream, nil, batches.rows, true},
+		{"arrow stream named", stream, []string{"--input-format", "arrow-stream"}, batches.rows, true},
+		{"json lines sniffed", lines, nil, 700, false},
+		{"json lines named", lines, []string{"--input-format", "jsonl"}, 700, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
@@ -259,6 +260,11 @@ func TestGradeStreamOut(t *testing.T) {
 				}
 			}
 			gotSchema, got, _ := streamRows(t, bytes.NewReader(stdout))
+			// A stream's schema is read ahead; JSON Lines on standard input
+			// is not, and keeps nothing by default.
+			if _, kept := gotSchema.FieldsByName("model"); kept != tc.keepsModel {
+				t.Errorf("rewards schema %s: model kept %v, want %v", gotSchema, kept, tc.keepsModel)
+			}
 			wantSchema, want := fileRows(t, filepath.Join(out, "rewards", "part-00000.arrow"))
 			sameRows(t, "rewards", wantSchema, gotSchema, want, got)
 			gotSchema, got = fileRows(t, checksOut)
@@ -272,6 +278,45 @@ func TestGradeStreamOut(t *testing.T) {
 				t.Errorf("with --workers 1 --batch-size 7: exit %d, stream equal %v (want 3, true): %s", code, bytes.Equal(again, stdout), stderr)
 			}
 		})
+	}
+}
+
+// TestGradeStreamMap checks that --map and --keep apply to a stream on
+// standard input as to a file: a stream whose final states are in another
+// column, mapped, grades to the rewards of the stream with the standard
+// column.
+func TestGradeStreamMap(t *testing.T) {
+	dir := t.TempDir()
+	jsonl := genRollouts(t, dir, 300, "0")
+	batches := loadRolloutBatches(t, jsonl, 100)
+	renamed := *batches
+	fields := batches.schema.Fields()
+	for i := range fields {
+		if fields[i].Name == "final_state" {
+			fields[i].Name = "world_after"
+		}
+	}
+	renamed.schema = arrow.NewSchema(fields, nil)
+	renamed.recs = nil
+	for _, r := range batches.recs {
+		rec := array.NewRecordBatch(renamed.schema, r.Columns(), r.NumRows())
+		renamed.recs = append(renamed.recs, rec)
+		t.Cleanup(rec.Release)
+	}
+	code, want, stderr := runGavel(t, batches.stream(t), "grade", "--out", "-", "--keep", "model,run_id", "-")
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, got, stderr := runGavel(t, renamed.stream(t), "grade", "--out", "-", "--keep", "model,run_id", "--map", "final_state=world_after", "-")
+	if code != 3 {
+		t.Fatalf("with --map: exit %d: %s", code, stderr)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the rewards of the mapped stream differ from those of the stream with the standard column")
+	}
+	schema, _, _ := streamRows(t, bytes.NewReader(got))
+	if names := schema.Fields(); names[len(names)-2].Name != "model" || names[len(names)-1].Name != "run_id" {
+		t.Errorf("rewards schema %s, want model and run_id kept last", schema)
 	}
 }
 
