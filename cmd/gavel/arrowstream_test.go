@@ -119,7 +119,7 @@ func (rb *rolloutBatches) stream(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-// tableRows returns the schema of the Arrow IPC stream read from r and its
+// streamRows returns the schema of the Arrow IPC stream read from r and its
 // rows, one JSON object each, and the lengths of its record batches.
 func streamRows(t *testing.T, r io.Reader) (*arrow.Schema, []string, []int) {
 	t.Helper()
@@ -430,7 +430,8 @@ func (g *streamingGavel) wait(t *testing.T) int {
 	return g.cmd.ProcessState.ExitCode()
 }
 
-// within runs f and fails the test when it takes more than 30s.
+// within runs f on another goroutine, which may report with t.Error but
+// not end the test, and fails the test when f takes more than 30s.
 func within(t *testing.T, what string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
