@@ -583,3 +583,18 @@ func TestGradeStreamTruncatedStdin(t *testing.T) {
 		t.Errorf("JSON Lines read as a stream: exit %d, stderr %q; want 1, not an arrow ipc stream", code, stderr)
 	}
 }
+
+// TestGradeStreamToCommandOutput checks that --out - writes the rewards
+// to the command's standard output, the summary to its standard error.
+func TestGradeStreamToCommandOutput(t *testing.T) {
+	dir := t.TempDir()
+	in := genRollouts(t, dir, 50, "0")
+	code, stdout, stderr := runCLI(t, "grade", "--out", "-", in)
+	if code != 0 && code != 3 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, rows, _ := streamRows(t, strings.NewReader(stdout))
+	if len(rows) != 50 || !strings.Contains(stderr, "graded 50 rollouts") {
+		t.Errorf("%d rows on standard output, stderr %q; want 50, the summary", len(rows), stderr)
+	}
+}

@@ -135,6 +135,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := pipeline.Config{
 		Inputs:       fs.Args(),
 		Out:          *out,
+		Stdout:       stdout,
 		ChecksOut:    *checksOut,
 		StdinFormat:  *inputFormat,
 		Format:       *format,
