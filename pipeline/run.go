@@ -189,9 +189,11 @@ var ErrInterrupted = errors.New("interrupted")
 
 // Run grades every input of cfg into cfg.Out. It returns after every
 // goroutine it started has exited, except verifier calls abandoned past
-// the timeout (see Config.MaxStuck). A ConfigError means nothing was
-// written; any other error means the run stopped, with the parts completed
-// so far in place and listed in the manifest.
+// the timeout (see Config.MaxStuck) and a read of standard input given up
+// when the run stopped itself (see stopReader). A ConfigError means
+// nothing was written; any other error means the run stopped, with the
+// parts completed so far in place and listed in the manifest, or, for
+// StreamOut, the rewards sent so far in a stream without its end.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Stdin == nil {
 		cfg.Stdin = os.Stdin
