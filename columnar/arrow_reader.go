@@ -301,6 +301,9 @@ func (r *ArrowReader) nextChunk() (bool, error) {
 		}
 		return false, fmt.Errorf("read %s record batch %d: %w", r.path, r.recIdx, err)
 	}
+	if r.in != nil && r.in.eof {
+		return false, fmt.Errorf("read %s: the stream ends at byte %d without its end-of-stream marker (cut short: its writer stopped before closing it)", r.path, r.in.n)
+	}
 	return false, nil
 }
 

@@ -79,6 +79,12 @@ func SniffStdin(head []byte) string {
 // start, and its reader ends a batch at the end of each record batch of a
 // stream (Batch.EndsRecordBatch). Errors name standard input and, for a
 // stream, the byte offset of the message at fault.
+//
+// A stream must end with its end-of-stream marker, which every Arrow
+// writer writes when it is closed: standard input that ends without it,
+// even between two messages, is an error. The Arrow format lets a stream
+// end without the marker, but on a pipe that is what a writer that died
+// leaves, and its rows would be graded as if they were all.
 func DescribeStdin(name string, r io.Reader, format string) (*Input, error) {
 	if err := CheckStdinFormat(format); err != nil {
 		return nil, err
@@ -149,15 +155,21 @@ func streamError(name string, idx int, at int64, err error) error {
 	return fmt.Errorf("read %s: record batch %d at byte %d: %w", name, idx, at, err)
 }
 
-// countingReader counts the bytes read through it.
+// countingReader counts the bytes read through it, and notes when the
+// reader under it ended: a stream read to its end-of-stream marker never
+// reads past the marker.
 type countingReader struct {
-	r io.Reader
-	n int64
+	r   io.Reader
+	n   int64
+	eof bool
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if err == io.EOF {
+		c.eof = true
+	}
 	return n, err
 }
 

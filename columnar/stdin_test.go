@@ -164,8 +164,9 @@ func TestStdinJSONLines(t *testing.T) {
 }
 
 // TestStdinArrowStreamErrors checks that a stream cut short names
-// standard input and the byte offset of the message cut, and that input
-// that is no stream, read as one, says so.
+// standard input and the byte offset of the message cut, or where it
+// ends without its end-of-stream marker, and that input that is no
+// stream, read as one, says so.
 func TestStdinArrowStreamErrors(t *testing.T) {
 	stream, offsets := stdinStream(t, 3, 5, 2)
 	cut := stream[:offsets[2]+20]
@@ -193,6 +194,36 @@ func TestStdinArrowStreamErrors(t *testing.T) {
 	}
 	if rows != 8 {
 		t.Errorf("%d rows before the error, want 8", rows)
+	}
+
+	// Cut between two messages: the end-of-stream marker is missing.
+	if eos := stream[len(stream)-8:]; !bytes.Equal(eos, []byte{0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0}) {
+		t.Fatalf("the stream ends in % x, not in an end-of-stream marker", eos)
+	}
+	in, err = DescribeStdin("-", bytes.NewReader(stream[:len(stream)-8]), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd2, err := in.Open(in.Units[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd2.Close()
+	rows = 0
+	for {
+		b, err := rd2.Next(100)
+		if err != nil {
+			want := fmt.Sprintf("read standard input: the stream ends at byte %d without its end-of-stream marker", len(stream)-8)
+			if !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("error %q, want it to start with %q", err, want)
+			}
+			break
+		}
+		rows += len(b.Rows)
+		b.Release()
+	}
+	if rows != 10 {
+		t.Errorf("%d rows before the missing marker, want 10", rows)
 	}
 
 	for _, tt := range []struct {

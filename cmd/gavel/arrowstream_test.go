@@ -561,7 +561,8 @@ func TestGradeStreamClosedStdout(t *testing.T) {
 // TestGradeStreamTruncatedStdin checks that an Arrow IPC stream cut short
 // inside a message is an input error naming standard input and the byte
 // offset of the message, with exit status 1, on a stream and into a
-// directory.
+// directory; and so is one cut between two messages, without its
+// end-of-stream marker.
 func TestGradeStreamTruncatedStdin(t *testing.T) {
 	dir := t.TempDir()
 	jsonl := genRollouts(t, dir, 300, "0")
@@ -578,7 +579,13 @@ func TestGradeStreamTruncatedStdin(t *testing.T) {
 			}
 		}
 	}
-	code, _, stderr := runGavel(t, []byte("{\"task_id\": 1}\n"), "grade", "--out", "-", "--input-format", "arrow-stream", "-")
+	// A writer that stops between two messages leaves no end-of-stream
+	// marker: the rows sent are not taken for all of them.
+	code, _, stderr := runGavel(t, stream[:len(stream)-8], "grade", "--out", "-", "-")
+	if want := "read standard input: the stream ends at byte " + strconv.Itoa(len(stream)-8) + " without its end-of-stream marker"; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("a stream without its end-of-stream marker: exit %d, stderr %q; want 1, %q", code, stderr, want)
+	}
+	code, _, stderr = runGavel(t, []byte("{\"task_id\": 1}\n"), "grade", "--out", "-", "--input-format", "arrow-stream", "-")
 	if code != 1 || !strings.Contains(stderr, "read standard input: not an arrow ipc stream") {
 		t.Errorf("JSON Lines read as a stream: exit %d, stderr %q; want 1, not an arrow ipc stream", code, stderr)
 	}
