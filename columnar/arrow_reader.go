@@ -17,7 +17,9 @@ import (
 
 // ArrowReader reads the rollout fields and the primitive metadata columns of
 // an Arrow IPC file (.arrow, .feather v2) or, when the file magic is absent,
-// an Arrow IPC stream. It implements Reader; make one with OpenArrow.
+// an Arrow IPC stream; or an Arrow IPC stream on standard input, as it
+// arrives. It implements Reader; make one with OpenArrow, or for standard
+// input with DescribeStdin and Input.Open.
 //
 // Columns are picked as ParquetReader picks them: the six mapped fields (an
 // absent one is CellNull in every row) and every other top-level column of a
@@ -45,6 +47,10 @@ type ArrowReader struct {
 	rec    arrow.RecordBatch // current record batch (the reader's reference)
 	recPos int64             // next row of rec
 	recIdx int               // index of the next record batch of a file
+
+	// in counts the bytes of a stream read as it arrives (standard input),
+	// for the byte offsets of errors; nil otherwise.
+	in *countingReader
 }
 
 // arrowBatch is a batch of an ArrowReader; it holds the record batches
@@ -204,10 +210,17 @@ func (r *ArrowReader) Close() error {
 }
 
 // Next returns the next batch of at most limit rows (at least one), in file
-// order; a batch may span record batches. At the end of the input it returns
-// nil and io.EOF. The row count of a file's footer only sizes the batches:
+// order; a batch may span record batches, except on standard input
+// (DescribeStdin), where each record batch ends a batch, marked
+// EndsRecordBatch. At the end of the input it returns nil and io.EOF. The row count of a file's footer only sizes the batches:
 // the input ends where its record batches end.
-func (r *ArrowReader) Next(limit int) (*Batch, error) { return r.nextBatch(limit, r) }
+func (r *ArrowReader) Next(limit int) (*Batch, error) {
+	b, err := r.nextBatch(limit, r)
+	if b != nil {
+		b.EndsRecordBatch = r.aligned && r.rec != nil && r.recPos == r.rec.NumRows()
+	}
+	return b, err
+}
 
 // fill reads up to len(rows) rows of the current record batch.
 func (r *ArrowReader) fill(rows []Row, ab *arrowBatch) (int, error) {
@@ -265,7 +278,14 @@ func (r *ArrowReader) nextChunk() (bool, error) {
 		}
 		return false, nil
 	}
+	var at int64
+	if r.in != nil {
+		at = r.in.n
+	}
 	for r.stream.Next() {
+		if r.in != nil {
+			at = r.in.n
+		}
 		r.recIdx++
 		rec := r.stream.RecordBatch()
 		if rec.NumRows() == 0 {
@@ -276,7 +296,13 @@ func (r *ArrowReader) nextChunk() (bool, error) {
 		return true, nil
 	}
 	if err := r.stream.Err(); err != nil {
+		if r.in != nil {
+			return false, streamError(r.path, r.recIdx, at, err)
+		}
 		return false, fmt.Errorf("read %s record batch %d: %w", r.path, r.recIdx, err)
+	}
+	if r.in != nil && r.in.eof {
+		return false, fmt.Errorf("read %s: the stream ends at byte %d without its end-of-stream marker (cut short: its writer stopped before closing it)", r.path, r.in.n)
 	}
 	return false, nil
 }

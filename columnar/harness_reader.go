@@ -165,13 +165,21 @@ func spoolArchive(name string, r io.Reader) (in *Input, spool string, err error)
 	return in, spool, err
 }
 
-// openStream returns the reader of a log read from a stream, once.
-func (in *Input) openStream() (Reader, error) {
+// openStream returns the reader of an input read from a stream, once:
+// standard input as JSON Lines or an Arrow IPC stream (DescribeStdin), or
+// a harness's log (DescribeStream).
+func (in *Input) openStream(opts Options) (Reader, error) {
 	if in.streamed {
 		return nil, fmt.Errorf("read %s: a stream is read once", in.Path)
 	}
-	s := in.stream
-	in.stream, in.streamed = nil, true
+	s, a := in.stream, in.arrowIn
+	in.stream, in.arrowIn, in.streamed = nil, nil, true
+	switch in.Format {
+	case InputJSONL:
+		return NewJSONLReader(in.Path, s, opts)
+	case InputArrowStream:
+		return newArrowStreamReader(a, opts)
+	}
 	return NewHarnessReader(in.Path, s, in.Format)
 }
 

@@ -26,8 +26,9 @@ import (
 type Input struct {
 	// Path is the file's path as given to Describe.
 	Path string
-	// Format is the input format: InputParquet, InputArrow, InputJSONL
-	// or a harness format (InputInspect, ...).
+	// Format is the input format: InputParquet, InputArrow, InputJSONL,
+	// InputArrowStream (standard input) or a harness format
+	// (InputInspect, ...).
 	Format string
 	// Size is the file's size in bytes.
 	Size int64
@@ -45,9 +46,12 @@ type Input struct {
 
 	open OpenFunc
 	from string // DescribeOptions.From
-	// stream is the log read from a stream (DescribeStream), until Open
-	// takes it; streamed is set once it has.
+	// stream is the log or the standard input read from a stream
+	// (DescribeStream, DescribeStdin), until Open takes it; streamed is
+	// set once it has. arrowIn is an Arrow IPC stream's reader, its schema
+	// read.
 	stream   io.Reader
+	arrowIn  *arrowStreamIn
 	streamed bool
 }
 
@@ -233,10 +237,11 @@ func (in *Input) describeJSONL(f File) error {
 // Open opens the file again and returns the reader of unit u, one of
 // in.Units. Row indexes are those of the file whatever the unit, so rows
 // read through units are numbered as when the whole file is read. A log
-// read from a stream (DescribeStream) is read from its start, once.
+// or standard input read from a stream (DescribeStream, DescribeStdin) is
+// read from its start, once.
 func (in *Input) Open(u InputUnit, opts Options) (Reader, error) {
 	if in.stream != nil || in.streamed {
-		return in.openStream()
+		return in.openStream(opts)
 	}
 	f, err := in.open(in.Path)
 	if err != nil {

@@ -1,6 +1,7 @@
 package columnar
 
 import (
+	"bufio"
 	"io"
 	"sync"
 
@@ -58,9 +59,18 @@ type batchSink interface {
 	close() error
 }
 
-// newBatchSink starts a file of schema in opts.Format on w. In Parquet the
-// columns named in noDict are written without a dictionary.
+// newBatchSink starts a file of schema in opts.Format on w, or an Arrow
+// IPC stream (formatArrowStream) whose record batches are flushed through
+// w as they are written. In Parquet the columns named in noDict are
+// written without a dictionary.
 func newBatchSink(w io.Writer, schema *arrow.Schema, noDict []string, opts PartOptions) (batchSink, error) {
+	if opts.Format == formatArrowStream {
+		bw, ok := w.(*bufio.Writer)
+		if !ok {
+			bw = bufio.NewWriter(w)
+		}
+		return newStreamSink(bw, schema, opts), nil
+	}
 	if opts.Format == FormatArrow {
 		// Uncompressed IPC: every Arrow reader can read it, and it can
 		// be memory-mapped.

@@ -88,11 +88,15 @@ type chunkReader[H any] struct {
 	// exact says that end is where the input ends (a Parquet footer, which
 	// the reader checks), rather than only a size for batches (an Arrow
 	// footer: the input ends where its record batches end).
-	exact  bool
-	next   int64  // file index of the next row
-	gen    uint64 // generation of the last batch handed out
-	err    error  // sticky: every later Next returns it
-	unhold func(H)
+	exact bool
+	// aligned ends a batch at the end of each chunk instead of filling it
+	// from the next: a stream's reader then returns the rows of a record
+	// batch without waiting for the next one to arrive.
+	aligned bool
+	next    int64  // file index of the next row
+	gen     uint64 // generation of the last batch handed out
+	err     error  // sticky: every later Next returns it
+	unhold  func(H)
 
 	mu   sync.Mutex
 	free []*chunkBatch[H]
@@ -130,9 +134,10 @@ func (c *chunkReader[H]) closed() {
 }
 
 // nextBatch returns the next batch of at most limit rows (at least one),
-// in file order, filled from src; a batch may span chunks. At the end of
-// the input it returns nil and io.EOF. A panic of the decoder becomes an
-// error naming the chunk; any error but io.EOF is sticky.
+// in file order, filled from src; a batch may span chunks, unless the
+// reader is aligned. At the end of the input it returns nil and io.EOF. A
+// panic of the decoder becomes an error naming the chunk; any error but
+// io.EOF is sticky.
 func (c *chunkReader[H]) nextBatch(limit int, src chunkSource[H]) (b *Batch, err error) {
 	if c.err != nil {
 		return nil, c.err
@@ -173,6 +178,9 @@ func (c *chunkReader[H]) nextBatch(limit int, src chunkSource[H]) (b *Batch, err
 		if k > 0 {
 			filled += k
 			continue
+		}
+		if c.aligned && filled > 0 {
+			break
 		}
 		ok, err := src.nextChunk()
 		if err != nil {

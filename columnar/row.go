@@ -98,6 +98,12 @@ type Batch struct {
 	// JSONLines is true when rows carry raw lines to be decoded with
 	// DecodeLine.
 	JSONLines bool
+	// EndsRecordBatch is set when the batch's last row is the last of a
+	// record batch of an Arrow IPC stream read as it arrives (standard
+	// input): results streamed out end a record batch there too, so that
+	// the rows a writer sent together are answered without waiting for
+	// more.
+	EndsRecordBatch bool
 
 	release func(*Batch)
 	arena   []byte

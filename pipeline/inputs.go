@@ -43,8 +43,8 @@ type Unit struct {
 	FirstRowGroup int
 	RowGroups     int
 
-	// input describes the unit's file; it is nil for standard input and
-	// when describing failed, with err.
+	// input describes the unit's file or standard input; it is nil when
+	// describing failed, with err.
 	input *columnar.Input
 	err   error
 	rows  int64 // rows of the unit; -1 when unknown

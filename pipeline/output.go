@@ -560,8 +560,9 @@ func clearOut(dir string) error {
 }
 
 // finishSummary merges the statistics of this process's complete parts
-// into the summary and writes it. Duplicate ids are looked for only when
-// every unit is complete: they need every part read back.
+// into the summary and writes it, unless the results are streamed.
+// Duplicate ids are looked for only when every unit is complete, in an
+// output directory: they need every part's id hashes.
 func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	var parts []*partStats
 	for i := range r.units {
@@ -574,13 +575,16 @@ func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	s.Reuse = r.plan.reuse.summary()
 	s.FailedInputs = append(s.FailedInputs, r.failed...)
 	var err error
-	if complete {
+	if complete && !r.streaming() {
 		s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(r.cfg.Out, r.cfg.Format, parts, r.remote)
 	}
 	elapsed := time.Since(r.start)
 	s.ElapsedSeconds = elapsed.Seconds()
 	if elapsed > 0 {
 		s.RowsPerSecond = float64(s.Rollouts) / elapsed.Seconds()
+	}
+	if r.streaming() {
+		return s, err
 	}
 	if wErr := r.writeJSON(r.summaryPath(), s, true); wErr != nil && err == nil {
 		err = wErr

@@ -228,7 +228,7 @@ func readPairRollouts(cfg PairwiseConfig) ([]pairRollout, *PairwiseResult, error
 			return nil, nil, err
 		}
 	}
-	units := describeUnits(files, DefaultRowGroupsPerUnit, nil, cfg.From, cfg.Stdin)
+	units := describeUnits(files, DefaultRowGroupsPerUnit, nil, cfg.From, "", cfg.Stdin)
 	defer removeSpools(units)
 	res := &PairwiseResult{}
 	problem := func(where, msg string) {
@@ -243,7 +243,7 @@ func readPairRollouts(cfg PairwiseConfig) ([]pairRollout, *PairwiseResult, error
 	opts := columnar.Options{Fields: p.fields}
 	for ui := range units {
 		u := &units[ui]
-		r, err := openUnit(u, cfg.From, cfg.Stdin, opts)
+		r, err := openUnit(u, opts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read %s: %w", u.Path, err)
 		}

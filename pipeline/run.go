@@ -29,7 +29,9 @@ type Config struct {
 	// Out is the output directory ("gavel-out" when empty), or a URL of
 	// object storage (s3://bucket/results/, gs://, azblob://, file://):
 	// then the run writes into a staging directory and uploads each file
-	// once it is complete (see remoteOut).
+	// once it is complete (see remoteOut). StreamOut ("-") streams the
+	// rewards to Stdout instead, and the checks to ChecksOut: no directory,
+	// manifest or summary file is written.
 	Out string
 	// Format is the output format: parquet (default), arrow or jsonl.
 	Format string
@@ -52,6 +54,16 @@ type Config struct {
 	MaxErrors int64
 	// Stdin is read for the input "-" (os.Stdin when nil).
 	Stdin io.Reader
+	// Stdout receives the rewards as an Arrow IPC stream when Out is
+	// StreamOut (os.Stdout when nil).
+	Stdout io.Writer
+	// ChecksOut, with Out StreamOut, is the Arrow IPC file the checks are
+	// written into; "" leaves them out.
+	ChecksOut string
+	// StdinFormat is the format standard input is read in, without From:
+	// columnar.InputJSONL or columnar.InputArrowStream; "" tells them
+	// apart by the first bytes (columnar.SniffStdin).
+	StdinFormat string
 	// Progress, when set, is told how many rows are done, and the total
 	// when it becomes known.
 	Progress Progress
@@ -145,6 +157,16 @@ type ReuseProgress interface {
 	Reused(n int)
 }
 
+// StreamOut is the Config.Out that streams the results: the rewards as an
+// Arrow IPC stream on Config.Stdout, record batch by record batch as they
+// are graded (at most columnar.DefaultStreamBatchRows rows each, ending
+// where a record batch of an Arrow IPC stream input ends), and the checks
+// into Config.ChecksOut. Memory stays bounded whatever the number of rows.
+// A unit that cannot be read to the end stops the run (its first rows
+// may have left already), and so does a failed write; the stream then
+// lacks its end-of-stream marker.
+const StreamOut = "-"
+
 // ErrMaxErrors is returned, wrapped, when Config.MaxErrors stopped the run.
 var ErrMaxErrors = errors.New("too many rows with status error")
 
@@ -167,14 +189,23 @@ var ErrInterrupted = errors.New("interrupted")
 
 // Run grades every input of cfg into cfg.Out. It returns after every
 // goroutine it started has exited, except verifier calls abandoned past
-// the timeout (see Config.MaxStuck). A ConfigError means nothing was
-// written; any other error means the run stopped, with the parts completed
-// so far in place and listed in the manifest.
+// the timeout (see Config.MaxStuck) and a read of standard input given up
+// when the run stopped itself (see stopReader). A ConfigError means
+// nothing was written; any other error means the run stopped, with the
+// parts completed so far in place and listed in the manifest, or, for
+// StreamOut, the rewards sent so far in a stream without its end.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Stdin == nil {
+		cfg.Stdin = os.Stdin
+	}
+	in := newStopReader(cfg.Stdin)
+	defer in.stop()
+	cfg.Stdin = in
 	r, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
+	r.stopStdin = in.stop
 	defer removeSpools(r.units)
 	if r.remote != nil {
 		defer os.RemoveAll(r.cfg.Out)
@@ -208,11 +239,23 @@ type runner struct {
 	// the staging directory and outName the URL, without credentials.
 	remote  *remoteOut
 	outName string
+
+	// stream is the results stream when Config.Out is StreamOut.
+	stream *columnar.ResultStream
+	// stopStdin makes reads of standard input fail at once, so that a run
+	// that stops itself is not held up by a pipe that stays open.
+	stopStdin func()
 }
+
+// streaming reports whether the run streams its results (StreamOut).
+func (r *runner) streaming() bool { return r.cfg.Out == StreamOut }
 
 func prepare(cfg Config) (_ *runner, err error) {
 	if cfg.Out == "" {
 		cfg.Out = "gavel-out"
+	}
+	if err := checkStream(&cfg); err != nil {
+		return nil, err
 	}
 	if cfg.Format == "" {
 		cfg.Format = columnar.FormatParquet
@@ -246,6 +289,12 @@ func prepare(cfg Config) (_ *runner, err error) {
 	if err := columnar.CheckFrom(cfg.From); err != nil {
 		return nil, &ConfigError{Field: "From", Msg: err.Error()}
 	}
+	if err := columnar.CheckStdinFormat(cfg.StdinFormat); err != nil {
+		return nil, &ConfigError{Field: "StdinFormat", Msg: err.Error()}
+	}
+	if cfg.StdinFormat != "" && cfg.From != "" {
+		return nil, &ConfigError{Field: "StdinFormat", Msg: fmt.Sprintf("standard input is read as a %s log (From); an input format does not apply", cfg.From)}
+	}
 	files, skipped, err := Inputs(cfg.Inputs, cfg.From)
 	if err != nil {
 		return nil, err
@@ -262,7 +311,7 @@ func prepare(cfg Config) (_ *runner, err error) {
 	if stdins > 0 && cfg.Shard.Count > 1 {
 		return nil, &ConfigError{Field: "Shard", Msg: "cannot split standard input (-) between processes"}
 	}
-	units := describeUnits(files, cfg.RowGroupsPerUnit, cfg.open, cfg.From, cfg.Stdin)
+	units := describeUnits(files, cfg.RowGroupsPerUnit, cfg.open, cfg.From, cfg.StdinFormat, cfg.Stdin)
 	defer func() {
 		if err != nil {
 			removeSpools(units)
@@ -304,6 +353,9 @@ func prepare(cfg Config) (_ *runner, err error) {
 	if p.judging, err = newJudging(cfg.Judge, cfg.JudgePanel, bound, cfg.JudgeMaxRequests); err != nil {
 		return nil, err
 	}
+	if cfg.Out == StreamOut && p.judging != nil && p.judging.multi {
+		return nil, &ConfigError{Field: "Out", Msg: "results on standard output have no judgements table: several judgements per rubric check need an output directory"}
+	}
 	if cfg.Reuse != "" {
 		if p.reuse, err = openReuse(cfg, p); err != nil {
 			return nil, err
@@ -328,6 +380,32 @@ func prepare(cfg Config) (_ *runner, err error) {
 	return r, nil
 }
 
+// checkStream checks the settings of a run that streams its results
+// (StreamOut), whose format defaults to arrow, and that ChecksOut is given
+// only to one.
+func checkStream(cfg *Config) error {
+	if cfg.Out != StreamOut {
+		if cfg.ChecksOut != "" {
+			return &ConfigError{Field: "ChecksOut", Msg: "a checks file is written only when the results are streamed (out -); an output directory has the checks parts"}
+		}
+		return nil
+	}
+	if cfg.Format == "" {
+		cfg.Format = columnar.FormatArrow
+	}
+	switch {
+	case cfg.Format != columnar.FormatArrow:
+		return &ConfigError{Field: "Out", Msg: fmt.Sprintf("results on standard output are an arrow ipc stream: format %s is not available", cfg.Format)}
+	case cfg.Resume:
+		return &ConfigError{Field: "Out", Msg: "a stream on standard output cannot be resumed: resume needs an output directory"}
+	case cfg.Reuse != "":
+		return &ConfigError{Field: "Out", Msg: "reusing earlier results needs an output directory, not standard output"}
+	case cfg.Shard.Count > 1:
+		return &ConfigError{Field: "Out", Msg: "shards write into one output directory, not standard output"}
+	}
+	return nil
+}
+
 // Bind returns the bindings of vs (verifiers.Bind): an id given twice, a
 // bad task pattern or two verifiers with an equal pattern is a ConfigError
 // naming both.
@@ -345,8 +423,8 @@ func Bind(vs []*verifiers.Verifier) (*verifiers.Bindings, error) {
 // members of the first rollout of a harness's log, and the keys of set.
 // A harness's recorded_reward and recorded_scores follow, when one of its
 // logs has them. Standard input is probed only as a harness's log (with
-// Config.From), and a file that cannot be read is not: grading it fails
-// later, as that unit's error.
+// Config.From) or an Arrow IPC stream (its schema), and a file that
+// cannot be read is not: grading it fails later, as that unit's error.
 func defaultKeep(units []Unit, fields columnar.FieldNames, set []Constant) []string {
 	want := []string{"model", "run_id", "sample", "recorded_reward", "recorded_scores"}
 	found := map[string]bool{}
@@ -395,8 +473,11 @@ type job struct {
 	batch *columnar.Batch // jobBatch, until graded
 	prev  []*prevRow      // jobBatch: the earlier run's rows (Config.Reuse)
 	res   *results        // jobBatch, once graded
-	rows  int64           // jobEnd and jobFailed: rows read
-	err   error           // jobFailed
+	// batchEnd is set for a batch that ends a record batch of a stream
+	// read as it arrives (columnar.Batch.EndsRecordBatch).
+	batchEnd bool
+	rows     int64 // jobEnd and jobFailed: rows read
+	err      error // jobFailed
 }
 
 // todo returns the units this process grades: those of its shard whose
@@ -414,11 +495,20 @@ func (r *runner) todo() []*Unit {
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.start = time.Now()
-	if err := r.prepareOut(); err != nil {
-		return nil, err
-	}
-	if err := r.writeManifest(); err != nil {
-		return nil, err
+	if r.streaming() {
+		var err error
+		r.stream, err = columnar.NewResultStream(r.stdout(), columnar.StreamOptions{Name: "standard output", Keep: r.plan.keep, ChecksPath: r.cfg.ChecksOut})
+		if err != nil {
+			return nil, err
+		}
+		defer r.stream.Abort() // after Close, nothing
+	} else {
+		if err := r.prepareOut(); err != nil {
+			return nil, err
+		}
+		if err := r.writeManifest(); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.copyUnits(); err != nil {
 		return nil, err
@@ -427,8 +517,24 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer r.plan.reuse.closeMatches()
+	outer := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-ctx.Done():
+			// A run that stops itself gives up a read of standard input
+			// that may never return. An interrupted run lets it finish:
+			// its drain ends once the reader is given a row, or a second
+			// signal ends the process.
+			if outer.Err() == nil && r.stopStdin != nil {
+				r.stopStdin()
+			}
+		case <-stopped:
+		}
+	}()
 
 	todo := r.todo()
 	workers := r.cfg.Workers
@@ -505,11 +611,18 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		err = fmt.Errorf("%w; %d of %d parts complete: run again with --resume to continue", err, done, total)
 	}
 	complete := err == nil && len(r.failed) == 0
-	if errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, context.Canceled) && r.streaming():
+		err = fmt.Errorf("%w: the results stream ends before the input's last rollout", ErrInterrupted)
+	case errors.Is(err, context.Canceled):
 		done, total := r.progress()
 		err = fmt.Errorf("%w: %d of %d parts complete", ErrInterrupted, done, total)
 	}
-	if mErr := r.writeManifest(); mErr != nil && err == nil {
+	if r.streaming() {
+		if err == nil {
+			err = r.stream.Close()
+		}
+	} else if mErr := r.writeManifest(); mErr != nil && err == nil {
 		err = mErr
 	}
 	summary, sErr := r.finishSummary(complete)
@@ -523,7 +636,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 		err = fmt.Errorf("%d input units could not be read (their parts are absent; the other inputs are graded):\n  %s", len(r.failed), strings.Join(msgs, "\n  "))
 	}
-	if complete && sErr == nil {
+	if complete && sErr == nil && !r.streaming() {
 		if mErr := r.markSuccess(); mErr != nil && err == nil {
 			err = mErr
 		}
@@ -535,6 +648,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 // before any part was complete (SPEC 2: a configuration error writes
 // nothing), and returns the error as a ConfigError.
 func (r *runner) probeFailed(pe *ProbeError) error {
+	if r.streaming() {
+		return &ConfigError{Field: "Judge", Msg: pe.Error()}
+	}
 	if r.sharded() {
 		r.remove(r.manifestPath())
 		r.remove(r.summaryPath())
@@ -623,7 +739,7 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 			return rows, err, true
 		}
 		rows += int64(len(b.Rows))
-		if !send(&job{kind: jobBatch, unit: u, batch: b, prev: prev.rows(b)}) {
+		if !send(&job{kind: jobBatch, unit: u, batch: b, prev: prev.rows(b), batchEnd: b.EndsRecordBatch}) {
 			b.Release()
 			return rows, nil, false
 		}
@@ -636,17 +752,13 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 
 // open returns the reader of a unit (openUnit).
 func (r *runner) open(u *Unit, opts columnar.Options) (columnar.Reader, error) {
-	return openUnit(u, r.cfg.From, r.cfg.Stdin, opts)
+	return openUnit(u, opts)
 }
 
 // openUnit returns the reader of a unit, made from its input's
-// description; standard input is read from stdin, as JSON Lines or as a
-// log of the harness format from.
-func openUnit(u *Unit, from string, stdin io.Reader, opts columnar.Options) (columnar.Reader, error) {
-	switch {
-	case u.Path == Stdin && from == "":
-		return columnar.NewJSONLReader("-", stdin, opts)
-	case u.input == nil:
+// description (standard input's too: describeUnits).
+func openUnit(u *Unit, opts columnar.Options) (columnar.Reader, error) {
+	if u.input == nil {
 		return nil, u.err
 	}
 	return u.input.Open(columnar.InputUnit{FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups, Rows: u.rows}, opts)
@@ -786,6 +898,9 @@ type writer struct {
 // writeJob writes one job, in input order.
 func (w *writer) writeJob(j *job) error {
 	r := w.r
+	if r.stream != nil {
+		return w.streamJob(j)
+	}
 	var err error
 	if w.part == nil && j.kind != jobFailed {
 		w.part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, columnar.PartOptions{Format: r.cfg.Format, Keep: r.plan.keep,
@@ -799,57 +914,8 @@ func (w *writer) writeJob(j *job) error {
 	}
 	switch j.kind {
 	case jobBatch:
-		res := j.res
-		j.res = nil
-		defer w.pool.Put(res)
-		if len(res.asks) > 0 {
-			if w.buf, err = r.plan.judging.finish(res, w.buf); err != nil {
-				return err
-			}
-		}
-		// part is open: a unit's batches come before its end job. A
-		// row's check rows follow the previous row's.
-		checks := res.checks
-		for i := range res.rewards {
-			rw := &res.rewards[i]
-			n := int(rw.ChecksTotal)
-			// A passed row is a retry row only when a failed judgement
-			// was left out of its checks' verdicts: no lookup otherwise.
-			if rw.Status != verifiers.StatusPassed || r.plan.judging.partial() {
-				if v := r.plan.bindings.Lookup(rw.TaskID); v != nil && retryRow(rw, checks[:n], r.plan.judging, v) {
-					w.retry++
-				}
-			}
-			checks = checks[n:]
-			w.cur.add(rw)
-			if rw.Status == verifiers.StatusError {
-				w.errRows++
-			}
-			if err := w.ids.add(rw.RolloutID); err != nil {
-				return err
-			}
-		}
-		w.cur.Checks += int64(len(res.checks))
-		if err := w.part.WriteRewards(res.rewards); err != nil {
-			return err
-		}
-		if err := w.part.WriteChecks(res.checks); err != nil {
-			return err
-		}
-		if r.plan.judging != nil && r.plan.judging.multi {
-			if err := w.part.WriteJudgements(res.judgements); err != nil {
-				return err
-			}
-		}
-		if r.cfg.Progress != nil {
-			if rp, ok := r.cfg.Progress.(ReuseProgress); ok && res.reused > 0 {
-				rp.Reused(res.reused)
-			}
-			r.cfg.Progress.Add(len(res.rewards))
-		}
-		if r.cfg.MaxErrors > 0 && w.errRows >= r.cfg.MaxErrors {
-			return fmt.Errorf("%w: stopped after %d", ErrMaxErrors, w.errRows)
-		}
+		// part is open: a unit's batches come before its end job.
+		return w.writeBatch(j, w.part)
 	case jobFailed:
 		if w.part != nil {
 			w.part.Abort()
@@ -895,6 +961,117 @@ func (w *writer) writeJob(j *job) error {
 		}
 	}
 	return nil
+}
+
+// tables is where writeBatch puts the rows of a batch: the part being
+// written, or the results stream.
+type tables interface {
+	WriteRewards([]columnar.RewardRow) error
+	WriteChecks([]columnar.CheckRow) error
+}
+
+// writeBatch counts the rows of a graded batch and writes them to t.
+func (w *writer) writeBatch(j *job, t tables) (err error) {
+	r := w.r
+	res := j.res
+	j.res = nil
+	defer w.pool.Put(res)
+	if len(res.asks) > 0 {
+		if w.buf, err = r.plan.judging.finish(res, w.buf); err != nil {
+			return err
+		}
+	}
+	// A row's check rows follow the previous row's.
+	checks := res.checks
+	for i := range res.rewards {
+		rw := &res.rewards[i]
+		n := int(rw.ChecksTotal)
+		// A passed row is a retry row only when a failed judgement was
+		// left out of its checks' verdicts: no lookup otherwise.
+		if rw.Status != verifiers.StatusPassed || r.plan.judging.partial() {
+			if v := r.plan.bindings.Lookup(rw.TaskID); v != nil && retryRow(rw, checks[:n], r.plan.judging, v) {
+				w.retry++
+			}
+		}
+		checks = checks[n:]
+		w.cur.add(rw)
+		if rw.Status == verifiers.StatusError {
+			w.errRows++
+		}
+		if r.stream == nil { // duplicate ids are looked for in an output directory only
+			if err := w.ids.add(rw.RolloutID); err != nil {
+				return err
+			}
+		}
+	}
+	w.cur.Checks += int64(len(res.checks))
+	if err := t.WriteRewards(res.rewards); err != nil {
+		return err
+	}
+	if err := t.WriteChecks(res.checks); err != nil {
+		return err
+	}
+	if r.plan.judging != nil && r.plan.judging.multi {
+		if err := w.part.WriteJudgements(res.judgements); err != nil {
+			return err
+		}
+	}
+	if r.cfg.Progress != nil {
+		if rp, ok := r.cfg.Progress.(ReuseProgress); ok && res.reused > 0 {
+			rp.Reused(res.reused)
+		}
+		r.cfg.Progress.Add(len(res.rewards))
+	}
+	if r.cfg.MaxErrors > 0 && w.errRows >= r.cfg.MaxErrors {
+		return fmt.Errorf("%w: stopped after %d", ErrMaxErrors, w.errRows)
+	}
+	return nil
+}
+
+// streamJob writes one job, in input order, to the results stream: a
+// batch's rows, its rewards sent at once when it ends a record batch of
+// its input; at the end of a unit, the rewards held back and the unit's
+// statistics, kept in memory. A unit that could not be read to the end
+// stops the run.
+func (w *writer) streamJob(j *job) error {
+	r := w.r
+	if w.cur == nil {
+		w.cur = newSummary(nil)
+		w.retry = 0
+	}
+	switch j.kind {
+	case jobBatch:
+		flush := j.batchEnd
+		if err := w.writeBatch(j, r.stream); err != nil {
+			return err
+		}
+		if flush {
+			return r.stream.Flush()
+		}
+	case jobFailed:
+		return j.err
+	case jobEnd:
+		ps := newPartStats(j.unit, j.rows, w.cur)
+		retry := w.retry
+		ps.RetryRows = &retry
+		w.cur = nil
+		if err := r.plan.judging.sync(); err != nil {
+			return err
+		}
+		if err := r.stream.Flush(); err != nil {
+			return err
+		}
+		r.stats[j.unit.Index] = ps
+	}
+	return nil
+}
+
+// stdout returns the writer of the results stream.
+func (r *runner) stdout() io.Writer {
+	if r.cfg.Stdout != nil {
+		return r.cfg.Stdout
+	}
+	return os.Stdout
 }
 
 // checkSet returns the constants of set, checked: each has a key that is

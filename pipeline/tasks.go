@@ -144,10 +144,10 @@ func TaskIDs(inputs []string, from string, fields columnar.FieldNames, stdin io.
 	opts := columnar.Options{Fields: fields, Columns: []string{}}
 	seen := map[string]bool{}
 	var doc jsonview.Doc
-	units := describeUnits(files, DefaultRowGroupsPerUnit, nil, from, stdin)
+	units := describeUnits(files, DefaultRowGroupsPerUnit, nil, from, "", stdin)
 	defer removeSpools(units)
 	for _, u := range units {
-		r, err := openUnit(&u, from, stdin, opts)
+		r, err := openUnit(&u, opts)
 		if err != nil {
 			return nil, 0, fmt.Errorf("read %s: %w", u.Path, err)
 		}

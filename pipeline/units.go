@@ -19,20 +19,27 @@ const DefaultRowGroupsPerUnit = 16
 // (os.Open when nil), .json files as logs of the harness format from, and
 // standard input, read from stdin, as a log of that format too when from
 // is given (its first trajectory read ahead; see
-// columnar.DescribeStream); it returns the units of the run numbered in
+// columnar.DescribeStream), else as JSON Lines or an Arrow IPC stream
+// (stdinFormat, "" to tell them apart by the first bytes; see
+// columnar.DescribeStdin); it returns the units of the run numbered in
 // input order: every Parquet file with more than perUnit row groups is
 // cut into units of perUnit consecutive row groups (the last may hold
 // fewer), other files are one unit each. The cut depends only on the files and perUnit,
 // never on --shard, so that a sharded run writes exactly the parts of an
 // unsharded one. A file that cannot be described stays one unit, which
 // fails with that error when its turn to be read comes.
-func describeUnits(files []Unit, perUnit int, open columnar.OpenFunc, from string, stdin io.Reader) []Unit {
+func describeUnits(files []Unit, perUnit int, open columnar.OpenFunc, from, stdinFormat string, stdin io.Reader) []Unit {
 	var units []Unit
 	for _, u := range files {
 		u.rows = -1
 		if u.Path == Stdin {
 			if from != "" {
 				u.input, u.spool, u.err = columnar.DescribeStream(Stdin, stdin, from)
+			} else {
+				u.input, u.err = columnar.DescribeStdin(Stdin, stdin, stdinFormat)
+				if u.input != nil {
+					u.Format = u.input.Format
+				}
 			}
 			u.Index = len(units)
 			units = append(units, u)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/internal/store"
@@ -23,7 +25,8 @@ const gradeExamples = `  gavel grade rollouts.parquet
   gavel grade --spec specs/ --spec extra.yaml rollouts.parquet
   gavel grade --spec tau.yaml --from tau-bench --set model=gpt-4o results/
   gavel grade --spec inspect.yaml logs/2026-01-05T10-00-00_task.eval
-  cat rollouts.jsonl | gavel grade -`
+  cat rollouts.jsonl | gavel grade -
+  gavel grade --out - --checks-out checks.arrow - < rollouts.arrows > rewards.arrows`
 
 // defaultMemoryLimit is the Go soft memory limit of a grading run when the
 // GOMEMLIMIT environment variable does not set one.
@@ -60,9 +63,11 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for JSON Lines on\nstandard input) with the verifiers bound to their tasks, and writes rewards and checks\nparts, summary.json and manifest.json into --out.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay),\nor with --baseline, regressions over --fail-on (this wins over 3).", gradeExamples, stdout)
-	out := fs.String("out", "gavel-out", "output `DIR`ectory")
-	format := fs.String("format", "parquet", "output format: parquet, arrow or jsonl")
+	fs := newFlagSet("grade", "gavel grade [flags] INPUT...\n\nGrades every rollout of the inputs (files, directories, globs, or - for standard input:\nJSON Lines or an Arrow IPC stream, told apart by the first bytes) with the verifiers\nbound to their tasks, and writes rewards and checks parts, summary.json and\nmanifest.json into --out. With --out -, the rewards go to standard output as an Arrow\nIPC stream, batch by batch as they are graded, the checks to --checks-out, and the\nsummary to standard error.\n\nExit status: 0 every row graded, none with status error; 3 some rows have status error;\n2 usage or configuration error (nothing written); 1 fatal error (completed parts stay),\nor with --baseline, regressions over --fail-on (this wins over 3); with --out -, also when\nstandard output is closed by its reader or standard input is cut short.", gradeExamples, stdout)
+	out := fs.String("out", "gavel-out", "output `DIR`ectory, or - for the rewards as an Arrow IPC stream on standard output (no --resume, --reuse, --shard or --baseline)")
+	format := fs.String("format", "parquet", "output format: parquet, arrow or jsonl (with --out -: arrow)")
+	checksOut := fs.String("checks-out", "", "with --out -: write the checks into this Arrow IPC `FILE` (default: the checks are left out)")
+	inputFormat := fs.String("input-format", "", "read standard input (-) as `FORMAT`: jsonl or arrow-stream (default: told apart by the first bytes)")
 	var specs listFlag
 	fs.Var(&specs, "spec", "declarative verifier `FILE` (YAML or JSON) or directory of them; repeatable; added to the built-in verifiers")
 	tasks := fs.String("tasks", "", "tasks table `FILE` (task_id, initial_state, other fields)")
@@ -102,6 +107,16 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *quiet && *progress {
 		return usagef("gavel grade --help", "--quiet and --progress contradict each other")
 	}
+	streaming := *out == pipeline.StreamOut
+	if streaming {
+		if *baseline != "" {
+			return usagef("gavel grade --out results/ --baseline BASELINE ..., or gavel diff BASELINE results/ after a run into a directory", "--baseline compares result directories: not with --out -")
+		}
+		if flagSet(fs, "format") && *format != columnar.FormatArrow {
+			return usagef("gavel grade --out - INPUT (an Arrow IPC stream), or --out DIR --format "+*format, "--format %s: with --out -, the rewards are an Arrow IPC stream (--format arrow)", *format)
+		}
+		*format = columnar.FormatArrow
+	}
 	failTh, err := checkBaseline(*baseline, *out, *failOn)
 	if err != nil {
 		return err
@@ -120,6 +135,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := pipeline.Config{
 		Inputs:       fs.Args(),
 		Out:          *out,
+		Stdout:       stdout,
+		ChecksOut:    *checksOut,
+		StdinFormat:  *inputFormat,
 		Format:       *format,
 		Verifiers:    vs,
 		TasksFile:    *tasks,
@@ -152,7 +170,16 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Shard = sh
 	}
 	setMemoryDefaults()
-	if *progress || (!*quiet && isTerminal(os.Stderr)) {
+	summaryOut, outName := stdout, store.Redact(*out)
+	if streaming {
+		// The rewards own standard output; a reader that closes it early
+		// makes writes fail (EPIPE) rather than end the process unheard.
+		signal.Ignore(syscall.SIGPIPE)
+		summaryOut, outName = stderr, "the stream on standard output"
+		if *checksOut != "" {
+			outName += " and " + *checksOut
+		}
+	} else if *progress || (!*quiet && isTerminal(os.Stderr)) {
 		cfg.Progress = newProgressBar(stderr)
 	}
 	if err := prof.start(); err != nil {
@@ -166,9 +193,12 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if ru := res.Summary.Reuse; ru != nil && ru.Note != "" {
 			fmt.Fprintf(stderr, "gavel: --reuse: %s\n", ru.Note)
 		}
-		printSummary(stdout, "graded", res.Summary, store.Redact(*out))
+		printSummary(summaryOut, "graded", res.Summary, outName)
 	}
 	if err != nil {
+		if streaming && errors.Is(err, pipeline.ErrInterrupted) {
+			return err // nothing to resume
+		}
 		return gradeError(err, *maxErrors)
 	}
 	if *baseline != "" {
@@ -211,10 +241,18 @@ func gradeError(err error, maxErrors int64) error {
 			return usagef("gavel grade --reuse last-night --out tonight ...", "--reuse: %s", ce.Msg)
 		case "Judge":
 			return usagef("check --judge-url, --judge-model and the key in --judge-api-key-env", "%s", ce.Msg)
+		case "Out":
+			return usagef("gavel grade --out - INPUT > rewards.arrows, or --out DIR", "--out -: %s", ce.Msg)
+		case "ChecksOut":
+			return usagef("gavel grade --out - --checks-out checks.arrow INPUT", "--checks-out: %s", ce.Msg)
+		case "StdinFormat":
+			return usagef("gavel grade --input-format arrow-stream -", "--input-format: %s", ce.Msg)
 		}
 		return usagef("", "%s", ce.Msg)
 	}
 	switch {
+	case errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("standard output was closed by its reader: the run stopped (%w)", err)
 	case errors.Is(err, pipeline.ErrInterrupted):
 		return fmt.Errorf("%w; run again with --resume to continue", err)
 	case errors.Is(err, pipeline.ErrMaxErrors):
