@@ -584,6 +584,9 @@ func (r *runner) finishSummary(complete bool) (*Summary, error) {
 		s.RowsPerSecond = float64(s.Rollouts) / elapsed.Seconds()
 	}
 	if r.streaming() {
+		if r.cfg.SummaryOut != "" && err == nil {
+			err = writeJSON(r.cfg.SummaryOut, s, true)
+		}
 		return s, err
 	}
 	if wErr := r.writeJSON(r.summaryPath(), s, true); wErr != nil && err == nil {

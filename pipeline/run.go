@@ -60,6 +60,10 @@ type Config struct {
 	// ChecksOut, with Out StreamOut, is the Arrow IPC file the checks are
 	// written into; "" leaves them out.
 	ChecksOut string
+	// SummaryOut, with Out StreamOut, is the file the run's summary is
+	// written into at its end, as summary.json is in a directory; ""
+	// leaves it out.
+	SummaryOut string
 	// StdinFormat is the format standard input is read in, without From:
 	// columnar.InputJSONL or columnar.InputArrowStream; "" tells them
 	// apart by the first bytes (columnar.SniffStdin).
@@ -381,12 +385,15 @@ func prepare(cfg Config) (_ *runner, err error) {
 }
 
 // checkStream checks the settings of a run that streams its results
-// (StreamOut), whose format defaults to arrow, and that ChecksOut is given
-// only to one.
+// (StreamOut), whose format defaults to arrow, and that ChecksOut and
+// SummaryOut are given only to one.
 func checkStream(cfg *Config) error {
 	if cfg.Out != StreamOut {
 		if cfg.ChecksOut != "" {
 			return &ConfigError{Field: "ChecksOut", Msg: "a checks file is written only when the results are streamed (out -); an output directory has the checks parts"}
+		}
+		if cfg.SummaryOut != "" {
+			return &ConfigError{Field: "SummaryOut", Msg: "a summary file is written only when the results are streamed (out -); an output directory has summary.json"}
 		}
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"errors"
 	"io"
 	"os"
@@ -249,7 +250,8 @@ func TestGradeStreamOut(t *testing.T) {
 				t.Fatalf("grade --format arrow: exit %d, want 3: %s", code, stderr)
 			}
 			checksOut := filepath.Join(t.TempDir(), "sub", "checks.arrow")
-			args = append([]string{"grade", "--out", "-", "--checks-out", checksOut}, tc.flags...)
+			summaryOut := filepath.Join(t.TempDir(), "summary.json")
+			args = append([]string{"grade", "--out", "-", "--checks-out", checksOut, "--summary-out", summaryOut}, tc.flags...)
 			code, stdout, stderr := runGavel(t, tc.input, append(args, "-")...)
 			if code != 3 {
 				t.Fatalf("grade --out -: exit %d, want 3: %s", code, stderr)
@@ -257,6 +259,23 @@ func TestGradeStreamOut(t *testing.T) {
 			for _, want := range []string{"graded " + strconv.Itoa(tc.rows) + " rollouts", "rows have status error", "results in the stream on standard output and " + checksOut} {
 				if !strings.Contains(stderr, want) {
 					t.Errorf("stderr %q, want it to contain %q", stderr, want)
+				}
+			}
+			// The summary file is summary.json's, but for timings and the
+			// duplicate ids a stream does not look for.
+			var sum, dirSum map[string]any
+			for path, m := range map[string]*map[string]any{summaryOut: &sum, filepath.Join(out, "summary.json"): &dirSum} {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(b, m); err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+			}
+			for _, k := range []string{"rollouts", "passed", "error", "error_kinds", "pass_rate", "mean_reward", "checks", "verifiers", "tasks"} {
+				if a, b := fmt.Sprint(sum[k]), fmt.Sprint(dirSum[k]); a != b || a == "<nil>" {
+					t.Errorf("--summary-out %s = %s, summary.json's %s", k, a, b)
 				}
 			}
 			gotSchema, got, _ := streamRows(t, bytes.NewReader(stdout))
@@ -359,6 +378,7 @@ func TestGradeStreamUsageErrors(t *testing.T) {
 		{"format parquet", []string{"--out", "-", "--format", "parquet"}, "--format parquet: with --out -, the rewards are an Arrow IPC stream"},
 		{"format jsonl", []string{"--out", "-", "--format", "jsonl"}, "--format jsonl: with --out -"},
 		{"checks out without out -", []string{"--out", filepath.Join(dir, "out"), "--checks-out", checks}, "--checks-out: a checks file is written only when the results are streamed"},
+		{"summary out without out -", []string{"--out", filepath.Join(dir, "out"), "--summary-out", filepath.Join(dir, "s.json")}, "--summary-out: a summary file is written only when the results are streamed"},
 		{"unknown input format", []string{"--out", "-", "--input-format", "csv"}, `--input-format: unknown input format "csv" (want jsonl or arrow-stream)`},
 		{"several judgements", []string{"--out", "-", "--spec", judged, "--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "a", "--judge-samples", "2"}, "--out -: results on standard output have no judgements table"},
 		{"input format with from", []string{"--out", "-", "--input-format", "arrow-stream", "--from", "messages"}, "--input-format: standard input is read as a messages log"},

@@ -67,6 +67,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := fs.String("out", "gavel-out", "output `DIR`ectory, or - for the rewards as an Arrow IPC stream on standard output (no --resume, --reuse, --shard or --baseline)")
 	format := fs.String("format", "parquet", "output format: parquet, arrow or jsonl (with --out -: arrow)")
 	checksOut := fs.String("checks-out", "", "with --out -: write the checks into this Arrow IPC `FILE` (default: the checks are left out)")
+	summaryFile := fs.String("summary-out", "", "with --out -: write the summary into this JSON `FILE`, as summary.json (default: only printed to standard error)")
 	inputFormat := fs.String("input-format", "", "read standard input (-) as `FORMAT`: jsonl or arrow-stream (default: told apart by the first bytes)")
 	var specs listFlag
 	fs.Var(&specs, "spec", "declarative verifier `FILE` (YAML or JSON) or directory of them; repeatable; added to the built-in verifiers")
@@ -137,6 +138,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Out:          *out,
 		Stdout:       stdout,
 		ChecksOut:    *checksOut,
+		SummaryOut:   *summaryFile,
 		StdinFormat:  *inputFormat,
 		Format:       *format,
 		Verifiers:    vs,
@@ -245,6 +247,8 @@ func gradeError(err error, maxErrors int64) error {
 			return usagef("gavel grade --out - INPUT > rewards.arrows, or --out DIR", "--out -: %s", ce.Msg)
 		case "ChecksOut":
 			return usagef("gavel grade --out - --checks-out checks.arrow INPUT", "--checks-out: %s", ce.Msg)
+		case "SummaryOut":
+			return usagef("gavel grade --out - --summary-out summary.json INPUT", "--summary-out: %s", ce.Msg)
 		case "StdinFormat":
 			return usagef("gavel grade --input-format arrow-stream -", "--input-format: %s", ce.Msg)
 		}
