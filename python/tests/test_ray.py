@@ -219,3 +219,14 @@ def test_grade_in_one_process(ray_cluster: None, parquet: Path, want: gavel.Resu
     assert got.exit_status == want.exit_status == 3
     assert got.rewards.drop_columns(["source_file"]).to_pylist() == want.rewards.drop_columns(["source_file"]).to_pylist()
     assert _sorted_checks(got.checks) == _sorted_checks(want.checks)
+
+
+def test_docs_examples(ray_cluster: None, tmp_path: Path) -> None:
+    """The blocks of docs/python.md that grade a Ray Dataset run, on this cluster."""
+    from conftest import doc_blocks, run_doc_blocks
+
+    blocks = doc_blocks()
+    marked = [b for b in blocks if b[0] == "ray"]
+    assert marked
+    run_doc_blocks([blocks[0], *marked], tmp_path, {"/data/": f"{tmp_path}/"})
+    assert list((tmp_path / "rewards").glob("*.parquet"))
