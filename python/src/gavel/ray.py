@@ -7,13 +7,13 @@ the rows never pass through Python one by one. The result is a lazy
 ``Dataset`` of rewards, graded as it is consumed, on as many nodes and
 CPUs as Ray gives the tasks.
 
-With ``checks=True`` each task returns its rewards and its checks packed
+With ``checks=True`` the rewards and checks of each batch come back packed
 in one row of two list columns (one list of rewards rows, one of checks
 rows, each a struct of that table's columns), so that the batch is graded
 once and each table keeps its own schema, with no assumption on how the
 checks line up with the rewards; the packed dataset is materialized, and
 the two datasets returned unpack their column of it, block by block,
-without copying the rows.
+with no work per row.
 """
 
 from __future__ import annotations
@@ -51,6 +51,11 @@ REFUSED: dict[str, str] = {
 MANAGED_MAP_ARGS = frozenset({"fn", "fn_args", "fn_kwargs", "batch_format", "zero_copy_batch"})
 """Arguments of ``Dataset.map_batches`` that :func:`grade` sets itself."""
 
+BATCH_SIZE = 10_000
+"""Rows per run of the binary unless ``map_batches_args`` says otherwise:
+enough that starting a process is a small part of a task, and Ray bundles
+smaller blocks up to it."""
+
 Batch = Any
 """A batch as ``Dataset.map_batches`` types it (a union of formats); with
 ``batch_format="pyarrow"`` it is a pyarrow table."""
@@ -85,8 +90,9 @@ def grade(
 ) -> ray.data.Dataset | tuple[ray.data.Dataset, ray.data.Dataset]:
     """Grades a Ray Dataset of rollouts in Ray tasks and returns the rewards as a Dataset.
 
-    Each batch of ``dataset`` (by default each block, whole) goes to one
-    run of the gavel binary in a Ray task, as Arrow, and its rewards come
+    Each batch of ``dataset`` (:data:`BATCH_SIZE` rows unless
+    ``map_batches_args`` gives a ``batch_size``) goes to one run of the
+    gavel binary in a Ray task, as Arrow, and its rewards come
     back as Arrow: the rows, and their columns, are those ``gavel grade``
     writes for the same rollouts, whatever the partitioning, except
     ``source_file``, which is ``"-"``, and ``source_row``, the row's index
@@ -131,7 +137,7 @@ def grade(
         raise ValueError(f"gavel.ray.grade: map_batches_args: {', '.join(managed)} is set by gavel.ray.grade itself")
     if opts.get("workers") is None:
         opts["workers"] = max(1, int(map_args.get("num_cpus") or 1))
-    map_args.setdefault("batch_size", None)
+    map_args.setdefault("batch_size", BATCH_SIZE)
     args = option_args(opts)
     graded = dataset.map_batches(
         functools.partial(_grade_batch, args=args, checks=checks),
