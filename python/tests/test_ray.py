@@ -196,7 +196,7 @@ def test_checks(ray_cluster: None, parquet: Path, want: gavel.Results) -> None:
         ({"baseline": "earlier"}, "baseline= makes no sense per batch"),
         ({"cpuprofile": "cpu.prof"}, "cpuprofile= makes no sense per batch"),
         ({"format": "parquet"}, "format='parquet': the rewards come back as Arrow batches"),
-        ({"map_batches_args": {"batch_format": "pandas"}}, "batch_format is set by gavel.ray.grade itself"),
+        ({"map_batches_args": {"batch_format": "pandas"}}, "gavel.ray.grade sets batch_format itself"),
     ],
 )
 def test_options_refused(ray_cluster: None, options: dict[str, Any], message: str) -> None:

@@ -92,8 +92,8 @@ def grade(
 
     Each batch of ``dataset`` (:data:`BATCH_SIZE` rows unless
     ``map_batches_args`` gives a ``batch_size``) goes to one run of the
-    gavel binary in a Ray task, as Arrow, and its rewards come
-    back as Arrow: the rows, and their columns, are those ``gavel grade``
+    gavel binary in a Ray task, as Arrow, and its rewards come back as
+    Arrow: the rows, and their columns, are those ``gavel grade``
     writes for the same rollouts, whatever the partitioning, except
     ``source_file``, which is ``"-"``, and ``source_row``, the row's index
     within its batch (a task does not know where its batch starts in the
@@ -116,9 +116,10 @@ def grade(
     ``num_cpus``, ``concurrency``, ``memory``, ``runtime_env``, ...).
 
     Rows with status ``error`` are rows of the rewards. A usage or fatal
-    error of the binary raises :class:`gavel.GavelError` in the task,
-    which Ray raises where the Dataset is consumed (from :func:`grade`
-    itself with ``checks=True``). Every node running the tasks needs the
+    error of the binary fails its task with a :class:`gavel.GavelError`;
+    Ray then raises an error of its own, carrying the GavelError's
+    message, where the Dataset is consumed (in :func:`grade` itself with
+    ``checks=True``). Every node running the tasks needs the
     gavel package (with its binary) installed.
     """
     opts: dict[str, object] = dict(options)
@@ -134,7 +135,7 @@ def grade(
     map_args = dict(map_batches_args or {})
     managed = sorted(MANAGED_MAP_ARGS & map_args.keys())
     if managed:
-        raise ValueError(f"gavel.ray.grade: map_batches_args: {', '.join(managed)} is set by gavel.ray.grade itself")
+        raise ValueError(f"gavel.ray.grade: map_batches_args: gavel.ray.grade sets {', '.join(managed)} itself")
     if opts.get("workers") is None:
         opts["workers"] = max(1, int(map_args.get("num_cpus") or 1))
     map_args.setdefault("batch_size", BATCH_SIZE)
