@@ -1,14 +1,15 @@
 # gavel: `make demo` builds gavel, generates a sample dataset and grades it;
 # `make test` runs the whole test suite, `make test-slurm` the Slurm example
 # on a real cluster (CI runs both); `make wheel` builds the Python wheel with
-# the binary inside, `make test-python` runs its tests.
+# the binary inside, `make test-python` runs its tests (`make test-python-ray`
+# with Ray Data installed, as CI runs them).
 
 GO      ?= go
 BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build wheel test-python demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-compare bench-s3 loadtest clean
+.PHONY: build wheel test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-compare bench-s3 loadtest clean
 
 # The binary is static and stripped: no cgo, so no libc to match, and it
 # runs on any Linux of its architecture. Only this build: `make test` keeps
@@ -44,10 +45,22 @@ wheel: $(PY_VENV)/.installed | $(BIN)
 # `make test-python` installs the wheel of `make wheel` into $(PY_VENV),
 # type-checks the package (mypy --strict) and runs its tests against the
 # installed copy, never the source tree. PYTEST_ARGS passes pytest flags.
+# The tests of gavel.ray are skipped when Ray is not installed, unless
+# GAVEL_REQUIRE_RAY=1, which makes that a failure.
+GAVEL_REQUIRE_RAY ?=
 test-python: wheel
 	$(PY_VENV)/bin/python -m pip install -q --force-reinstall --no-deps python/dist/gavel-*.whl
 	cd python && ../$(PY_VENV)/bin/python -m mypy src/gavel
-	cd python && ../$(PY_VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+	cd python && GAVEL_REQUIRE_RAY=$(GAVEL_REQUIRE_RAY) ../$(PY_VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+
+# `make test-python-ray` is `make test-python` with Ray Data installed in
+# $(PY_VENV) (a large install, kept for the next run) and its tests
+# required: they start a local Ray cluster of 2 CPUs on 127.0.0.1 and stop
+# it. mypy then checks gavel.ray against Ray's own annotations too.
+PY_RAY ?= ray[data]>=2.9
+test-python-ray: $(PY_VENV)/.installed
+	$(PY_VENV)/bin/python -m pip install -q '$(PY_RAY)'
+	$(MAKE) test-python GAVEL_REQUIRE_RAY=1
 
 demo: build
 	mkdir -p $(DEMO)

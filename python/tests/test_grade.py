@@ -181,3 +181,11 @@ def test_python_m_gavel_without_a_binary(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "gavel", "--version"], capture_output=True, text=True, env=env)
     assert proc.returncode == 1
     assert proc.stderr.startswith("gavel: $GAVEL_BINARY names ")
+
+
+def test_error_pickles_with_its_fields() -> None:
+    import pickle
+
+    e = gavel.GavelError("bad flag", exit_status=2, hint="gavel grade --help", stderr="gavel: bad flag\n")
+    got = pickle.loads(pickle.dumps(e))
+    assert (type(got), str(got), got.exit_status, got.hint, got.stderr) == (type(e), str(e), 2, e.hint, e.stderr)

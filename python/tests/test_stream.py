@@ -116,17 +116,6 @@ def test_many_batches(rows: list[dict[str, Any]]) -> None:
     assert got.rewards.num_rows == big.num_rows
 
 
-def test_ray_dataset(rows: list[dict[str, Any]], want: gavel.Results) -> None:
-    ray = pytest.importorskip("ray")
-    import ray.data
-
-    try:
-        ds = ray.data.from_items(as_text(rows), override_num_blocks=3)
-        same(gavel.grade(ds, keep=["model"]), want)
-    finally:
-        ray.shutdown()
-
-
 def test_docs_examples(tmp_path: Path) -> None:
     """The blocks of docs/python.md that grade rows in memory run."""
     from conftest import doc_blocks, run_doc_blocks

@@ -4,6 +4,8 @@
 rows in memory (pyarrow, pandas, Polars, dicts) and returns the rewards
 and checks as pyarrow tables; :func:`read` reads a result directory;
 :class:`Client` grades through a running ``gavel serve``.
+:func:`gavel.ray.grade`, in a module of its own (``import gavel.ray``, which
+needs Ray Data), grades a Ray Dataset in Ray's tasks.
 """
 
 from ._binary import binary

@@ -38,6 +38,11 @@ class GavelError(Exception):
         self.stderr = stderr
         """Everything the binary wrote to its standard error."""
 
+    def __reduce__(self) -> tuple[type[GavelError], tuple[str], dict[str, object]]:
+        # Pickled with its fields, not only its message, so that it crosses
+        # to another process whole.
+        return (type(self), (self.message,), dict(self.__dict__))
+
     def __str__(self) -> str:
         text = self.message
         if self.hint:

@@ -208,20 +208,39 @@ def _grade_paths(inputs: list[str], args: list[str], out: PathArg | None) -> Res
 def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: PathArg | None) -> Results:
     """Grades in-memory rows sent to the binary as an Arrow IPC stream.
 
+    Without out, the rewards come back on the binary's standard output and
+    the checks in an Arrow IPC file it writes (--checks-out); with out, the
+    binary writes that result directory, which is then read.
+    """
+    if out is not None:
+        code, stderr, _, _ = run_stream(reader, args, dest=os.fspath(out))
+        res = read(os.fspath(out), exit_status=code)
+        res.log = stderr
+        return res
+    code, stderr, rewards, checks = run_stream(reader, args, checks=True)
+    assert rewards is not None and checks is not None
+    return Results(rewards=rewards, checks=checks, summary=None, exit_status=code, log=stderr)
+
+
+def run_stream(
+    reader: pa.RecordBatchReader, args: list[str], *, checks: bool = False, dest: str = "-"
+) -> tuple[int, str, pa.Table | None, pa.Table | None]:
+    """Runs ``gavel grade`` on reader's rows, sent as an Arrow IPC stream.
+
+    Returns the exit status (0 or 3), the binary's standard error, and,
+    when dest is ``-``, the rewards read from its standard output and, when
+    checks is true, the checks it wrote to an Arrow IPC file (else
+    ``None``). Any other dest is a result directory the binary writes.
+    A usage or fatal error raises :class:`GavelError`.
+
     A thread writes the batches to the binary's standard input while this
     one reads the rewards stream from its standard output and another
-    drains its standard error, so neither side waits on a full pipe. The
-    checks come in an Arrow IPC file the binary writes (--checks-out).
+    drains its standard error, so neither side waits on a full pipe.
     """
     bin_path = binary()
     with tempfile.TemporaryDirectory(prefix="gavel-") as tmp:
         checks_path = os.path.join(tmp, "checks.arrow")
-        if out is None:
-            dest = "-"
-            extra = ["--checks-out", checks_path]
-        else:
-            dest = os.fspath(out)
-            extra = []
+        extra = ["--checks-out", checks_path] if checks and dest == "-" else []
         cmd = [bin_path, "grade", *args, "--input-format", "arrow-stream", *extra, "--out", dest, "-"]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -256,17 +275,17 @@ def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: PathArg | 
         if code not in (0, 3):
             raise _failed(code, stderr)
         if dest != "-":
-            res = read(dest, exit_status=code)
-            res.log = stderr
-            return res
+            return code, stderr, None, None
         if read_err is not None or rewards is None:
             raise GavelError(f"read the rewards stream from gavel: {read_err}", exit_status=code, stderr=stderr)
+        if not extra:
+            return code, stderr, rewards, None
         try:
             with pa.OSFile(checks_path, "r") as f:
-                checks = ipc.open_file(f).read_all()
+                checks_table = ipc.open_file(f).read_all()
         except (FileNotFoundError, pa.ArrowInvalid) as e:
             raise GavelError(f"read the checks gavel wrote: {e}", exit_status=code, stderr=stderr) from e
-        return Results(rewards=rewards, checks=checks, summary=None, exit_status=code, log=stderr)
+        return code, stderr, rewards, checks_table
 
 
 def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], failures: list[BaseException]) -> None:
