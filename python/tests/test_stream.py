@@ -44,7 +44,11 @@ def same(got: gavel.Results, want: gavel.Results) -> None:
 def test_table(rows: list[dict[str, Any]], want: gavel.Results) -> None:
     got = gavel.grade(pa.Table.from_pylist(as_text(rows)), keep=["model"])
     same(got, want)
-    assert got.summary is None and got.judgements is None and got.out is None
+    assert got.judgements is None and got.out is None
+    # The summary gavel wrote (--summary-out) counts as summary.json does.
+    assert got.summary is not None and want.summary is not None
+    for k in ("rollouts", "passed", "failed", "error", "error_kinds", "pass_rate", "mean_reward", "checks", "verifiers", "tasks"):
+        assert got.summary[k] == want.summary[k], k
 
 
 def test_record_batch_reader(rows: list[dict[str, Any]], want: gavel.Results) -> None:

@@ -65,8 +65,8 @@ def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
     ``True``. With ``out=`` the run writes that result directory and keeps
     it; without it, paths are graded into a temporary directory that is
     read into memory and removed, and rows in memory are streamed with no
-    directory at all (then :attr:`Results.summary` and
-    :attr:`Results.judgements` are ``None``).
+    directory at all (then :attr:`Results.judgements` is ``None``: a
+    streamed run refuses several judgements per check).
 
     Rows with status ``error`` are rows of the results (``exit_status``
     3). A usage or configuration error (exit status 2) or a fatal error
@@ -213,24 +213,26 @@ def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: PathArg | 
     binary writes that result directory, which is then read.
     """
     if out is not None:
-        code, stderr, _, _ = run_stream(reader, args, dest=os.fspath(out))
+        code, stderr, _, _, _ = run_stream(reader, args, dest=os.fspath(out))
         res = read(os.fspath(out), exit_status=code)
         res.log = stderr
         return res
-    code, stderr, rewards, checks = run_stream(reader, args, checks=True)
+    code, stderr, rewards, checks, summary = run_stream(reader, args, checks=True, summary=True)
     assert rewards is not None and checks is not None
-    return Results(rewards=rewards, checks=checks, summary=None, exit_status=code, log=stderr)
+    return Results(rewards=rewards, checks=checks, summary=summary, exit_status=code, log=stderr)
 
 
 def run_stream(
-    reader: pa.RecordBatchReader, args: list[str], *, checks: bool = False, dest: str = "-"
-) -> tuple[int, str, pa.Table | None, pa.Table | None]:
+    reader: pa.RecordBatchReader, args: list[str], *, checks: bool = False, summary: bool = False, dest: str = "-"
+) -> tuple[int, str, pa.Table | None, pa.Table | None, dict[str, Any] | None]:
     """Runs ``gavel grade`` on reader's rows, sent as an Arrow IPC stream.
 
     Returns the exit status (0 or 3), the binary's standard error, and,
-    when dest is ``-``, the rewards read from its standard output and, when
-    checks is true, the checks it wrote to an Arrow IPC file (else
-    ``None``). Any other dest is a result directory the binary writes.
+    when dest is ``-``, the rewards read from its standard output, when
+    checks is true the checks it wrote to an Arrow IPC file, and when
+    summary is true the summary it wrote as JSON (--summary-out; each
+    ``None`` when not asked for). Any other dest is a result directory the
+    binary writes.
     A usage or fatal error raises :class:`GavelError`.
 
     A thread writes the batches to the binary's standard input while this
@@ -240,7 +242,10 @@ def run_stream(
     bin_path = binary()
     with tempfile.TemporaryDirectory(prefix="gavel-") as tmp:
         checks_path = os.path.join(tmp, "checks.arrow")
+        summary_path = os.path.join(tmp, "summary.json")
         extra = ["--checks-out", checks_path] if checks and dest == "-" else []
+        if summary and dest == "-":
+            extra += ["--summary-out", summary_path]
         cmd = [bin_path, "grade", *args, "--input-format", "arrow-stream", *extra, "--out", dest, "-"]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -275,17 +280,24 @@ def run_stream(
         if code not in (0, 3):
             raise _failed(code, stderr)
         if dest != "-":
-            return code, stderr, None, None
+            return code, stderr, None, None, None
         if read_err is not None or rewards is None:
             raise GavelError(f"read the rewards stream from gavel: {read_err}", exit_status=code, stderr=stderr)
-        if not extra:
-            return code, stderr, rewards, None
-        try:
-            with pa.OSFile(checks_path, "r") as f:
-                checks_table = ipc.open_file(f).read_all()
-        except (FileNotFoundError, pa.ArrowInvalid) as e:
-            raise GavelError(f"read the checks gavel wrote: {e}", exit_status=code, stderr=stderr) from e
-        return code, stderr, rewards, checks_table
+        checks_table: pa.Table | None = None
+        if checks:
+            try:
+                with pa.OSFile(checks_path, "r") as f:
+                    checks_table = ipc.open_file(f).read_all()
+            except (FileNotFoundError, pa.ArrowInvalid) as e:
+                raise GavelError(f"read the checks gavel wrote: {e}", exit_status=code, stderr=stderr) from e
+        summary_doc: dict[str, Any] | None = None
+        if summary:
+            try:
+                with open(summary_path, encoding="utf-8") as sf:
+                    summary_doc = json.load(sf)
+            except (OSError, ValueError) as e:
+                raise GavelError(f"read the summary gavel wrote: {e}", exit_status=code, stderr=stderr) from e
+        return code, stderr, rewards, checks_table, summary_doc
 
 
 def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], failures: list[BaseException]) -> None:

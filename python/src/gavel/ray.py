@@ -158,7 +158,7 @@ def grade(
 def _grade_batch(batch: Batch, args: list[str], checks: bool) -> pa.Table:
     """Grades one batch with the binary: its rewards, or its rewards and checks packed in one row."""
     assert isinstance(batch, pa.Table)
-    _, _, rewards, checks_table = run_stream(batch.to_reader(), args, checks=checks)
+    _, _, rewards, checks_table, _ = run_stream(batch.to_reader(), args, checks=checks)
     assert rewards is not None
     if not checks:
         return rewards
