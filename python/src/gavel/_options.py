@@ -128,7 +128,7 @@ class GradeOptions(TypedDict, total=False):
     """Verdict cache directory, or ``"off"``."""
 
 
-MANAGED_FLAGS = frozenset({"checks-out", "input-format"})
+MANAGED_FLAGS = frozenset({"checks-out", "input-format", "summary-out"})
 """Flags of ``gavel grade`` that the package sets itself when it streams
 in-memory data through the binary, never taken from the caller."""
 
