@@ -1,0 +1,286 @@
+package jsonview
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// parseIndexed indexes data as parseScalar does without skipping, but in
+// two stages (see stage1): it writes the same nodes and whitespace runs
+// for every text parseScalar accepts, and reports false, leaving the Doc
+// empty, for every text parseScalar refuses, without naming the error.
+func (d *Doc) parseIndexed(data []byte) (Value, bool) {
+	if len(data) > maxText {
+		return Value{}, false
+	}
+	d.data = nil
+	d.partial = false
+	n := len(data)
+	marks := d.marks
+	if m := marksLen(n); m > cap(marks) {
+		marks = make([]uint64, m)
+	} else {
+		marks = marks[:m]
+	}
+	d.marks = marks
+	spaces := d.spaces[:0]
+	nodes := d.nodes[:0]
+	stack := append(d.stack[:0], frame{node: -1})
+	var (
+		i      int   // the next byte to read
+		j      int   // scan results
+		idx    int32 // the node being written
+		c      byte
+		code   errCode
+		kind   Kind
+		flags  uint8
+		kflags uint8 // flags of the next node: member, key escaped
+		ks, ke int32 // the key span of the next node
+		t      uint64
+		ok     bool
+		top    *frame
+		nd     *node
+		f      frame
+	)
+	if !stage1(data, marks) {
+		goto fail
+	}
+
+value:
+	if i < n && data[i] <= ' ' {
+		j = skipSpace(data, i)
+		spaces = append(spaces, int32(i), int32(j))
+		i = j
+	}
+	if i >= n {
+		goto fail
+	}
+	idx = int32(len(nodes))
+	top = &stack[len(stack)-1]
+	top.count++
+	top.last = idx
+	if len(nodes) == cap(nodes) {
+		if d.limitPerByte > 0 {
+			if nodes, code = d.growLimited(nodes, spaces, n); code != errNone {
+				goto fail
+			}
+		} else {
+			nodes = slices.Grow(nodes, 1)
+		}
+	}
+	nodes = nodes[:idx+1]
+	nd = &nodes[idx]
+	nd.start, nd.after, nd.n = int32(i), idx+1, 0
+	nd.keyStart, nd.keyEnd, nd.flags = ks, ke, kflags
+	kflags = 0
+	c = data[i]
+	switch c {
+	case '"':
+		// The next mark closes most strings: a quote.
+		j = i + 1
+		if t = marks[j>>6] >> (j & 63); t != 0 {
+			if j += bits.TrailingZeros64(t); data[j] == '"' {
+				j++
+				nd.kind, nd.end = String, int32(j)
+				i = j
+				goto afterValue
+			}
+		}
+		if j, flags, ok = closeString(data, marks, i+1); !ok {
+			goto fail
+		}
+		nd.kind, nd.end = String, int32(j)
+		nd.flags |= flags
+		i = j
+		goto afterValue
+	case '{', '[':
+		if len(stack) > MaxDepth {
+			goto fail
+		}
+		kind = Array
+		if c == '{' {
+			kind = Object
+		}
+		nd.kind = kind
+		stack = append(stack, frame{node: idx, kind: kind})
+		i++
+		if i < n && data[i] <= ' ' {
+			j = skipSpace(data, i)
+			spaces = append(spaces, int32(i), int32(j))
+			i = j
+		}
+		if i >= n {
+			goto fail
+		}
+		if kind == Object {
+			if data[i] == '}' {
+				goto closeContainer
+			}
+			goto key
+		}
+		if data[i] == ']' {
+			goto closeContainer
+		}
+		goto value
+	case 't':
+		kind, j = True, 4
+	case 'f':
+		kind, j = False, 5
+	case 'n':
+		kind, j = Null, 4
+	default:
+		if c != '-' && (c < '0' || c > '9') {
+			goto fail
+		}
+		if j, code = scanNumber(data, i); code != errNone {
+			goto fail
+		}
+		nd.kind, nd.end = Number, int32(j)
+		i = j
+		goto afterValue
+	}
+	// A literal: kind and its length j.
+	if i+j > n || string(data[i:i+j]) != literals[kind] {
+		goto fail
+	}
+	nd.kind, nd.end = kind, int32(i+j)
+	i += j
+
+afterValue:
+	top = &stack[len(stack)-1]
+	if top.kind == Missing {
+		goto end
+	}
+	if i < n && data[i] <= ' ' {
+		j = skipSpace(data, i)
+		spaces = append(spaces, int32(i), int32(j))
+		i = j
+	}
+	if i >= n {
+		goto fail
+	}
+	c = data[i]
+	if c == ',' {
+		i++
+		if top.kind == Object {
+			goto key
+		}
+		goto value
+	}
+	if top.kind == Object {
+		if c == '}' {
+			goto closeContainer
+		}
+		goto fail
+	}
+	if c == ']' {
+		goto closeContainer
+	}
+	goto fail
+
+closeContainer:
+	f = stack[len(stack)-1]
+	stack = stack[:len(stack)-1]
+	nodes[f.node].end = int32(i + 1)
+	nodes[f.node].after = int32(len(nodes))
+	nodes[f.node].n = f.count
+	if f.count > 0 {
+		nodes[f.last].flags |= flagLast
+	}
+	i++
+	goto afterValue
+
+key:
+	if i < n && data[i] <= ' ' {
+		j = skipSpace(data, i)
+		spaces = append(spaces, int32(i), int32(j))
+		i = j
+	}
+	if i >= n || data[i] != '"' {
+		goto fail
+	}
+	kflags = flagMember
+	j = i + 1
+	if t = marks[j>>6] >> (j & 63); t != 0 {
+		if j += bits.TrailingZeros64(t); data[j] == '"' {
+			ks, ke = int32(i+1), int32(j)
+			i = j + 1
+			goto colon
+		}
+	}
+	if j, flags, ok = closeString(data, marks, i+1); !ok {
+		goto fail
+	}
+	ks, ke = int32(i+1), int32(j-1)
+	if flags != 0 {
+		kflags |= flagKeyEsc
+	}
+	i = j
+
+colon:
+	if i < n && data[i] <= ' ' {
+		j = skipSpace(data, i)
+		spaces = append(spaces, int32(i), int32(j))
+		i = j
+	}
+	if i >= n || data[i] != ':' {
+		goto fail
+	}
+	i++
+	goto value
+
+end:
+	if i < n && data[i] <= ' ' {
+		i = skipSpace(data, i)
+	}
+	if i < n {
+		goto fail
+	}
+	nodes[0].flags |= flagLast
+	d.data, d.nodes, d.stack, d.spaces = data, nodes, stack[:0], spaces
+	return Value{d: d, i: 0}, true
+
+fail:
+	d.data, d.nodes, d.stack, d.spaces, d.partial = nil, nodes[:0], stack[:0], spaces[:0], false
+	return Value{}, false
+}
+
+// closeString returns the index past the closing quote of the string
+// whose opening quote is at i-1, found in stage 1's marks, and flagStrEsc
+// if the string holds escapes, which it checks. It reports false when the
+// string does not end or an escape is malformed.
+func closeString(data []byte, marks []uint64, i int) (int, uint8, bool) {
+	var esc uint8
+	n := len(data)
+	for {
+		w := i >> 6
+		m := marks[w] & (^uint64(0) << (i & 63))
+		for m == 0 {
+			w++
+			if w >= len(marks) {
+				return 0, 0, false
+			}
+			m = marks[w]
+		}
+		p := w<<6 + bits.TrailingZeros64(m)
+		if data[p] == '"' {
+			return p + 1, esc, true
+		}
+		// A backslash that starts an escape.
+		esc = flagStrEsc
+		if p+1 >= n {
+			return 0, 0, false
+		}
+		switch data[p+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i = p + 2
+		case 'u':
+			if p+6 > n || !isHex[data[p+2]] || !isHex[data[p+3]] || !isHex[data[p+4]] || !isHex[data[p+5]] {
+				return 0, 0, false
+			}
+			i = p + 6
+		default:
+			return 0, 0, false
+		}
+	}
+}
