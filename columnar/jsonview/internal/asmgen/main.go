@@ -1,5 +1,5 @@
 // Command asmgen writes jsonview's vector stage 1 (stage1_amd64.s) and
-// its Go declarations (stage1_amd64_stub.go) with avo. Run it from
+// its Go declarations (stage1_stub_amd64.go) with avo. Run it from
 // jsonview's directory with go generate; a test checks that the committed
 // files are what it writes.
 package main
@@ -23,7 +23,7 @@ import (
 // Output files, relative to jsonview's directory.
 const (
 	asmFile  = "stage1_amd64.s"
-	stubFile = "stage1_amd64_stub.go"
+	stubFile = "stage1_stub_amd64.go"
 )
 
 func main() {
