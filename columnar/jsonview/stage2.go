@@ -23,9 +23,13 @@ func (d *Doc) parseIndexed(data []byte) (Value, bool) {
 		marks = marks[:m]
 	}
 	d.marks = marks
-	spaces := d.spaces[:0]
+	// The whitespace runs and the stack of open containers stay in the
+	// Doc, read and written off the common path, so that the registers
+	// hold what every value needs.
+	d.spaces = d.spaces[:0]
+	d.stack = append(d.stack[:0], frame{node: -1})
 	nodes := d.nodes[:0]
-	stack := append(d.stack[:0], frame{node: -1})
+	top := &d.stack[0]
 	var (
 		i      int   // the next byte to read
 		j      int   // scan results
@@ -38,7 +42,6 @@ func (d *Doc) parseIndexed(data []byte) (Value, bool) {
 		ks, ke int32 // the key span of the next node
 		t      uint64
 		ok     bool
-		top    *frame
 		nd     *node
 		f      frame
 	)
@@ -48,20 +51,17 @@ func (d *Doc) parseIndexed(data []byte) (Value, bool) {
 
 value:
 	if i < n && data[i] <= ' ' {
-		j = skipSpace(data, i)
-		spaces = append(spaces, int32(i), int32(j))
-		i = j
+		i = d.space(data, i)
 	}
 	if i >= n {
 		goto fail
 	}
 	idx = int32(len(nodes))
-	top = &stack[len(stack)-1]
 	top.count++
 	top.last = idx
 	if len(nodes) == cap(nodes) {
 		if d.limitPerByte > 0 {
-			if nodes, code = d.growLimited(nodes, spaces, n); code != errNone {
+			if nodes, code = d.growLimited(nodes, d.spaces, n); code != errNone {
 				goto fail
 			}
 		} else {
@@ -94,7 +94,7 @@ value:
 		i = j
 		goto afterValue
 	case '{', '[':
-		if len(stack) > MaxDepth {
+		if len(d.stack) > MaxDepth {
 			goto fail
 		}
 		kind = Array
@@ -102,11 +102,12 @@ value:
 			kind = Object
 		}
 		nd.kind = kind
-		stack = append(stack, frame{node: idx, kind: kind})
+		d.stack = append(d.stack, frame{node: idx, kind: kind})
+		top = &d.stack[len(d.stack)-1]
 		i++
 		if i < n && data[i] <= ' ' {
 			j = skipSpace(data, i)
-			spaces = append(spaces, int32(i), int32(j))
+			d.spaces = append(d.spaces, int32(i), int32(j))
 			i = j
 		}
 		if i >= n {
@@ -147,14 +148,11 @@ value:
 	i += j
 
 afterValue:
-	top = &stack[len(stack)-1]
 	if top.kind == Missing {
 		goto end
 	}
 	if i < n && data[i] <= ' ' {
-		j = skipSpace(data, i)
-		spaces = append(spaces, int32(i), int32(j))
-		i = j
+		i = d.space(data, i)
 	}
 	if i >= n {
 		goto fail
@@ -179,8 +177,9 @@ afterValue:
 	goto fail
 
 closeContainer:
-	f = stack[len(stack)-1]
-	stack = stack[:len(stack)-1]
+	f = *top
+	d.stack = d.stack[:len(d.stack)-1]
+	top = &d.stack[len(d.stack)-1]
 	nodes[f.node].end = int32(i + 1)
 	nodes[f.node].after = int32(len(nodes))
 	nodes[f.node].n = f.count
@@ -192,9 +191,7 @@ closeContainer:
 
 key:
 	if i < n && data[i] <= ' ' {
-		j = skipSpace(data, i)
-		spaces = append(spaces, int32(i), int32(j))
-		i = j
+		i = d.space(data, i)
 	}
 	if i >= n || data[i] != '"' {
 		goto fail
@@ -219,9 +216,7 @@ key:
 
 colon:
 	if i < n && data[i] <= ' ' {
-		j = skipSpace(data, i)
-		spaces = append(spaces, int32(i), int32(j))
-		i = j
+		i = d.space(data, i)
 	}
 	if i >= n || data[i] != ':' {
 		goto fail
@@ -237,12 +232,21 @@ end:
 		goto fail
 	}
 	nodes[0].flags |= flagLast
-	d.data, d.nodes, d.stack, d.spaces = data, nodes, stack[:0], spaces
+	d.data, d.nodes, d.stack = data, nodes, d.stack[:0]
 	return Value{d: d, i: 0}, true
 
 fail:
-	d.data, d.nodes, d.stack, d.spaces, d.partial = nil, nodes[:0], stack[:0], spaces[:0], false
+	d.data, d.nodes, d.stack, d.spaces, d.partial = nil, nodes[:0], d.stack[:0], d.spaces[:0], false
 	return Value{}, false
+}
+
+// space records the whitespace run at i and returns the index past it.
+//
+//go:noinline
+func (d *Doc) space(data []byte, i int) int {
+	j := skipSpace(data, i)
+	d.spaces = append(d.spaces, int32(i), int32(j))
+	return j
 }
 
 // closeString returns the index past the closing quote of the string
