@@ -4,11 +4,11 @@ package jsonview
 // (gen) that import this one.
 
 // Stage1Paths returns the stage 1s of this build by name: "portable", and
-// the vector one where the CPU has it.
+// the vector ones the CPU has.
 func Stage1Paths() map[string]func(data []byte, marks []uint64) bool {
 	paths := map[string]func([]byte, []uint64) bool{"portable": stage1Portable}
-	if stage1Vector != nil {
-		paths[vectorName] = stage1Vector
+	for _, v := range vectorStage1s {
+		paths[v.name] = v.run
 	}
 	return paths
 }

@@ -51,12 +51,12 @@ const (
 func marksLen(n int) int { return n/64 + 1 }
 
 // stage1 writes the marks of data into marks (of length marksLen) and
-// reports whether data passed stage 1's checks. It runs the vector code
-// when the CPU has it and useVector is set, and the portable code
-// otherwise; both write the same marks and give the same answer.
+// reports whether data passed stage 1's checks. It runs the first vector
+// stage 1 the CPU has when useVector is set, and the portable code
+// otherwise; all write the same marks and give the same answer.
 func stage1(data []byte, marks []uint64) bool {
-	if useVector && stage1Vector != nil {
-		return stage1Vector(data, marks)
+	if useVector && len(vectorStage1s) > 0 {
+		return vectorStage1s[0].run(data, marks)
 	}
 	return stage1Portable(data, marks)
 }

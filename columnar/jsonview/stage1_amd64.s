@@ -83,27 +83,27 @@ TEXT ·stage1AVX2(SB), NOSPLIT, $0-32
 	MOVQ           blocks+8(FP), CX
 	MOVQ           marks+16(FP), DX
 	MOVQ           st+24(FP), BX
-	MOVL           $0x00000022, SI
-	MOVD           SI, X0
+	MOVQ           32(BX), SI
+	MOVQ           40(BX), DI
+	MOVQ           48(BX), R8
+	MOVQ           $0x5555555555555555, R9
+	MOVL           $0x00000022, R10
+	MOVD           R10, X0
 	VPBROADCASTB   X0, Y0
-	MOVL           $0x0000005c, SI
-	MOVD           SI, X1
+	MOVL           $0x0000005c, R10
+	MOVD           R10, X1
 	VPBROADCASTB   X1, Y1
-	MOVL           $0x0000001f, SI
-	MOVD           SI, X2
+	MOVL           $0x0000001f, R10
+	MOVD           R10, X2
 	VPBROADCASTB   X2, Y2
-	MOVL           $0x0000000f, SI
-	MOVD           SI, X3
+	MOVL           $0x0000000f, R10
+	MOVD           R10, X3
 	VPBROADCASTB   X3, Y3
 	VBROADCASTI128 utf8Byte1High<>+0(SB), Y4
 	VBROADCASTI128 utf8Byte1Low<>+0(SB), Y5
 	VBROADCASTI128 utf8Byte2High<>+0(SB), Y6
 	VMOVDQU        (BX), Y7
 	VPXOR          Y8, Y8, Y8
-	MOVQ           32(BX), SI
-	MOVQ           40(BX), DI
-	MOVQ           48(BX), R8
-	MOVQ           $0x5555555555555555, R9
 	TESTQ          CX, CX
 	JZ             done
 
@@ -236,12 +236,144 @@ block:
 
 done:
 	VMOVDQU Y7, (BX)
-	MOVQ    SI, 32(BX)
-	MOVQ    DI, 40(BX)
 	XORQ    AX, AX
 	VPTEST  Y8, Y8
 	SETNE   AL
+	MOVQ    SI, 32(BX)
+	MOVQ    DI, 40(BX)
 	ORQ     AX, R8
 	MOVQ    R8, 48(BX)
+	VZEROUPPER
+	RET
+
+// func stage1AVX512(data *byte, blocks int, marks *uint64, st *[7]uint64)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·stage1AVX512(SB), NOSPLIT, $0-32
+	MOVQ            data+0(FP), AX
+	MOVQ            blocks+8(FP), CX
+	MOVQ            marks+16(FP), DX
+	MOVQ            st+24(FP), BX
+	MOVQ            32(BX), SI
+	MOVQ            40(BX), DI
+	MOVQ            48(BX), R8
+	MOVQ            $0x5555555555555555, R9
+	MOVL            $0x00000022, R10
+	VPBROADCASTB    R10, Z0
+	MOVL            $0x0000005c, R10
+	VPBROADCASTB    R10, Z1
+	MOVL            $0x00000020, R10
+	VPBROADCASTB    R10, Z2
+	MOVL            $0x0000000f, R10
+	VPBROADCASTB    R10, Z3
+	MOVL            $0x00000060, R10
+	VPBROADCASTB    R10, Z4
+	MOVL            $0x00000070, R10
+	VPBROADCASTB    R10, Z5
+	MOVL            $0x00000080, R10
+	VPBROADCASTB    R10, Z6
+	VBROADCASTI32X4 utf8Byte1High<>+0(SB), Z7
+	VBROADCASTI32X4 utf8Byte1Low<>+0(SB), Z8
+	VBROADCASTI32X4 utf8Byte2High<>+0(SB), Z9
+	VPXORD          Z10, Z10, Z10
+	VINSERTI64X4    $0x01, (BX), Z10, Z10
+	VPXORD          Z11, Z11, Z11
+	TESTQ           CX, CX
+	JZ              done
+
+block:
+	VMOVDQU64 (AX), Z12
+
+	// Quotes, backslashes and control characters.
+	VPCMPEQB Z0, Z12, K1
+	KMOVQ    K1, R10
+	VPCMPEQB Z1, Z12, K1
+	KMOVQ    K1, R11
+	VPCMPUB  $0x01, Z2, Z12, K1
+	KMOVQ    K1, R12
+
+	// UTF-8, each byte with the three before it.
+	VALIGNQ    $0x06, Z10, Z12, Z10
+	VPALIGNR   $0x0e, Z10, Z12, Z13
+	VPALIGNR   $0x0d, Z10, Z12, Z14
+	VPSUBUSB   Z4, Z13, Z13
+	VPSUBUSB   Z5, Z14, Z14
+	VPTERNLOGD $0xa8, Z6, Z14, Z13
+	VPALIGNR   $0x0f, Z10, Z12, Z10
+	VPSRLW     $0x04, Z10, Z14
+	VPANDD     Z3, Z14, Z14
+	VPSHUFB    Z14, Z7, Z14
+	VPANDD     Z3, Z10, Z10
+	VPSHUFB    Z10, Z8, Z10
+	VPANDD     Z10, Z14, Z14
+	VPSRLW     $0x04, Z12, Z10
+	VPANDD     Z3, Z10, Z10
+	VPSHUFB    Z10, Z9, Z10
+	VPANDD     Z10, Z14, Z14
+	VPTERNLOGD $0xf6, Z13, Z14, Z11
+	VMOVDQA64  Z12, Z10
+
+	// Escapes: the byte after a backslash that ends a run of odd length.
+	MOVQ    SI, R13
+	NOTQ    R13
+	ANDQ    R11, R13
+	LEAQ    (R13)(R13*1), R14
+	ORQ     SI, R14
+	MOVQ    R14, R15
+	ORQ     R9, R15
+	NOTQ    R15
+	ANDQ    R13, R15
+	ADDQ    R13, R15
+	SETCS   SI
+	MOVBQZX SI, SI
+	SHLQ    $0x01, R15
+	XORQ    R9, R15
+	ANDQ    R14, R15
+	MOVQ    R15, R13
+	NOTQ    R13
+	ANDQ    R13, R10
+	ANDQ    R13, R11
+
+	// Strings: the prefix XOR of the quotes, on from the last block.
+	MOVQ R10, R13
+	MOVQ R13, R14
+	SHLQ $0x01, R14
+	XORQ R14, R13
+	MOVQ R13, R14
+	SHLQ $0x02, R14
+	XORQ R14, R13
+	MOVQ R13, R14
+	SHLQ $0x04, R14
+	XORQ R14, R13
+	MOVQ R13, R14
+	SHLQ $0x08, R14
+	XORQ R14, R13
+	MOVQ R13, R14
+	SHLQ $0x10, R14
+	XORQ R14, R13
+	MOVQ R13, R14
+	SHLQ $0x20, R14
+	XORQ R14, R13
+	XORQ DI, R13
+	ANDQ R13, R12
+	ORQ  R12, R8
+	SARQ $0x3f, R13
+	MOVQ R13, DI
+	ORQ  R11, R10
+	MOVQ R10, (DX)
+	ADDQ $0x00000040, AX
+	ADDQ $0x00000008, DX
+	DECQ CX
+	JNZ  block
+
+done:
+	VEXTRACTI64X4 $0x01, Z10, (BX)
+	XORQ          AX, AX
+	VPTESTMQ      Z11, Z11, K1
+	KORTESTW      K1, K1
+	SETNE         AL
+	MOVQ          SI, 32(BX)
+	MOVQ          DI, 40(BX)
+	ORQ           AX, R8
+	MOVQ          R8, 48(BX)
 	VZEROUPPER
 	RET

@@ -2,9 +2,12 @@
 
 package jsonview
 
-// stage1Vector is the vector stage 1, which this build does not have: the
-// portable one runs.
-var stage1Vector func(data []byte, marks []uint64) bool
+// vectorStage1s lists the vector stage 1s this CPU runs: none in this
+// build.
+var vectorStage1s []vectorStage1
 
-// vectorName names the vector stage 1 in use; empty when there is none.
-var vectorName string
+// vectorStage1 is one vector stage 1: its name and stage1's work.
+type vectorStage1 struct {
+	name string
+	run  func(data []byte, marks []uint64) bool
+}

@@ -10,3 +10,10 @@ package jsonview
 //
 //go:noescape
 func stage1AVX2(data *byte, blocks int, marks *uint64, st *[7]uint64)
+
+// stage1AVX512 reads blocks blocks of 64 bytes of data, writes their marks
+// and carries st on, as portableBlock does for each block, and records
+// invalid UTF-8 in st as a fault. It needs AVX-512 F and BW.
+//
+//go:noescape
+func stage1AVX512(data *byte, blocks int, marks *uint64, st *[7]uint64)

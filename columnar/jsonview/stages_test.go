@@ -30,18 +30,19 @@ type stageDocs struct {
 // check parses data with the scalar parser, and with the two stages on
 // the vector and the portable stage 1, and fails unless all three give
 // the same error (offset and message) or the same index, node for node
-// and whitespace run for whitespace run. It also checks that the two
-// stage 1s write the same marks and give the same answer, and returns the
-// scalar parser's error.
+// and whitespace run for whitespace run. It also checks that every
+// vector stage 1 the CPU has writes the same marks as the portable one
+// and gives the same answer, and returns the scalar parser's error.
 func (s *stageDocs) check(t testing.TB, data []byte) error {
 	t.Helper()
 	m := marksLen(len(data))
 	s.marksV, s.marksP = slices.Grow(s.marksV[:0], m)[:m], slices.Grow(s.marksP[:0], m)[:m]
 	okP := stage1Portable(data, s.marksP)
-	if stage1Vector != nil {
-		okV := stage1Vector(data, s.marksV)
+	for _, v := range vectorStage1s {
+		clear(s.marksV)
+		okV := v.run(data, s.marksV)
 		if okV != okP || !slices.Equal(s.marksV, s.marksP) {
-			t.Fatalf("%q: stage 1 %s: %v %x, portable: %v %x", data, vectorName, okV, s.marksV, okP, s.marksP)
+			t.Fatalf("%q: stage 1 %s: %v %x, portable: %v %x", data, v.name, okV, s.marksV, okP, s.marksP)
 		}
 	}
 	_, want := s.scalar.parseScalar(data, false)

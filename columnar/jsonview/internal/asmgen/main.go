@@ -46,7 +46,9 @@ func main() {
 func generate() (asm, stub []byte, err error) {
 	c := build.NewContext()
 	c.Constraint(buildtags.Not("purego").ToConstraint())
-	stage1AVX2(c)
+	t := declareTables(c)
+	stage1AVX2(c, t)
+	stage1AVX512(c, t)
 	f, err := c.Result()
 	if err != nil {
 		return nil, nil, err
@@ -147,31 +149,122 @@ var (
 	}
 )
 
-// stage1AVX2 writes the function of the same name: stage1Portable's
-// blocks (portableBlock and blockMarks) with AVX2, and the UTF-8 check.
-func stage1AVX2(c *build.Context) {
-	t1h := table16(c, "utf8Byte1High", byte1High)
-	t1l := table16(c, "utf8Byte1Low", byte1Low)
-	t2h := table16(c, "utf8Byte2High", byte2High)
+// state holds the registers of what one block carries to the next, as
+// stage1State does between calls.
+type state struct {
+	data, blocks, marks, st GPVirtual
+	escaped, inString, fault GPVirtual
+	even                     GPVirtual
+}
 
-	third := splat32(c, "utf8Third", 0xe0-0x80)
-	fourth := splat32(c, "utf8Fourth", 0xf0-0x80)
-	high := splat32(c, "highBits", 0x80)
-
-	c.Function("stage1AVX2")
+// prologue loads the arguments and the carried state.
+func prologue(c *build.Context, name, doc string) state {
+	c.Function(name)
 	c.Attributes(attr.NOSPLIT)
 	c.SignatureExpr("func(data *byte, blocks int, marks *uint64, st *[7]uint64)")
 	c.Pragma("noescape")
 	c.Doc(
-		"stage1AVX2 reads blocks blocks of 64 bytes of data, writes their marks",
+		name+" reads blocks blocks of 64 bytes of data, writes their marks",
 		"and carries st on, as portableBlock does for each block, and records",
-		"invalid UTF-8 in st as a fault. It needs AVX2.",
+		"invalid UTF-8 in st as a fault. "+doc,
 	)
-	data := c.Load(c.Param("data"), c.GP64())
-	blocks := c.Load(c.Param("blocks"), c.GP64())
-	marks := c.Load(c.Param("marks"), c.GP64())
-	st := c.Load(c.Param("st"), c.GP64())
+	var s state
+	s.data, s.blocks, s.marks, s.st = c.GP64(), c.GP64(), c.GP64(), c.GP64()
+	c.Load(c.Param("data"), s.data)
+	c.Load(c.Param("blocks"), s.blocks)
+	c.Load(c.Param("marks"), s.marks)
+	c.Load(c.Param("st"), s.st)
+	s.escaped, s.inString, s.fault = c.GP64(), c.GP64(), c.GP64()
+	c.MOVQ(Mem{Base: s.st, Disp: 32}, s.escaped)
+	c.MOVQ(Mem{Base: s.st, Disp: 40}, s.inString)
+	c.MOVQ(Mem{Base: s.st, Disp: 48}, s.fault)
+	s.even = c.GP64()
+	c.MOVQ(U64(0x5555555555555555), s.even)
+	return s
+}
 
+// marksOf writes the marks of a block from its masks of quotes,
+// backslashes and control characters, as blockMarks does, and moves on to
+// the next block.
+func marksOf(c *build.Context, s state, q, bs, ctl GPVirtual) {
+	c.Comment("Escapes: the byte after a backslash that ends a run of odd length.")
+	b := c.GP64()
+	c.MOVQ(s.escaped, b)
+	c.NOTQ(b)
+	c.ANDQ(bs, b) // bs &^ prevEscaped
+	follows := c.GP64()
+	c.LEAQ(Mem{Base: b, Index: b, Scale: 1}, follows) // b << 1
+	c.ORQ(s.escaped, follows)
+	odd := c.GP64()
+	c.MOVQ(follows, odd)
+	c.ORQ(s.even, odd)
+	c.NOTQ(odd)
+	c.ANDQ(b, odd) // b &^ even &^ follows
+	c.ADDQ(b, odd) // sequences starting on even bits, and the carry
+	c.SETCS(s.escaped.As8())
+	c.MOVBQZX(s.escaped.As8(), s.escaped)
+	c.SHLQ(U8(1), odd)
+	c.XORQ(s.even, odd)
+	c.ANDQ(follows, odd) // the escaped bytes
+	c.MOVQ(odd, b)
+	c.NOTQ(b)
+	c.ANDQ(b, q)  // quotes not escaped
+	c.ANDQ(b, bs) // backslashes that start an escape
+
+	c.Comment("Strings: the prefix XOR of the quotes, on from the last block.")
+	x := c.GP64()
+	c.MOVQ(q, x)
+	for _, k := range []int{1, 2, 4, 8, 16, 32} {
+		t := c.GP64()
+		c.MOVQ(x, t)
+		c.SHLQ(U8(k), t)
+		c.XORQ(t, x)
+	}
+	c.XORQ(s.inString, x)
+	c.ANDQ(x, ctl)
+	c.ORQ(ctl, s.fault)
+	c.SARQ(U8(63), x)
+	c.MOVQ(x, s.inString)
+	c.ORQ(bs, q)
+	c.MOVQ(q, Mem{Base: s.marks})
+
+	c.ADDQ(U32(64), s.data)
+	c.ADDQ(U32(8), s.marks)
+	c.DECQ(s.blocks)
+	c.JNZ(LabelRef("block"))
+}
+
+// epilogue stores the carried state, with bad (1 for invalid UTF-8, else
+// 0) in the fault, and returns.
+func epilogue(c *build.Context, s state, bad GPVirtual) {
+	c.MOVQ(s.escaped, Mem{Base: s.st, Disp: 32})
+	c.MOVQ(s.inString, Mem{Base: s.st, Disp: 40})
+	c.ORQ(bad, s.fault)
+	c.MOVQ(s.fault, Mem{Base: s.st, Disp: 48})
+	c.VZEROUPPER()
+	c.RET()
+}
+
+// utf8Tables declares the constants of the UTF-8 check.
+type utf8Tables struct {
+	byte1High, byte1Low, byte2High, third, fourth, high Mem
+}
+
+func declareTables(c *build.Context) utf8Tables {
+	return utf8Tables{
+		byte1High: table16(c, "utf8Byte1High", byte1High),
+		byte1Low:  table16(c, "utf8Byte1Low", byte1Low),
+		byte2High: table16(c, "utf8Byte2High", byte2High),
+		third:     splat32(c, "utf8Third", 0xe0-0x80),
+		fourth:    splat32(c, "utf8Fourth", 0xf0-0x80),
+		high:      splat32(c, "highBits", 0x80),
+	}
+}
+
+// stage1AVX2 writes the function of the same name: stage1Portable's
+// blocks (portableBlock and blockMarks) with AVX2, and the UTF-8 check.
+func stage1AVX2(c *build.Context, t utf8Tables) {
+	s := prologue(c, "stage1AVX2", "It needs AVX2.")
 	broadcast := func(b byte) VecVirtual {
 		g := c.GP32()
 		c.MOVL(U32(b), g)
@@ -186,40 +279,32 @@ func stage1AVX2(c *build.Context) {
 	controlV := broadcast(0x1f)
 	nibble := broadcast(0x0f)
 	tab1h, tab1l, tab2h := c.YMM(), c.YMM(), c.YMM()
-	c.VBROADCASTI128(t1h, tab1h)
-	c.VBROADCASTI128(t1l, tab1l)
-	c.VBROADCASTI128(t2h, tab2h)
-
+	c.VBROADCASTI128(t.byte1High, tab1h)
+	c.VBROADCASTI128(t.byte1Low, tab1l)
+	c.VBROADCASTI128(t.byte2High, tab2h)
 	prev := c.YMM()
-	c.VMOVDQU(Mem{Base: st}, prev)
+	c.VMOVDQU(Mem{Base: s.st}, prev)
 	errV := c.YMM()
 	c.VPXOR(errV, errV, errV)
-	escaped, inString, fault := c.GP64(), c.GP64(), c.GP64()
-	c.MOVQ(Mem{Base: st, Disp: 32}, escaped)
-	c.MOVQ(Mem{Base: st, Disp: 40}, inString)
-	c.MOVQ(Mem{Base: st, Disp: 48}, fault)
-	even := c.GP64()
-	c.MOVQ(U64(0x5555555555555555), even)
 
-	c.TESTQ(blocks, blocks)
+	c.TESTQ(s.blocks, s.blocks)
 	c.JZ(LabelRef("done"))
 	c.Label("block")
-	// The three masks of each half, and the UTF-8 check.
 	var quote, backslash, control [2]GPVirtual
 	for h := range 2 {
 		in := c.YMM()
-		c.VMOVDQU(Mem{Base: data, Disp: 32 * h}, in)
+		c.VMOVDQU(Mem{Base: s.data, Disp: 32 * h}, in)
 
 		c.Commentf("Half %d: quotes, backslashes and control characters.", h)
-		t := c.YMM()
+		m := c.YMM()
 		quote[h], backslash[h], control[h] = c.GP64(), c.GP64(), c.GP64()
-		c.VPCMPEQB(in, quoteV, t)
-		c.VPMOVMSKB(t, quote[h].As32())
-		c.VPCMPEQB(in, backslashV, t)
-		c.VPMOVMSKB(t, backslash[h].As32())
-		c.VPMAXUB(controlV, in, t)
-		c.VPCMPEQB(t, controlV, t)
-		c.VPMOVMSKB(t, control[h].As32())
+		c.VPCMPEQB(in, quoteV, m)
+		c.VPMOVMSKB(m, quote[h].As32())
+		c.VPCMPEQB(in, backslashV, m)
+		c.VPMOVMSKB(m, backslash[h].As32())
+		c.VPMAXUB(controlV, in, m)
+		c.VPCMPEQB(m, controlV, m)
+		c.VPMOVMSKB(m, control[h].As32())
 
 		c.Commentf("Half %d: UTF-8, each byte with the three before it.", h)
 		joined, must, prev3, a, b := c.YMM(), c.YMM(), c.YMM(), c.YMM(), c.YMM()
@@ -228,10 +313,10 @@ func stage1AVX2(c *build.Context) {
 		// the byte two back is 111_____ or the byte three back 1111____.
 		c.VPALIGNR(U8(14), joined, in, must)
 		c.VPALIGNR(U8(13), joined, in, prev3)
-		c.VPSUBUSB(third, must, must)
-		c.VPSUBUSB(fourth, prev3, prev3)
+		c.VPSUBUSB(t.third, must, must)
+		c.VPSUBUSB(t.fourth, prev3, prev3)
 		c.VPOR(prev3, must, must)
-		c.VPAND(high, must, must)
+		c.VPAND(t.high, must, must)
 		// The special cases of each byte after the one before it.
 		c.VPALIGNR(U8(15), joined, in, joined) // the byte before
 		c.VPSRLW(U8(4), joined, a)
@@ -248,68 +333,93 @@ func stage1AVX2(c *build.Context) {
 		c.VPOR(a, errV, errV)
 		c.VMOVDQU(in, prev)
 	}
-	q, bs, ctl := quote[0], backslash[0], control[0]
-	for _, p := range [][2]GPVirtual{{q, quote[1]}, {bs, backslash[1]}, {ctl, control[1]}} {
+	for _, p := range [][2]GPVirtual{quote, backslash, control} {
 		c.SHLQ(U8(32), p[1])
 		c.ORQ(p[1], p[0])
 	}
-
-	c.Comment("Escapes: the byte after a backslash that ends a run of odd length.")
-	b := c.GP64()
-	c.MOVQ(escaped, b)
-	c.NOTQ(b)
-	c.ANDQ(bs, b) // bs &^ prevEscaped
-	follows := c.GP64()
-	c.LEAQ(Mem{Base: b, Index: b, Scale: 1}, follows) // b << 1
-	c.ORQ(escaped, follows)
-	odd := c.GP64()
-	c.MOVQ(follows, odd)
-	c.ORQ(even, odd)
-	c.NOTQ(odd)
-	c.ANDQ(b, odd) // b &^ even &^ follows
-	c.ADDQ(b, odd) // sequences starting on even bits, and the carry
-	c.SETCS(escaped.As8())
-	c.MOVBQZX(escaped.As8(), escaped)
-	c.SHLQ(U8(1), odd)
-	c.XORQ(even, odd)
-	c.ANDQ(follows, odd) // the escaped bytes
-	c.MOVQ(odd, b)
-	c.NOTQ(b)
-	c.ANDQ(b, q)  // quotes not escaped
-	c.ANDQ(b, bs) // backslashes that start an escape
-
-	c.Comment("Strings: the prefix XOR of the quotes, on from the last block.")
-	s := c.GP64()
-	c.MOVQ(q, s)
-	for _, k := range []int{1, 2, 4, 8, 16, 32} {
-		t := c.GP64()
-		c.MOVQ(s, t)
-		c.SHLQ(U8(k), t)
-		c.XORQ(t, s)
-	}
-	c.XORQ(inString, s)
-	c.ANDQ(s, ctl)
-	c.ORQ(ctl, fault)
-	c.SARQ(U8(63), s)
-	c.MOVQ(s, inString)
-	c.ORQ(bs, q)
-	c.MOVQ(q, Mem{Base: marks})
-
-	c.ADDQ(U32(64), data)
-	c.ADDQ(U32(8), marks)
-	c.DECQ(blocks)
-	c.JNZ(LabelRef("block"))
+	marksOf(c, s, quote[0], backslash[0], control[0])
 
 	c.Label("done")
-	c.VMOVDQU(prev, Mem{Base: st})
-	c.MOVQ(escaped, Mem{Base: st, Disp: 32})
-	c.MOVQ(inString, Mem{Base: st, Disp: 40})
+	c.VMOVDQU(prev, Mem{Base: s.st})
 	bad := c.GP64()
 	c.XORQ(bad, bad)
 	c.VPTEST(errV, errV)
 	c.SETNE(bad.As8())
-	c.ORQ(bad, fault)
-	c.MOVQ(fault, Mem{Base: st, Disp: 48})
-	c.VZEROUPPER()
-	c.RET()
+	epilogue(c, s, bad)
+}
+
+// stage1AVX512 writes the function of the same name: stage1AVX2 on one
+// 64-byte vector per block, with the masks in mask registers.
+func stage1AVX512(c *build.Context, t utf8Tables) {
+	s := prologue(c, "stage1AVX512", "It needs AVX-512 F and BW.")
+	broadcast := func(b byte) VecVirtual {
+		g := c.GP32()
+		c.MOVL(U32(b), g)
+		z := c.ZMM()
+		c.VPBROADCASTB(g, z)
+		return z
+	}
+	quoteV := broadcast('"')
+	backslashV := broadcast('\\')
+	controlV := broadcast(0x20)
+	nibble := broadcast(0x0f)
+	third, fourth, high := broadcast(0xe0-0x80), broadcast(0xf0-0x80), broadcast(0x80)
+	tab1h, tab1l, tab2h := c.ZMM(), c.ZMM(), c.ZMM()
+	c.VBROADCASTI32X4(t.byte1High, tab1h)
+	c.VBROADCASTI32X4(t.byte1Low, tab1l)
+	c.VBROADCASTI32X4(t.byte2High, tab2h)
+	// The last 32 bytes read are the high half of prev.
+	prev := c.ZMM()
+	c.VPXORD(prev, prev, prev)
+	c.VINSERTI64X4(U8(1), Mem{Base: s.st}, prev, prev)
+	errV := c.ZMM()
+	c.VPXORD(errV, errV, errV)
+
+	c.TESTQ(s.blocks, s.blocks)
+	c.JZ(LabelRef("done"))
+	c.Label("block")
+	in := c.ZMM()
+	c.VMOVDQU64(Mem{Base: s.data}, in)
+
+	c.Comment("Quotes, backslashes and control characters.")
+	k := c.K()
+	q, bs, ctl := c.GP64(), c.GP64(), c.GP64()
+	c.VPCMPEQB(quoteV, in, k)
+	c.KMOVQ(k, q)
+	c.VPCMPEQB(backslashV, in, k)
+	c.KMOVQ(k, bs)
+	c.VPCMPUB(U8(1), controlV, in, k) // in < 0x20
+	c.KMOVQ(k, ctl)
+
+	c.Comment("UTF-8, each byte with the three before it.")
+	joined, must, prev3, a, b := c.ZMM(), c.ZMM(), c.ZMM(), c.ZMM(), c.ZMM()
+	c.VALIGNQ(U8(6), prev, in, joined) // the 16 bytes before each 16 of in
+	c.VPALIGNR(U8(14), joined, in, must)
+	c.VPALIGNR(U8(13), joined, in, prev3)
+	c.VPSUBUSB(third, must, must)
+	c.VPSUBUSB(fourth, prev3, prev3)
+	c.VPTERNLOGD(U8(0xa8), high, prev3, must) // (must | prev3) & high
+	c.VPALIGNR(U8(15), joined, in, joined)
+	c.VPSRLW(U8(4), joined, a)
+	c.VPANDD(nibble, a, a)
+	c.VPSHUFB(a, tab1h, a)
+	c.VPANDD(nibble, joined, b)
+	c.VPSHUFB(b, tab1l, b)
+	c.VPANDD(b, a, a)
+	c.VPSRLW(U8(4), in, b)
+	c.VPANDD(nibble, b, b)
+	c.VPSHUFB(b, tab2h, b)
+	c.VPANDD(b, a, a)
+	c.VPTERNLOGD(U8(0xf6), must, a, errV) // errV | (a ^ must)
+	c.VMOVDQA64(in, prev)
+	marksOf(c, s, q, bs, ctl)
+
+	c.Label("done")
+	c.VEXTRACTI64X4(U8(1), prev, Mem{Base: s.st})
+	bad := c.GP64()
+	c.XORQ(bad, bad)
+	c.VPTESTMQ(errV, errV, k)
+	c.KORTESTW(k, k)
+	c.SETNE(bad.As8())
+	epilogue(c, s, bad)
 }
