@@ -152,7 +152,7 @@ var (
 // state holds the registers of what one block carries to the next, as
 // stage1State does between calls.
 type state struct {
-	data, blocks, marks, st GPVirtual
+	data, blocks, marks, st  GPVirtual
 	escaped, inString, fault GPVirtual
 	even                     GPVirtual
 }
