@@ -113,7 +113,10 @@ func (d *Doc) LimitIndex(perByte, floor int) { d.limitPerByte, d.limitFloor = pe
 // their content: two Values of shared Docs that are == hold the same JSON,
 // and a memo may be keyed by them (see Value.Shared). Parse and Reset on a
 // shared Doc panic.
-func (d *Doc) Share() { d.shared = true }
+//
+// Share drops what only Parse uses (stage 1's marks): a shared Doc is
+// never parsed into again.
+func (d *Doc) Share() { d.shared, d.marks = true, nil }
 
 // node is one value in the index; see the Doc documentation.
 type node struct {

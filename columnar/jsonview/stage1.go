@@ -10,7 +10,7 @@ import (
 // # Two stages
 //
 // Parse reads a text twice. Stage 1 reads it 64 bytes at a time, with
-// vector instructions where the CPU has them (see stage1_amd64.go), and
+// vector instructions where the CPU has them (stage1_amd64.go), and
 // writes one word of marks per block: bit k of word w is set when byte
 // 64w+k is a quote that is not escaped or a backslash that starts an
 // escape. A backslash starts an escape when it ends a run of backslashes
@@ -25,16 +25,25 @@ import (
 // are checked there. Every byte outside strings is still read and checked
 // by stage 2, so that a backslash outside a string, which would make stage
 // 1 mark the wrong quotes, is refused before any mark past it is used.
+// Numbers are converted and strings unescaped only when they are read, as
+// before.
 //
 // When stage 1 finds a fault, or stage 2 refuses the text, the scalar
-// parser reads the text again to name its first error: invalid texts are
-// rare, and so their errors are the scalar parser's, at the same offset
-// with the same message, whichever error stage 1 met first.
+// parser (parseScalar) reads the text again to name its first error:
+// invalid texts are rare, and so their errors are the scalar parser's, at
+// the same offset with the same message, whichever fault stage 1 met
+// first. ParseSkipping runs on the scalar parser alone: stage 1 would
+// check the members it leaves out, which it must not refuse.
+//
+// Stage 1 has a portable twin (stage1Portable), which other architectures
+// and the purego build tag use, and which the environment variable
+// portableEnv selects; the tests check that both write the same marks.
 
-// stage1State carries what one block of stage 1 leaves for the next, and
-// where the vector code keeps it: the words at stPrev hold the last 32
-// bytes read (the UTF-8 check looks three bytes back), and the word at
-// stFault is not zero once a fault was found.
+// stage1State carries what one block of stage 1 leaves for the next,
+// between calls of the vector code too, which reads it at these offsets:
+// the words at stPrev hold the last 32 bytes read (the UTF-8 check looks
+// three bytes back), and the word at stFault is not zero once a fault was
+// found.
 type stage1State [7]uint64
 
 // Words of stage1State.
@@ -100,11 +109,10 @@ func portableBlock(b *[64]byte, st *stage1State) uint64 {
 	return blockMarks(quote, backslash, control, st)
 }
 
-// blockMarks is the part of stage 1 the portable and the vector code share
-// in spirit (the vector code does the same in its registers): from a
-// block's quotes, backslashes and control characters, one bit per byte,
-// it returns the block's marks and carries the escape and the string on
-// to the next block in st. It follows simdjson's escape scanner (Langdale
+// blockMarks returns a block's marks from its quotes, backslashes and
+// control characters, one bit per byte, and carries the escape and the
+// string on to the next block in st. The vector code does the same in its
+// registers (marksOf in internal/asmgen). It follows simdjson's escape scanner (Langdale
 // and Lemire, "Parsing Gigabytes of JSON per Second", 2019).
 func blockMarks(quote, backslash, control uint64, st *stage1State) uint64 {
 	const even = 0x5555555555555555
