@@ -75,8 +75,9 @@ type Doc struct {
 	// ParseSkipping left a member out: the runs in it are not known.
 	spaces  []int32
 	partial bool
-	// marks is stage 1's output (see stage1).
+	// marks is stage 1's output (see stage1); key is stage 2's next key.
 	marks []uint64
+	key   key
 	// limitPerByte and limitFloor bound the index (see LimitIndex; 0: no
 	// bound).
 	limitPerByte, limitFloor int

@@ -30,6 +30,7 @@ func (d *Doc) parseIndexed(data []byte) (Value, bool) {
 	d.stack = append(d.stack[:0], frame{node: -1})
 	nodes := d.nodes[:0]
 	top := &d.stack[0]
+	d.key = key{}
 	var (
 		i      int   // the next byte to read
 		j      int   // scan results
@@ -38,8 +39,6 @@ func (d *Doc) parseIndexed(data []byte) (Value, bool) {
 		code   errCode
 		kind   Kind
 		flags  uint8
-		kflags uint8 // flags of the next node: member, key escaped
-		ks, ke int32 // the key span of the next node
 		t      uint64
 		ok     bool
 		nd     *node
@@ -71,8 +70,10 @@ value:
 	nodes = nodes[:idx+1]
 	nd = &nodes[idx]
 	nd.start, nd.after, nd.n = int32(i), idx+1, 0
-	nd.keyStart, nd.keyEnd, nd.flags = ks, ke, kflags
-	kflags = 0
+	// As in parseScalar, an element keeps the span of the key before it
+	// (not read: it has no flagMember).
+	nd.keyStart, nd.keyEnd, nd.flags = d.key.start, d.key.end, d.key.flags
+	d.key.flags = 0
 	c = data[i]
 	switch c {
 	case '"':
@@ -196,11 +197,10 @@ key:
 	if i >= n || data[i] != '"' {
 		goto fail
 	}
-	kflags = flagMember
 	j = i + 1
 	if t = marks[j>>6] >> (j & 63); t != 0 {
 		if j += bits.TrailingZeros64(t); data[j] == '"' {
-			ks, ke = int32(i+1), int32(j)
+			d.key = key{int32(i + 1), int32(j), flagMember}
 			i = j + 1
 			goto colon
 		}
@@ -208,9 +208,9 @@ key:
 	if j, flags, ok = closeString(data, marks, i+1); !ok {
 		goto fail
 	}
-	ks, ke = int32(i+1), int32(j-1)
+	d.key = key{int32(i + 1), int32(j - 1), flagMember}
 	if flags != 0 {
-		kflags |= flagKeyEsc
+		d.key.flags |= flagKeyEsc
 	}
 	i = j
 
@@ -247,6 +247,12 @@ func (d *Doc) space(data []byte, i int) int {
 	j := skipSpace(data, i)
 	d.spaces = append(d.spaces, int32(i), int32(j))
 	return j
+}
+
+// key is the key of the member whose value stage 2 reads next.
+type key struct {
+	start, end int32 // the key's text without quotes
+	flags      uint8 // flagMember, and flagKeyEsc if it holds escapes
 }
 
 // closeString returns the index past the closing quote of the string
