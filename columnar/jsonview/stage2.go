@@ -28,7 +28,7 @@ func (d *Doc) parseIndexed(data []byte) (Value, bool) {
 	// hold what every value needs.
 	d.spaces = d.spaces[:0]
 	d.stack = append(d.stack[:0], frame{node: -1})
-	nodes := d.nodes[:0]
+	d.nodes = d.nodes[:0]
 	top := &d.stack[0]
 	d.key = key{}
 	var (
@@ -55,20 +55,20 @@ value:
 	if i >= n {
 		goto fail
 	}
-	idx = int32(len(nodes))
+	idx = int32(len(d.nodes))
 	top.count++
 	top.last = idx
-	if len(nodes) == cap(nodes) {
+	if len(d.nodes) == cap(d.nodes) {
 		if d.limitPerByte > 0 {
-			if nodes, code = d.growLimited(nodes, d.spaces, n); code != errNone {
+			if d.nodes, code = d.growLimited(d.nodes, d.spaces, n); code != errNone {
 				goto fail
 			}
 		} else {
-			nodes = slices.Grow(nodes, 1)
+			d.nodes = slices.Grow(d.nodes, 1)
 		}
 	}
-	nodes = nodes[:idx+1]
-	nd = &nodes[idx]
+	d.nodes = d.nodes[:idx+1]
+	nd = &d.nodes[idx]
 	nd.start, nd.after, nd.n = int32(i), idx+1, 0
 	// As in parseScalar, an element keeps the span of the key before it
 	// (not read: it has no flagMember).
@@ -181,11 +181,12 @@ closeContainer:
 	f = *top
 	d.stack = d.stack[:len(d.stack)-1]
 	top = &d.stack[len(d.stack)-1]
-	nodes[f.node].end = int32(i + 1)
-	nodes[f.node].after = int32(len(nodes))
-	nodes[f.node].n = f.count
+	nd = &d.nodes[f.node]
+	nd.end = int32(i + 1)
+	nd.after = int32(len(d.nodes))
+	nd.n = f.count
 	if f.count > 0 {
-		nodes[f.last].flags |= flagLast
+		d.nodes[f.last].flags |= flagLast
 	}
 	i++
 	goto afterValue
@@ -231,12 +232,12 @@ end:
 	if i < n {
 		goto fail
 	}
-	nodes[0].flags |= flagLast
-	d.data, d.nodes, d.stack = data, nodes, d.stack[:0]
+	d.nodes[0].flags |= flagLast
+	d.data, d.stack = data, d.stack[:0]
 	return Value{d: d, i: 0}, true
 
 fail:
-	d.data, d.nodes, d.stack, d.spaces, d.partial = nil, nodes[:0], d.stack[:0], d.spaces[:0], false
+	d.data, d.nodes, d.stack, d.spaces, d.partial = nil, d.nodes[:0], d.stack[:0], d.spaces[:0], false
 	return Value{}, false
 }
 
