@@ -207,6 +207,26 @@ func TestStagesLimitIndex(t *testing.T) {
 		s.vector.marks, s.portable.marks = nil, nil
 		s.check(t, []byte(text))
 	}
+	for _, text := range blockTexts() {
+		for cut := range len(text) {
+			checkLimited(t, []byte(text[:cut]+" "+text[cut:]))
+		}
+	}
+}
+
+// checkLimited is stageDocs.check on new Docs under a tight LimitIndex,
+// so that the bound is met at many places: where it fails a text, the
+// scalar parser and both stage 1s must fail it at the same node.
+func checkLimited(t testing.TB, data []byte) {
+	t.Helper()
+	var s stageDocs
+	for _, d := range []*Doc{&s.scalar, &s.vector, &s.portable} {
+		d.LimitIndex(3, 64)
+	}
+	// The marks count against the bound: give the scalar parser's Doc
+	// those Parse makes.
+	s.scalar.marks = make([]uint64, marksLen(len(data)))
+	s.check(t, data)
 }
 
 // TestPortableEnv checks that the environment variable turns the vector
@@ -240,6 +260,7 @@ func FuzzStages(f *testing.F) {
 	f.Add([]byte("[\"" + strings.Repeat("a", 61) + "\xe2\x82\"]"))
 	var s stageDocs
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkLimited(t, data)
 		err := s.check(t, data)
 		if valid := json.Valid(data) && utf8.Valid(data); valid != (err == nil) {
 			t.Fatalf("%q: error %v, json.Valid and utf8.Valid %v", data, err, valid)
