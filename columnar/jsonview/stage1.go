@@ -41,14 +41,13 @@ import (
 
 // stage1State carries what one block of stage 1 leaves for the next,
 // between calls of the vector code too, which reads it at these offsets:
-// the words at stPrev hold the last 32 bytes read (the UTF-8 check looks
-// three bytes back), and the word at stFault is not zero once a fault was
-// found.
+// words 0 to 3 hold the last 32 bytes read (the UTF-8 check looks three
+// bytes back; the portable code does not use them), and the word at
+// stFault is not zero once a fault was found.
 type stage1State [7]uint64
 
 // Words of stage1State.
 const (
-	stPrev     = 0 // 4 words: the last 32 bytes read
 	stEscaped  = 4 // 1 when the next block's first byte is escaped
 	stInString = 5 // all ones when the next block begins inside a string
 	stFault    = 6 // not zero: invalid UTF-8, or a control character in a string

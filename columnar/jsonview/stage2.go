@@ -23,26 +23,26 @@ func (d *Doc) parseIndexed(data []byte) (Value, bool) {
 		marks = marks[:m]
 	}
 	d.marks = marks
-	// The whitespace runs and the stack of open containers stay in the
-	// Doc, read and written off the common path, so that the registers
-	// hold what every value needs.
+	// The nodes, the whitespace runs, the stack of open containers and
+	// the next key are read and written in the Doc rather than in local
+	// variables, which the compiler would spill at every label.
 	d.spaces = d.spaces[:0]
 	d.stack = append(d.stack[:0], frame{node: -1})
 	d.nodes = d.nodes[:0]
 	top := &d.stack[0]
 	d.key = key{}
 	var (
-		i      int   // the next byte to read
-		j      int   // scan results
-		idx    int32 // the node being written
-		c      byte
-		code   errCode
-		kind   Kind
-		flags  uint8
-		t      uint64
-		ok     bool
-		nd     *node
-		f      frame
+		i     int   // the next byte to read
+		j     int   // scan results
+		idx   int32 // the node being written
+		c     byte
+		code  errCode
+		kind  Kind
+		flags uint8
+		t     uint64
+		ok    bool
+		nd    *node
+		f     frame
 	)
 	if !stage1(data, marks) {
 		goto fail
@@ -241,7 +241,9 @@ fail:
 	return Value{}, false
 }
 
-// space records the whitespace run at i and returns the index past it.
+// space records the whitespace run at i and returns the index past it. It
+// is kept out of line, off parseIndexed's common path: stored states are
+// compact.
 //
 //go:noinline
 func (d *Doc) space(data []byte, i int) int {
