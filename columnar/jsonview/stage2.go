@@ -9,6 +9,12 @@ import (
 // two stages (see stage1): it writes the same nodes and whitespace runs
 // for every text parseScalar accepts, and reports false, leaving the Doc
 // empty, for every text parseScalar refuses, without naming the error.
+//
+// Stage 2 runs in walk, which calls no function, so that the compiler
+// keeps its state in registers instead of spilling it at every label;
+// walk returns here for what needs a call (whitespace, a string holding
+// escapes or not closed by the next mark, a number, a full buffer), which
+// this loop does before walking on.
 func (d *Doc) parseIndexed(data []byte) (Value, bool) {
 	if len(data) > maxText {
 		return Value{}, false
@@ -23,50 +29,151 @@ func (d *Doc) parseIndexed(data []byte) (Value, bool) {
 		marks = marks[:m]
 	}
 	d.marks = marks
-	// The nodes, the whitespace runs, the stack of open containers and
-	// the next key are read and written in the Doc rather than in local
-	// variables, which the compiler would spill at every label.
 	d.spaces = d.spaces[:0]
 	d.stack = append(d.stack[:0], frame{node: -1})
 	d.nodes = d.nodes[:0]
-	top := &d.stack[0]
 	d.key = key{}
-	var (
-		i     int   // the next byte to read
-		j     int   // scan results
-		idx   int32 // the node being written
-		c     byte
-		code  errCode
-		kind  Kind
-		flags uint8
-		t     uint64
-		ok    bool
-		nd    *node
-		f     frame
-	)
 	if !stage1(data, marks) {
-		goto fail
+		return d.failIndexed()
+	}
+	i, at := 0, atValue
+	for {
+		var ev event
+		i, at, ev = d.walk(data, marks, i, at)
+		switch ev {
+		case evSpace:
+			j := d.space(data, i)
+			if j == i { // a control character, not whitespace
+				return d.failIndexed()
+			}
+			i = j
+		case evGrow:
+			if d.limitPerByte > 0 {
+				var code errCode
+				if d.nodes, code = d.growLimited(d.nodes, d.spaces, n); code != errNone {
+					return d.failIndexed()
+				}
+			} else {
+				d.nodes = slices.Grow(d.nodes, 1)
+			}
+		case evPush:
+			nd := &d.nodes[len(d.nodes)-1]
+			d.stack = append(d.stack, frame{node: int32(len(d.nodes) - 1), kind: nd.kind})
+			i++
+		case evString:
+			j, flags, ok := closeString(data, marks, i+1)
+			if !ok {
+				return d.failIndexed()
+			}
+			nd := &d.nodes[len(d.nodes)-1]
+			nd.kind, nd.end = String, int32(j)
+			nd.flags |= flags
+			i = j
+		case evKey:
+			j, flags, ok := closeString(data, marks, i+1)
+			if !ok {
+				return d.failIndexed()
+			}
+			d.key = key{int32(i + 1), int32(j - 1), flagMember}
+			if flags != 0 {
+				d.key.flags |= flagKeyEsc
+			}
+			i = j
+		case evNumber:
+			j, code := scanNumber(data, i)
+			if code != errNone {
+				return d.failIndexed()
+			}
+			nd := &d.nodes[len(d.nodes)-1]
+			nd.kind, nd.end = Number, int32(j)
+			i = j
+		case evEnd:
+			if i < n && data[i] <= ' ' {
+				i = skipSpace(data, i)
+			}
+			if i < n {
+				return d.failIndexed()
+			}
+			d.nodes[0].flags |= flagLast
+			d.data, d.stack = data, d.stack[:0]
+			return Value{d: d, i: 0}, true
+		default:
+			return d.failIndexed()
+		}
+	}
+}
+
+// failIndexed leaves the Doc empty, keeping its buffers, and reports
+// false.
+func (d *Doc) failIndexed() (Value, bool) {
+	d.data, d.nodes, d.stack, d.spaces, d.partial = nil, d.nodes[:0], d.stack[:0], d.spaces[:0], false
+	return Value{}, false
+}
+
+// A resume is where walk starts: the state of parseScalar it stands for.
+type resume uint8
+
+const (
+	atValue  resume = iota // value: a value is due at i, maybe after whitespace
+	atAfter                // afterValue: a value ended at i
+	atKey                  // key: a member's key is due at i
+	atColon                // colon: the colon after a key is due at i
+	atOpened               // a container opened at i-1
+)
+
+// An event is why walk returned.
+type event uint8
+
+const (
+	evFail   event = iota // the text is invalid
+	evSpace               // whitespace at i: record it, and resume
+	evGrow                // the nodes are full: grow them, and resume
+	evPush                // the node last written opens a container at i: push it, step past i, and resume
+	evString              // the string of the node last written opens at i: close it, and resume after it
+	evKey                 // a key opens at i: close it, set the next key, and resume after it
+	evNumber              // the number of the node last written starts at i: scan it, and resume after it
+	evEnd                 // the root value ended at i
+)
+
+// walk is parseIndexed's state machine from state at with the next byte at
+// i, until it meets an event, which it returns with the index and the
+// state to resume at.
+func (d *Doc) walk(data []byte, marks []uint64, i int, at resume) (int, resume, event) {
+	n := len(data)
+	top := &d.stack[len(d.stack)-1]
+	var (
+		j    int
+		idx  int32
+		c    byte
+		t    uint64
+		kind Kind
+		nd   *node
+		f    frame
+	)
+	switch at {
+	case atAfter:
+		goto afterValue
+	case atKey:
+		goto key
+	case atColon:
+		goto colon
+	case atOpened:
+		goto opened
 	}
 
 value:
 	if i < n && data[i] <= ' ' {
-		i = d.space(data, i)
+		return i, atValue, evSpace
 	}
 	if i >= n {
-		goto fail
+		return i, atValue, evFail
+	}
+	if len(d.nodes) == cap(d.nodes) {
+		return i, atValue, evGrow
 	}
 	idx = int32(len(d.nodes))
 	top.count++
 	top.last = idx
-	if len(d.nodes) == cap(d.nodes) {
-		if d.limitPerByte > 0 {
-			if d.nodes, code = d.growLimited(d.nodes, d.spaces, n); code != errNone {
-				goto fail
-			}
-		} else {
-			d.nodes = slices.Grow(d.nodes, 1)
-		}
-	}
 	d.nodes = d.nodes[:idx+1]
 	nd = &d.nodes[idx]
 	nd.start, nd.after, nd.n = int32(i), idx+1, 0
@@ -87,76 +194,79 @@ value:
 				goto afterValue
 			}
 		}
-		if j, flags, ok = closeString(data, marks, i+1); !ok {
-			goto fail
-		}
-		nd.kind, nd.end = String, int32(j)
-		nd.flags |= flags
-		i = j
-		goto afterValue
+		return i, atAfter, evString
 	case '{', '[':
 		if len(d.stack) > MaxDepth {
-			goto fail
+			return i, atValue, evFail
 		}
 		kind = Array
 		if c == '{' {
 			kind = Object
 		}
 		nd.kind = kind
-		d.stack = append(d.stack, frame{node: idx, kind: kind})
+		if len(d.stack) == cap(d.stack) {
+			return i, atOpened, evPush
+		}
+		d.stack = d.stack[:len(d.stack)+1]
 		top = &d.stack[len(d.stack)-1]
+		*top = frame{node: idx, kind: kind}
 		i++
-		if i < n && data[i] <= ' ' {
-			j = skipSpace(data, i)
-			d.spaces = append(d.spaces, int32(i), int32(j))
-			i = j
-		}
-		if i >= n {
-			goto fail
-		}
-		if kind == Object {
-			if data[i] == '}' {
-				goto closeContainer
-			}
-			goto key
-		}
-		if data[i] == ']' {
-			goto closeContainer
-		}
-		goto value
+		goto opened
 	case 't':
-		kind, j = True, 4
+		if i+4 > n || string(data[i:i+4]) != "true" {
+			return i, atValue, evFail
+		}
+		nd.kind, nd.end = True, int32(i+4)
+		i += 4
+		goto afterValue
 	case 'f':
-		kind, j = False, 5
+		if i+5 > n || string(data[i:i+5]) != "false" {
+			return i, atValue, evFail
+		}
+		nd.kind, nd.end = False, int32(i+5)
+		i += 5
+		goto afterValue
 	case 'n':
-		kind, j = Null, 4
-	default:
-		if c != '-' && (c < '0' || c > '9') {
-			goto fail
+		if i+4 > n || string(data[i:i+4]) != "null" {
+			return i, atValue, evFail
 		}
-		if j, code = scanNumber(data, i); code != errNone {
-			goto fail
-		}
-		nd.kind, nd.end = Number, int32(j)
-		i = j
+		nd.kind, nd.end = Null, int32(i+4)
+		i += 4
 		goto afterValue
 	}
-	// A literal: kind and its length j.
-	if i+j > n || string(data[i:i+j]) != literals[kind] {
-		goto fail
+	if c != '-' && (c < '0' || c > '9') {
+		return i, atValue, evFail
 	}
-	nd.kind, nd.end = kind, int32(i+j)
-	i += j
+	return i, atAfter, evNumber
+
+opened:
+	// The container on top of the stack opened at i-1.
+	if i < n && data[i] <= ' ' {
+		return i, atOpened, evSpace
+	}
+	if i >= n {
+		return i, atOpened, evFail
+	}
+	if top.kind == Object {
+		if data[i] == '}' {
+			goto closeContainer
+		}
+		goto key
+	}
+	if data[i] == ']' {
+		goto closeContainer
+	}
+	goto value
 
 afterValue:
 	if top.kind == Missing {
-		goto end
+		return i, atAfter, evEnd
 	}
 	if i < n && data[i] <= ' ' {
-		i = d.space(data, i)
+		return i, atAfter, evSpace
 	}
 	if i >= n {
-		goto fail
+		return i, atAfter, evFail
 	}
 	c = data[i]
 	if c == ',' {
@@ -170,12 +280,12 @@ afterValue:
 		if c == '}' {
 			goto closeContainer
 		}
-		goto fail
+		return i, atAfter, evFail
 	}
 	if c == ']' {
 		goto closeContainer
 	}
-	goto fail
+	return i, atAfter, evFail
 
 closeContainer:
 	f = *top
@@ -193,10 +303,10 @@ closeContainer:
 
 key:
 	if i < n && data[i] <= ' ' {
-		i = d.space(data, i)
+		return i, atKey, evSpace
 	}
 	if i >= n || data[i] != '"' {
-		goto fail
+		return i, atKey, evFail
 	}
 	j = i + 1
 	if t = marks[j>>6] >> (j & 63); t != 0 {
@@ -206,46 +316,20 @@ key:
 			goto colon
 		}
 	}
-	if j, flags, ok = closeString(data, marks, i+1); !ok {
-		goto fail
-	}
-	d.key = key{int32(i + 1), int32(j - 1), flagMember}
-	if flags != 0 {
-		d.key.flags |= flagKeyEsc
-	}
-	i = j
+	return i, atColon, evKey
 
 colon:
 	if i < n && data[i] <= ' ' {
-		i = d.space(data, i)
+		return i, atColon, evSpace
 	}
 	if i >= n || data[i] != ':' {
-		goto fail
+		return i, atColon, evFail
 	}
 	i++
 	goto value
-
-end:
-	if i < n && data[i] <= ' ' {
-		i = skipSpace(data, i)
-	}
-	if i < n {
-		goto fail
-	}
-	d.nodes[0].flags |= flagLast
-	d.data, d.stack = data, d.stack[:0]
-	return Value{d: d, i: 0}, true
-
-fail:
-	d.data, d.nodes, d.stack, d.spaces, d.partial = nil, d.nodes[:0], d.stack[:0], d.spaces[:0], false
-	return Value{}, false
 }
 
-// space records the whitespace run at i and returns the index past it. It
-// is kept out of line, off parseIndexed's common path: stored states are
-// compact.
-//
-//go:noinline
+// space records the whitespace run at i and returns the index past it.
 func (d *Doc) space(data []byte, i int) int {
 	j := skipSpace(data, i)
 	d.spaces = append(d.spaces, int32(i), int32(j))
