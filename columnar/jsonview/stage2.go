@@ -13,8 +13,8 @@ import (
 // Stage 2 runs in walk, which calls no function, so that the compiler
 // keeps its state in registers instead of spilling it at every label;
 // walk returns here for what needs a call (whitespace, a string holding
-// escapes or not closed by the next mark, a number, a full buffer), which
-// this loop does before walking on.
+// escapes or not closed by the next mark, a number with an exponent, a
+// full buffer), which this loop does before walking on.
 func (d *Doc) parseIndexed(data []byte) (Value, bool) {
 	if len(data) > maxText {
 		return Value{}, false
@@ -131,7 +131,7 @@ const (
 	evPush                // the node last written opens a container at i: push it, step past i, and resume
 	evString              // the string of the node last written opens at i: close it, and resume after it
 	evKey                 // a key opens at i: close it, set the next key, and resume after it
-	evNumber              // the number of the node last written starts at i: scan it, and resume after it
+	evNumber              // the number of the node last written starts at i: scan it, and resume after it (or refuse it)
 	evEnd                 // the root value ended at i
 )
 
@@ -236,6 +236,32 @@ value:
 	}
 	if c != '-' && (c < '0' || c > '9') {
 		return i, atValue, evFail
+	}
+	// A number: scanNumber's work, here for those without an exponent,
+	// which are most.
+	j = i
+	if c == '-' {
+		j++
+	}
+	if j < n && data[j]-'0' < 10 {
+		if data[j] == '0' {
+			j++
+		} else {
+			for j++; j < n && data[j]-'0' < 10; j++ {
+			}
+		}
+		if j < n && data[j] == '.' {
+			if j+1 >= n || data[j+1]-'0' >= 10 {
+				return i, atAfter, evNumber
+			}
+			for j += 2; j < n && data[j]-'0' < 10; j++ {
+			}
+		}
+		if j >= n || data[j]|0x20 != 'e' {
+			nd.kind, nd.end = Number, int32(j)
+			i = j
+			goto afterValue
+		}
 	}
 	return i, atAfter, evNumber
 
