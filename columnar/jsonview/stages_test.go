@@ -87,6 +87,7 @@ func TestStagesMatchScalar(t *testing.T) {
 		`1e+`, `[1ex]`, `+1`, `.5`, `[tru]`, `{"a":nulL}`, `fx`, `nul`, `True`, "\u00a01",
 		`[1\"]`, `\"x"`, `["a"\"]`, `{"a\\":"\\\"\\"}`, "[\"\x7f\"]", "\xff", "[1,\xff]",
 		"[\"a\"]\x00", "{\"a\":\"\x1f\"}", `"\`, `"\u"`, `"\u00"`, `"\ud800"`,
+		`[0.5,-0.0,10,-10.25e3,1E5,1e-2,0]`, `[0e]`, `[0.]`, `[-01]`, `[1.5x]`, `[-]`, `[1.5`, `[12`, `-12`, `0.25`,
 		strings.Repeat("[", MaxDepth+1), strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
 		string(crmState(30)),
 	}
