@@ -12,9 +12,9 @@ import (
 	"github.com/gavelhq/gavel/gen"
 )
 
-// uniqueWorldStates returns the initial and final states of the rollouts
-// of `gavel gen --unique-worlds --tasks TASK-002,TASK-004 --seed 1`, as
-// JSON text.
+// uniqueWorldStates returns the initial and final states, as JSON text,
+// of the rollouts `gavel gen --unique-worlds --tasks TASK-002,TASK-004
+// --seed 1 --rollouts N` writes.
 func uniqueWorldStates(tb testing.TB, rollouts int) [][]byte {
 	tb.Helper()
 	var out bytes.Buffer
@@ -91,8 +91,9 @@ func BenchmarkStage1(b *testing.B) {
 }
 
 // BenchmarkDocParse times Doc.Parse on unique-world states: in two
-// stages with the vector and the portable stage 1, and on the scalar
-// parser alone, which Parse was before the two stages.
+// stages with the vector stage 1 Parse uses (the first of Stage1Paths'
+// vector ones: AVX-512, else AVX2) and with the portable one, and on the
+// scalar parser alone, which Parse was before the two stages.
 func BenchmarkDocParse(b *testing.B) {
 	states := uniqueWorldStates(b, 200)
 	total := totalBytes(states)
