@@ -91,9 +91,9 @@ func BenchmarkStage1(b *testing.B) {
 }
 
 // BenchmarkDocParse times Doc.Parse on unique-world states: in two
-// stages with the vector stage 1 Parse uses (the first of Stage1Paths'
-// vector ones: AVX-512, else AVX2) and with the portable one, and on the
-// scalar parser alone, which Parse was before the two stages.
+// stages with the vector stage 1 Parse uses (AVX-512 where the CPU has
+// it, else AVX2) and with the portable one, and on the scalar parser
+// alone, which Parse was before the two stages.
 func BenchmarkDocParse(b *testing.B) {
 	states := uniqueWorldStates(b, 200)
 	total := totalBytes(states)
