@@ -75,8 +75,14 @@ demo: build
 
 # The Kubernetes manifests under deploy/ are checked by a module of their
 # own (deploy/go.mod), so the Kubernetes API packages stay out of gavel's.
+# jsonview's tests and fuzz seeds also run on its portable stage 1 (the
+# purego tag), and the generator of its assembly, a module of its own so
+# that avo stays out of gavel's, checks that the committed assembly is what
+# it writes.
 test: fmt-check vet
 	$(GO) test -race -timeout 25m ./...
+	$(GO) test -tags purego ./columnar/jsonview/
+	cd columnar/jsonview/internal/asmgen && $(GO) vet ./... && $(GO) test ./...
 	cd deploy && $(GO) vet ./... && $(GO) test ./...
 	$(MAKE) fuzz
 

@@ -22,6 +22,17 @@
 // Lookups that find nothing return the zero Value, Missing, on which every
 // method is safe: chains such as root.Get("a").Get("b").Index(3) need no
 // checks in between.
+//
+// # Two stages
+//
+// Parse reads a text in two stages. The first finds the strings 64 bytes
+// at a time, with AVX-512 or AVX2 where the CPU has them (chosen when the
+// program starts, with no build option), and checks UTF-8 and control
+// characters; the second builds the index. Both give the same index, and
+// the same error at the same offset, as reading the text in one pass.
+// Setting the environment variable GAVEL_JSONVIEW_PORTABLE to a non-empty
+// value makes Parse use the portable first stage, as other architectures
+// and the purego build tag do: for debugging, and to compare the two.
 package jsonview
 
 import (

@@ -75,6 +75,9 @@ type Doc struct {
 	// ParseSkipping left a member out: the runs in it are not known.
 	spaces  []int32
 	partial bool
+	// marks is stage 1's output (see stage1); key is stage 2's next key.
+	marks []uint64
+	key   key
 	// limitPerByte and limitFloor bound the index (see LimitIndex; 0: no
 	// bound).
 	limitPerByte, limitFloor int
@@ -87,7 +90,7 @@ type Doc struct {
 // Footprint returns the bytes d's index holds (not its text's): what
 // Reset keeps for the next Parse.
 func (d *Doc) Footprint() int {
-	return cap(d.nodes)*int(unsafe.Sizeof(node{})) + cap(d.stack)*int(unsafe.Sizeof(frame{})) + cap(d.spaces)*4
+	return cap(d.nodes)*int(unsafe.Sizeof(node{})) + cap(d.stack)*int(unsafe.Sizeof(frame{})) + cap(d.spaces)*4 + cap(d.marks)*8
 }
 
 // Shrink drops d's index and text when the index holds more than max
@@ -111,7 +114,10 @@ func (d *Doc) LimitIndex(perByte, floor int) { d.limitPerByte, d.limitFloor = pe
 // their content: two Values of shared Docs that are == hold the same JSON,
 // and a memo may be keyed by them (see Value.Shared). Parse and Reset on a
 // shared Doc panic.
-func (d *Doc) Share() { d.shared = true }
+//
+// Share drops what only Parse uses (stage 1's marks): a shared Doc is
+// never parsed into again.
+func (d *Doc) Share() { d.shared, d.marks = true, nil }
 
 // node is one value in the index; see the Doc documentation.
 type node struct {
@@ -184,7 +190,13 @@ func (d *Doc) Reset() {
 // *SyntaxError. Parse replaces whatever the Doc indexed before, also when
 // it fails.
 func (d *Doc) Parse(data []byte) (Value, error) {
-	return d.parse(data, false)
+	if d.shared {
+		panic("jsonview: Parse into a shared Doc")
+	}
+	if v, ok := d.parseIndexed(data); ok {
+		return v, nil
+	}
+	return d.parseScalar(data, false)
 }
 
 // Skips asks ParseSkipping to leave out two members of the root object,
@@ -227,7 +239,7 @@ type Skipped struct {
 func (d *Doc) ParseSkipping(data []byte, sk Skips) (root Value, scanned, matched Skipped, err error) {
 	d.sk = sk
 	d.scanned, d.matched, d.scanSeen, d.matchSeen = Skipped{}, Skipped{}, false, false
-	root, err = d.parse(data, true)
+	root, err = d.parseScalar(data, true)
 	scanned, matched = d.scanned, d.matched
 	d.sk, d.scanned, d.matched = Skips{}, Skipped{}, Skipped{}
 	return root, scanned, matched, err
@@ -281,7 +293,10 @@ func (d *Doc) skipMember(data []byte, i int, key []byte) int {
 	return j
 }
 
-func (d *Doc) parse(data []byte, skipping bool) (Value, error) {
+// parseScalar is Parse, or ParseSkipping when skipping is set, in one
+// pass that reads every byte. It names the error of a text Parse refuses,
+// and is the reference the two stages are tested against.
+func (d *Doc) parseScalar(data []byte, skipping bool) (Value, error) {
 	if d.shared {
 		panic("jsonview: Parse into a shared Doc")
 	}
@@ -751,10 +766,11 @@ func literalError(data []byte, i int, lit string) (int, errCode) {
 }
 
 // growLimited grows nodes within the bound of LimitIndex for a text of n
-// bytes, counting the whitespace runs too, or returns errIndex.
+// bytes, counting the whitespace runs and stage 1's marks too, or returns
+// errIndex.
 func (d *Doc) growLimited(nodes []node, spaces []int32, n int) ([]node, errCode) {
 	const size = int(unsafe.Sizeof(node{}))
-	limit := max(d.limitFloor, d.limitPerByte*n) - cap(spaces)*4
+	limit := max(d.limitFloor, d.limitPerByte*n) - cap(spaces)*4 - cap(d.marks)*8
 	want := max(2*cap(nodes), 64)
 	want = min(want, limit/size)
 	if want <= len(nodes) {
