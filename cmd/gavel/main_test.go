@@ -170,7 +170,8 @@ func copyTree(t *testing.T, src, dst string) {
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}
 		embedded := strings.HasSuffix(path, ".json") || strings.HasSuffix(path, ".yaml") // files that go:embed reads
-		if !strings.HasSuffix(path, ".go") && !embedded && d.Name() != "go.mod" && d.Name() != "go.sum" {
+		source := strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".s")        // assembly: jsonview's stage 1
+		if !source && !embedded && d.Name() != "go.mod" && d.Name() != "go.sum" {
 			return nil
 		}
 		data, err := os.ReadFile(path)
