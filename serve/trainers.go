@@ -74,39 +74,9 @@ func appendRollout(b []byte, id, task string, output []byte) []byte {
 	b = append(b, `{"rollout_id":`...)
 	b = strconv.AppendQuote(b, id)
 	b = append(b, `,"task_id":`...)
-	b = appendJSONString(b, []byte(task))
+	b = jsonview.AppendJSONString(b, task)
 	b = append(b, `,"output":`...)
-	return appendJSONString(b, output)
-}
-
-// appendJSONString appends s as a JSON string (s is UTF-8 text read from a
-// JSON document, so it is valid).
-func appendJSONString(b, s []byte) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return jsonview.AppendJSONString(b, output)
 }
 
 // grade grades the rollouts of t.line, one per row, and fills t.res in
@@ -250,7 +220,7 @@ func (s *Server) handleGetReward(w http.ResponseWriter, r *http.Request, st *req
 		t.line = appendRollout(t.line, strconv.Itoa(i), name, output)
 		if p.Exists() {
 			t.line = append(t.line, `,"prompt":`...)
-			t.line = appendJSONString(t.line, prompt)
+			t.line = jsonview.AppendJSONString(t.line, prompt)
 			p = p.Next()
 		}
 		if l.Exists() {
@@ -405,7 +375,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, st *reqSta
 	}
 	t.line = appendRollout(t.line, "verify", task, output)
 	t.line = append(t.line, `,"prompt":`...)
-	t.line = appendJSONString(t.line, prompt)
+	t.line = jsonview.AppendJSONString(t.line, prompt)
 	for m := root.First(); m.Exists(); m = m.Next() {
 		if k := m.Key(); isAnyOf(k, nemoGymRequest) || gymFields.Is(string(k)) {
 			continue // a rollout field or the response: not the task row's
@@ -429,7 +399,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, st *reqSta
 	}
 	if why := res.failure(); why != "" {
 		out = append(out, `"`+nemogym.FieldReward+`":0.0,"`+nemogym.FieldFailureClass+`":"`+nemogym.FailureClass+`","`+nemogym.FieldError+`":`...)
-		out = appendJSONString(out, []byte(why))
+		out = jsonview.AppendJSONString(out, why)
 		if res.kind == verifiers.KindInput {
 			out = append(out, `,"`+nemogym.FieldFailureTerminal+`":true`...)
 		}
