@@ -435,30 +435,7 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		rw.SourceRow = pu.matchRow // the row of this run it was found for
 	}
 	p := &prevRow{rw: rw, sameInput: pu.sameInput}
-	var bad error
-	num := func(cell columnar.Cell) int64 {
-		v, err := strconv.ParseInt(string(cell.Data), 10, 64)
-		if err != nil {
-			bad = err
-		}
-		return v
-	}
-	float := func(cell columnar.Cell) (float64, bool) {
-		if cell.Kind == columnar.CellNull {
-			return 0, false
-		}
-		v, err := strconv.ParseFloat(string(cell.Data), 64)
-		if err != nil {
-			bad = err
-		}
-		return v, true
-	}
-	nstr := func(cell columnar.Cell) columnar.NullString {
-		if cell.Kind == columnar.CellNull {
-			return columnar.NullString{}
-		}
-		return columnar.Str(string(cell.Data))
-	}
+	var d cellDecoder
 	p.checks = make([]columnar.CheckRow, 0, rw.ChecksTotal)
 	// A rollout's check rows follow the previous rollout's, numbered from
 	// 0 (see readChecks); the numbering keeps the two parts in step.
@@ -467,21 +444,21 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		cr := columnar.CheckRow{CheckIndex: int32(num(cc[0])), CheckID: pu.strs.Get(cc[1].Data), Label: pu.strs.Get(cc[2].Data),
+		cr := columnar.CheckRow{CheckIndex: int32(d.num(cc[0])), CheckID: pu.strs.Get(cc[1].Data), Label: pu.strs.Get(cc[2].Data),
 			Required: string(cc[3].Data) == "true", Status: pu.strs.Get(cc[4].Data), Detail: string(cc[5].Data),
 			Actual: nstr(cc[6]), Expected: nstr(cc[7])}
 		if cr.CheckIndex != k {
 			return nil, errors.New("checks out of step")
 		}
-		cr.Score, cr.ScoreValid = float(cc[8])
+		cr.Score, cr.ScoreValid = d.float(cc[8])
 		cr.Suggestion = nstr(cc[9])
 		if cc[10].Kind != columnar.CellNull {
 			if cr.Issues, err = pu.issues(cc[10]); err != nil {
-				bad = err
+				d.bad = err
 			}
 			cr.IssuesValid = true
 		}
-		if bad != nil {
+		if d.bad != nil {
 			return nil, errors.New("unreadable check row")
 		}
 		p.checks = append(p.checks, cr)
@@ -494,6 +471,37 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		}
 	}
 	return p, nil
+}
+
+// cellDecoder decodes the cells of an earlier result row, keeping the
+// first error.
+type cellDecoder struct{ bad error }
+
+func (d *cellDecoder) num(cell columnar.Cell) int64 {
+	v, err := strconv.ParseInt(string(cell.Data), 10, 64)
+	if err != nil && d.bad == nil {
+		d.bad = err
+	}
+	return v
+}
+
+func (d *cellDecoder) float(cell columnar.Cell) (float64, bool) {
+	if cell.Kind == columnar.CellNull {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(cell.Data), 64)
+	if err != nil && d.bad == nil {
+		d.bad = err
+	}
+	return v, true
+}
+
+// nstr returns a cell as a string, null for a null cell.
+func nstr(cell columnar.Cell) columnar.NullString {
+	if cell.Kind == columnar.CellNull {
+		return columnar.NullString{}
+	}
+	return columnar.Str(string(cell.Data))
 }
 
 // prevJudgementCols are the judgements columns read from the earlier run,
@@ -545,37 +553,14 @@ func (pu *prevUnit) readJudgements(p *prevRow) error {
 // judgementRow decodes a row of the judgements table read in the
 // columns prevJudgementCols.
 func (pu *prevUnit) judgementRow(c []columnar.Cell) (columnar.JudgementRow, error) {
-	var bad error
-	num := func(cell columnar.Cell) int64 {
-		v, err := strconv.ParseInt(string(cell.Data), 10, 64)
-		if err != nil {
-			bad = err
-		}
-		return v
-	}
-	float := func(cell columnar.Cell) (float64, bool) {
-		if cell.Kind == columnar.CellNull {
-			return 0, false
-		}
-		v, err := strconv.ParseFloat(string(cell.Data), 64)
-		if err != nil {
-			bad = err
-		}
-		return v, true
-	}
-	nstr := func(cell columnar.Cell) columnar.NullString {
-		if cell.Kind == columnar.CellNull {
-			return columnar.NullString{}
-		}
-		return columnar.Str(string(cell.Data))
-	}
+	var d cellDecoder
 	jr := columnar.JudgementRow{RolloutID: string(c[0].Data), TaskID: pu.strs.Get(c[1].Data), VerifierID: nstr(c[2]),
-		CheckIndex: int32(num(c[3])), CheckID: pu.strs.Get(c[4].Data), JudgeModel: pu.strs.Get(c[5].Data),
-		Sample: int32(num(c[6])), Seed: num(c[7]), Status: pu.strs.Get(c[10].Data),
+		CheckIndex: int32(d.num(c[3])), CheckID: pu.strs.Get(c[4].Data), JudgeModel: pu.strs.Get(c[5].Data),
+		Sample: int32(d.num(c[6])), Seed: d.num(c[7]), Status: pu.strs.Get(c[10].Data),
 		Issues: nstr(c[11]), Suggestion: nstr(c[12]), Error: nstr(c[13])}
-	jr.Temperature, _ = float(c[8])
-	jr.Score, jr.ScoreValid = float(c[9])
-	if bad != nil {
+	jr.Temperature, _ = d.float(c[8])
+	jr.Score, jr.ScoreValid = d.float(c[9])
+	if d.bad != nil {
 		return jr, errors.New("unreadable judgements row")
 	}
 	return jr, nil
