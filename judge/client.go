@@ -9,55 +9,47 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
+	"github.com/gavelhq/gavel/judge/call"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 )
 
-// ask sends r until it gets a verdict or a failure that is not retried, and
-// returns the verdict and the index of the mode that produced it.
+// ask sends r until it gets a verdict or a failure that is not retried
+// (call.Policy), and returns the verdict and the index of the mode that
+// produced it. A 400 naming response_format moves an auto judge's mode down
+// and sends r again at once, which is not a retry.
 func (j *Judge) ask(ctx context.Context, r *Request) (Verdict, int, error) {
 	c := j.c
 	mode := int(c.mode.Load())
-	retries := 0
-	for {
-		v, err := j.attempt(ctx, r, mode)
-		if err == nil {
-			return v, mode, nil
+	p := call.Policy{MaxRetries: c.maxRetries, Backoff: c.backoff, MaxBackoff: c.maxBackoff, MaxRetryAfter: MaxRetryAfter,
+		Sleep: c.sleep, Jitter: c.jitter}
+	var v Verdict
+	out, err := p.Do(ctx, func() error {
+		for {
+			var err error
+			v, err = j.attempt(ctx, r, mode)
+			var e *Error
+			if err != nil && c.auto && errors.As(err, &e) && e.formatRejected && mode < len(modes)-1 {
+				mode = c.downgrade(mode)
+				continue
+			}
+			return err
 		}
-		if ctx.Err() != nil {
-			return Verdict{}, mode, ctx.Err()
-		}
+	}, func() { c.Retries.Add(1) })
+	if err != nil {
 		var e *Error
-		if !errors.As(err, &e) {
-			return Verdict{}, mode, err
+		if errors.As(err, &e) {
+			e.Retries = out.Retries
+			if out.TooLong > 0 {
+				e.Msg += fmt.Sprintf("; the server asks to retry after %v, more than %v", out.TooLong, MaxRetryAfter)
+			}
 		}
-		if c.auto && e.formatRejected && mode < len(modes)-1 {
-			mode = c.downgrade(mode)
-			continue
-		}
-		e.Retries = retries
-		if !e.retry || retries >= c.maxRetries {
-			return Verdict{}, mode, e
-		}
-		wait := e.retryAfter
-		if wait > MaxRetryAfter {
-			e.Msg += fmt.Sprintf("; the server asks to retry after %v, more than %v", wait, MaxRetryAfter)
-			return Verdict{}, mode, e
-		}
-		if wait <= 0 {
-			wait = time.Duration(c.jitter() * float64(min(c.maxBackoff, c.backoff<<min(retries, 30))))
-		}
-		retries++
-		c.retries.Add(1)
-		if err := c.sleep(ctx, wait); err != nil {
-			return Verdict{}, mode, err
-		}
+		return Verdict{}, mode, err
 	}
+	return v, mode, nil
 }
 
 // downgrade moves the judge's mode below from (unless another request
@@ -105,7 +97,7 @@ func (j *Judge) attempt(ctx context.Context, r *Request, mode int) (Verdict, err
 	case ModeJSON:
 		params.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
 	}
-	c.requests.Add(1)
+	c.Requests.Add(1)
 	resp, err := c.client.Chat.Completions.New(actx, params)
 	if err != nil {
 		return Verdict{}, j.classify(ctx, actx, err)
@@ -117,10 +109,10 @@ func (j *Judge) attempt(ctx context.Context, r *Request, mode int) (Verdict, err
 	}
 	ch := resp.Choices[0]
 	if ch.Message.Refusal != "" {
-		return Verdict{}, j.fail(KindRefusal, http.StatusOK, "model refused to grade: "+quote(c.red.redact(ch.Message.Refusal)))
+		return Verdict{}, j.fail(KindRefusal, http.StatusOK, "model refused to grade: "+call.Quote(c.red.Redact(ch.Message.Refusal)))
 	}
 	if strings.TrimSpace(ch.Message.Content) == "" {
-		return Verdict{}, j.fail(KindEmpty, http.StatusOK, "reply has no content (finish_reason "+quote(ch.FinishReason)+")")
+		return Verdict{}, j.fail(KindEmpty, http.StatusOK, "reply has no content (finish_reason "+call.Quote(ch.FinishReason)+")")
 	}
 	v, err := parse([]byte(ch.Message.Content))
 	if err != nil {
@@ -128,7 +120,7 @@ func (j *Judge) attempt(ctx context.Context, r *Request, mode int) (Verdict, err
 		if ch.FinishReason == "length" {
 			msg += " (reply cut at the token limit)"
 		}
-		return Verdict{}, j.fail(KindInvalid, http.StatusOK, c.red.redact(msg))
+		return Verdict{}, j.fail(KindInvalid, http.StatusOK, c.red.Redact(msg))
 	}
 	return v, nil
 }
@@ -162,18 +154,18 @@ func (j *Judge) classify(ctx, actx context.Context, err error) error {
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
-		return j.fail(KindConnection, 0, "cannot resolve "+quote(dns.Name))
+		return j.fail(KindConnection, 0, "cannot resolve "+call.Quote(dns.Name))
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		// url.Error's text holds the full URL; its cause does not.
-		return j.fail(KindConnection, 0, "request failed: "+c.red.redact(ue.Err.Error()))
+		return j.fail(KindConnection, 0, "request failed: "+c.red.Redact(ue.Err.Error()))
 	}
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) || strings.Contains(err.Error(), "unmarshal") || strings.Contains(err.Error(), "JSON") {
-		return j.fail(KindInvalid, http.StatusOK, "reply is not a chat completion: "+c.red.redact(err.Error()))
+		return j.fail(KindInvalid, http.StatusOK, "reply is not a chat completion: "+c.red.Redact(err.Error()))
 	}
-	return j.fail(KindConnection, 0, "request failed: "+c.red.redact(err.Error()))
+	return j.fail(KindConnection, 0, "request failed: "+c.red.Redact(err.Error()))
 }
 
 // statusError classifies an HTTP error response.
@@ -184,7 +176,7 @@ func (j *Judge) statusError(api *openai.Error) *Error {
 	if detail == "" {
 		detail = http.StatusText(status)
 	}
-	detail = quote(c.red.redact(detail))
+	detail = call.Quote(c.red.Redact(detail))
 	lower := strings.ToLower(api.Message + " " + api.Code + " " + api.Param)
 	var e *Error
 	switch {
@@ -213,40 +205,9 @@ func (j *Judge) statusError(api *openai.Error) *Error {
 		e = j.fail(KindStatus, status, "unexpected status: "+detail)
 	}
 	if api.Response != nil {
-		e.retryAfter = retryAfter(api.Response.Header, c.now())
+		e.retryAfter = call.RetryAfter(api.Response.Header, c.now())
 	}
 	return e
-}
-
-// retryAfter returns the wait a response asks for in its retry-after-ms or
-// Retry-After header (seconds or an HTTP date), or 0.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// quote shortens s to 300 bytes and quotes it.
-func quote(s string) string {
-	const max = 300
-	if len(s) > max {
-		s = s[:max] + "..."
-	}
-	return strconv.Quote(s)
 }
 
 // Probe checks that the server is reachable, accepts the key and knows
@@ -258,7 +219,7 @@ func quote(s string) string {
 // requests.
 func (j *Judge) Probe(ctx context.Context) error {
 	c := j.c
-	c.probes.Add(1)
+	c.Probes.Add(1)
 	actx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	_, err := c.client.Models.Get(actx, j.model)

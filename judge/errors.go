@@ -2,9 +2,10 @@ package judge
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
+
+	"github.com/gavelhq/gavel/judge/call"
 )
 
 // Kind classifies why a judgement failed. A failure is never a score: each
@@ -73,31 +74,10 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Retry reports whether the request may be sent again and the wait the
+// server asked for (call.Retryable).
+func (e *Error) Retry() (bool, time.Duration) { return e.retry, e.retryAfter }
+
 // RedactURL returns a URL without user information, query or fragment, as
 // it may be shown or recorded: "(invalid URL)" when it does not parse.
-func RedactURL(raw string) string { return redactURL(raw) }
-
-// redactURL renders u without user information, query or fragment.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User = nil
-	u.RawQuery = ""
-	u.ForceQuery = false
-	u.Fragment = ""
-	u.RawFragment = ""
-	return u.String()
-}
-
-// redactor removes a secret from text.
-type redactor string
-
-// redact returns s with every occurrence of the secret replaced.
-func (r redactor) redact(s string) string {
-	if r == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, string(r), "[redacted]")
-}
+func RedactURL(raw string) string { return call.RedactURL(raw) }

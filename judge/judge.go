@@ -16,7 +16,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -28,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gavelhq/gavel/judge/call"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -152,7 +152,8 @@ type Judge struct {
 // counters are the stats of every judge derived from one New, whatever
 // its server.
 type counters struct {
-	probes, requests, hits, retries, failures, promptTokens, completionTokens atomic.Int64
+	call.Counters
+	promptTokens, completionTokens atomic.Int64
 }
 
 // peers holds the cores of one New by server URL, so that judges derived
@@ -169,11 +170,11 @@ type peers struct {
 // core is what judges derived with With share.
 type core struct {
 	client     openai.Client
-	server     string   // BaseURL without credentials, for messages
-	keyEnv     string   // the key's variable, for messages
-	red        redactor // removes the key from any text leaving the package
-	sem        chan struct{}
-	cache      *cache // nil when off
+	server     string        // BaseURL without credentials, for messages
+	keyEnv     string        // the key's variable, for messages
+	red        call.Redactor // removes the key from any text leaving the package
+	sem        call.Limiter
+	cache      *call.Cache[Verdict] // nil when off
 	auto       bool
 	mode       atomic.Int32 // index in modes
 	timeout    time.Duration
@@ -254,7 +255,7 @@ func New(cfg Config) (*Judge, error) {
 			}
 			dir = filepath.Join(base, "gavel", "judge")
 		}
-		ch, err := openCache(dir)
+		ch, err := call.Open[Verdict](dir, cacheLayout)
 		if err != nil {
 			return nil, err
 		}
@@ -281,10 +282,10 @@ func (ps *peers) newCore(url string, mode int) *core {
 			option.WithHTTPClient(hc),
 			option.WithMaxRetries(0),
 		),
-		server:     redactURL(url),
+		server:     call.RedactURL(url),
 		keyEnv:     cfg.APIKeyEnv,
-		red:        redactor(ps.key),
-		sem:        make(chan struct{}, cfg.Concurrency),
+		red:        call.Redactor(ps.key),
+		sem:        call.NewLimiter(cfg.Concurrency),
 		auto:       cfg.ResponseMode == "" || cfg.ResponseMode == ModeAuto,
 		timeout:    cfg.Timeout,
 		maxRetries: cfg.MaxRetries,
@@ -292,7 +293,7 @@ func (ps *peers) newCore(url string, mode int) *core {
 		maxBackoff: cfg.MaxBackoff,
 		counters:   ps.n,
 		peers:      ps,
-		sleep:      sleepCtx,
+		sleep:      call.SleepCtx,
 		jitter:     rand.Float64,
 		now:        time.Now,
 	}
@@ -375,11 +376,11 @@ func (j *Judge) Mode() ResponseMode { return modes[j.c.mode.Load()] }
 func (j *Judge) Stats() Stats {
 	c := j.c
 	return Stats{
-		Probes:           c.probes.Load(),
-		Requests:         c.requests.Load(),
-		CacheHits:        c.hits.Load(),
-		Retries:          c.retries.Load(),
-		Failures:         c.failures.Load(),
+		Probes:           c.Probes.Load(),
+		Requests:         c.Requests.Load(),
+		CacheHits:        c.CacheHits.Load(),
+		Retries:          c.Retries.Load(),
+		Failures:         c.Failures.Load(),
 		PromptTokens:     c.promptTokens.Load(),
 		CompletionTokens: c.completionTokens.Load(),
 	}
@@ -392,7 +393,7 @@ func (j *Judge) Sync() error {
 	if j.c.cache == nil {
 		return nil
 	}
-	return j.c.cache.sync()
+	return j.c.cache.Sync()
 }
 
 // Close syncs and closes the cache. Call it once, on the judge New
@@ -401,16 +402,17 @@ func (j *Judge) Close() error {
 	if j.c.cache == nil {
 		return nil
 	}
-	return j.c.cache.close()
+	return j.c.cache.Close()
 }
 
 // Key identifies a judgement in the cache: the sha256 of the model, the
 // template fingerprint, the rendered messages, the sampling settings and the
 // response mode.
-type Key [32]byte
+type Key = call.Key
 
-// String returns the key in hex.
-func (k Key) String() string { return hex.EncodeToString(k[:]) }
+// cacheLayout names the verdict cache's logs (verdicts-N.log) and their
+// magic, unchanged since the first cache, so earlier verdicts stay valid.
+var cacheLayout = call.Layout{Name: "judge cache", Magic: "GVJUDGE1", Prefix: "verdicts"}
 
 // Request is a rendered judgement, ready to ask.
 type Request struct {
@@ -507,8 +509,8 @@ func (j *Judge) Cached(r *Request) (Verdict, bool) {
 		lo, hi = 0, len(modes)-1
 	}
 	for m := lo; m <= hi; m++ {
-		if v, ok := c.cache.get(r.key(m)); ok {
-			c.hits.Add(1)
+		if v, ok := c.cache.Get(r.key(m)); ok {
+			c.CacheHits.Add(1)
 			return v, true
 		}
 	}
@@ -523,35 +525,21 @@ func (j *Judge) Ask(ctx context.Context, r *Request) (Verdict, error) {
 		return v, nil
 	}
 	c := j.c
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return Verdict{}, ctx.Err()
+	if err := c.sem.Acquire(ctx); err != nil {
+		return Verdict{}, err
 	}
-	defer func() { <-c.sem }()
+	defer c.sem.Release()
 	v, mode, err := j.ask(ctx, r)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.failures.Add(1)
+			c.Failures.Add(1)
 		}
 		return Verdict{}, err
 	}
 	if c.cache != nil {
 		// A write error is kept by the cache and returned by Sync and Close;
 		// the verdict itself is good.
-		_ = c.cache.put(r.key(mode), v)
+		_ = c.cache.Put(r.key(mode), v)
 	}
 	return v, nil
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -1,9 +1,10 @@
-package judge
+package call
 
 import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -13,8 +14,22 @@ func key(i int) Key {
 	return k
 }
 
-func verdict(i int) Verdict {
-	return Verdict{Score: float64(i%10) / 10, Issues: []string{"issue " + itoa(i)}, Suggestion: "s"}
+// verdict is a value shaped like the judge's verdicts.
+type verdict struct {
+	Score      float64  `json:"score"`
+	Issues     []string `json:"issues"`
+	Suggestion string   `json:"suggestion"`
+}
+
+func newVerdict(i int) verdict {
+	return verdict{Score: float64(i%10) / 10, Issues: []string{"issue " + strconv.Itoa(i)}, Suggestion: "s"}
+}
+
+// cacheMagic is the judge's magic, which these tests use.
+const cacheMagic = "GVJUDGE1"
+
+func openCache(dir string) (*Cache[verdict], error) {
+	return Open[verdict](dir, Layout{Name: "judge cache", Magic: cacheMagic, Prefix: "verdicts"})
 }
 
 // TestCacheTornTail writes records, cuts the log at every byte offset of
@@ -28,16 +43,16 @@ func TestCacheTornTail(t *testing.T) {
 	}
 	const n = 3
 	for i := range n - 1 {
-		if err := c.put(key(i), verdict(i)); err != nil {
+		if err := c.Put(key(i), newVerdict(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	name := c.w.Name()
 	before := size(t, name)
-	if err := c.put(key(n-1), verdict(n-1)); err != nil {
+	if err := c.Put(key(n-1), newVerdict(n-1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.close(); err != nil {
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	full, err := os.ReadFile(name)
@@ -55,28 +70,28 @@ func TestCacheTornTail(t *testing.T) {
 			t.Fatalf("cut at %d: %v", cut, err)
 		}
 		for i := range n - 1 {
-			if v, ok := c.get(key(i)); !ok || !reflect.DeepEqual(v, verdict(i)) {
+			if v, ok := c.Get(key(i)); !ok || !reflect.DeepEqual(v, newVerdict(i)) {
 				t.Fatalf("cut at %d: record %d = %+v, %v", cut, i, v, ok)
 			}
 		}
-		if _, ok := c.get(key(n - 1)); ok {
+		if _, ok := c.Get(key(n - 1)); ok {
 			t.Fatalf("cut at %d: the torn record was read", cut)
 		}
 		if got := size(t, log); got != before {
 			t.Fatalf("cut at %d: log is %d bytes after opening, want truncated to %d", cut, got, before)
 		}
-		if err := c.put(key(100), verdict(100)); err != nil {
+		if err := c.Put(key(100), newVerdict(100)); err != nil {
 			t.Fatal(err)
 		}
-		c.close()
+		c.Close()
 		c, err = openCache(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, ok := c.get(key(100)); !ok || !reflect.DeepEqual(v, verdict(100)) || len(c.m) != n {
+		if v, ok := c.Get(key(100)); !ok || !reflect.DeepEqual(v, newVerdict(100)) || len(c.m) != n {
 			t.Fatalf("cut at %d: appended record = %+v, %v, %d records; want it and %d", cut, v, ok, len(c.m), n)
 		}
-		c.close()
+		c.Close()
 	}
 }
 
@@ -93,13 +108,13 @@ func TestCacheTornHeader(t *testing.T) {
 		if c.w.Name() != log {
 			t.Errorf("cut at %d: writes to %s, want %s", cut, c.w.Name(), log)
 		}
-		c.put(key(1), verdict(1))
-		c.close()
+		c.Put(key(1), newVerdict(1))
+		c.Close()
 		c, _ = openCache(d)
-		if _, ok := c.get(key(1)); !ok {
+		if _, ok := c.Get(key(1)); !ok {
 			t.Errorf("cut at %d: record lost", cut)
 		}
-		c.close()
+		c.Close()
 	}
 }
 
@@ -118,20 +133,20 @@ func TestCacheTwoWriters(t *testing.T) {
 	if a.w.Name() == b.w.Name() {
 		t.Fatalf("both caches append to %s", a.w.Name())
 	}
-	a.put(key(1), verdict(1))
-	b.put(key(2), verdict(2))
+	a.Put(key(1), newVerdict(1))
+	b.Put(key(2), newVerdict(2))
 	c, err := openCache(d) // reads both, locked by a and b
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.get(key(1)); !ok {
+	if _, ok := c.Get(key(1)); !ok {
 		t.Error("third cache misses the first's record")
 	}
-	if _, ok := c.get(key(2)); !ok {
+	if _, ok := c.Get(key(2)); !ok {
 		t.Error("third cache misses the second's record")
 	}
-	for _, x := range []*cache{a, b, c} {
-		if err := x.close(); err != nil {
+	for _, x := range []*Cache[verdict]{a, b, c} {
+		if err := x.Close(); err != nil {
 			t.Error(err)
 		}
 	}
@@ -157,10 +172,10 @@ func TestCacheCorruptRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.put(key(1), verdict(1))
-	c.put(key(2), verdict(2))
+	c.Put(key(1), newVerdict(1))
+	c.Put(key(2), newVerdict(2))
 	name := c.w.Name()
-	c.close()
+	c.Close()
 	b, _ := os.ReadFile(name)
 	b[len(b)-3] ^= 0x20 // inside the last record's JSON
 	os.WriteFile(name, b, 0o644)
@@ -168,9 +183,9 @@ func TestCacheCorruptRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
-	_, ok1 := c.get(key(1))
-	_, ok2 := c.get(key(2))
+	defer c.Close()
+	_, ok1 := c.Get(key(1))
+	_, ok2 := c.Get(key(2))
 	if !ok1 || ok2 {
 		t.Errorf("after corrupting the last record: first read %v, last read %v; want true, false", ok1, ok2)
 	}
