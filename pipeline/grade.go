@@ -26,6 +26,8 @@ type plan struct {
 	skips jsonview.Skips
 	// judging judges rubric checks (nil: they stay pending).
 	judging *judging
+	// remoting asks remote verifiers (nil: none is bound).
+	remoting *remoting
 	// fileTasks indexes the task rows harnesses' logs carry
 	// (columnar.Row.TaskRow), by task id, each the first seen; used
 	// when there is no tasks table (nil: none).
@@ -85,7 +87,9 @@ type grader struct {
 	rollout                         verifiers.Rollout
 	hasher                          inputHasher
 	rescoreBuf                      []verifiers.Check
-	keepIdx                         []int // per batch: index of each keep column in MetaNames, or -1
+	remoteBody                      []byte            // a remote verifier's request body
+	remoteChecks                    []verifiers.Check // a remote verifier's checks
+	keepIdx                         []int             // per batch: index of each keep column in MetaNames, or -1
 	// prev are the earlier run's rows of the batch, aligned with its rows
 	// (see reuseSource; nil: none).
 	prev []*prevRow
@@ -118,6 +122,8 @@ type results struct {
 	// row's judgements in judgements (for RowGrader, which has no budget
 	// that would drop some).
 	jends []int
+	// rasks are the rollouts of remote verifiers left to the writer.
+	rasks []rask
 	// reused counts the rows whose results were reused (Config.Reuse).
 	reused int
 }
@@ -134,6 +140,8 @@ func (r *results) reset() {
 	clear(r.judgements)
 	r.judgements = r.judgements[:0]
 	r.jends = r.jends[:0]
+	clear(r.rasks)
+	r.rasks = r.rasks[:0]
 	r.reused = 0
 }
 
@@ -211,6 +219,9 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 		if c.Expected != "" {
 			cr.Expected = columnar.Str(c.Expected)
 		}
+		if c.Scored { // a remote verifier's scores; a judge's are set below
+			cr.Score, cr.ScoreValid = c.Score, true
+		}
 		out.checks = append(out.checks, cr)
 	}
 	if g.plan.judging != nil && v != nil && v.Judged && len(checks) > 0 {
@@ -245,6 +256,10 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 	}
 	if prev != nil && g.take(prev, v, rw, out) {
 		return v, verifiers.Verdict{}, nil, true
+	}
+	if v.Remote != nil && g.plan.remoting != nil {
+		verdict, checks := g.askRow(v, out, len(out.rewards), len(out.checks))
+		return v, verdict, checks, false
 	}
 	verdict := g.verify(v, &g.rollout, &g.checks)
 	return v, verdict, g.checks.List(), false

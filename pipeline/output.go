@@ -34,6 +34,9 @@ type Manifest struct {
 	Verifiers []ManifestVerifier `json:"verifiers"`
 	Config    RunConfig          `json:"config"`
 	Inputs    []ManifestInput    `json:"inputs"`
+	// ImpureVerifiers lists the remote verifiers asked although not
+	// declared stateless (--allow-impure): their rows are never reused.
+	ImpureVerifiers []string `json:"impure_verifiers,omitempty"`
 }
 
 // RunConfig is the part of a run's configuration that decides its results
@@ -376,6 +379,9 @@ func (r *runner) summaryPath() string {
 }
 
 func (r *runner) writeManifest() error {
+	if imp := r.plan.remoting.impure(); len(imp) > 0 {
+		r.manifest.ImpureVerifiers = imp
+	}
 	return r.writeJSON(r.manifestPath(), r.manifest, true)
 }
 
@@ -572,6 +578,8 @@ func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	}
 	s := mergeStats(parts, r.skipped)
 	s.Judge = r.plan.judging.summary()
+	s.Remote = r.plan.remoting.summary()
+	s.ImpureVerifiers = r.plan.remoting.impure()
 	s.Reuse = r.plan.reuse.summary()
 	s.FailedInputs = append(s.FailedInputs, r.failed...)
 	var err error

@@ -56,6 +56,9 @@ type reuseSource struct {
 	// fingerprints are the earlier fingerprints of the verifiers whose
 	// rows may be reused, by verifier id.
 	reusable map[string]bool
+	// noWhole: some remote verifier's rows may not be reused, so no part
+	// is copied whole.
+	noWhole bool
 	// parts are the earlier part names by unit key (unitKey).
 	parts map[string]string
 	// inputs are the earlier complete units whose input was digested,
@@ -126,9 +129,17 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 	for _, v := range m.Verifiers {
 		old[v.ID] = v.Fingerprint
 	}
+	allowImpure := cfg.Remote != nil && cfg.Remote.AllowImpure
 	for _, v := range cfg.Verifiers {
-		if old[v.ID] == p.judging.fingerprint(v) {
+		if old[v.ID] == p.judging.fingerprint(v) && p.remoting.mayReuse(v, allowImpure) && !slices.Contains(m.ImpureVerifiers, v.ID) {
 			rs.reusable[v.ID] = true
+		}
+	}
+	for _, v := range cfg.Verifiers {
+		if !rs.reusable[v.ID] && v.Remote != nil {
+			// Parts holding rows of a remote verifier that may not be
+			// reused are not copied whole either.
+			rs.noWhole = true
 		}
 	}
 	for i := range m.Inputs {
@@ -855,7 +866,7 @@ func (r *runner) copyUnits() error {
 		return nil
 	}
 	rs.setup = rs.sameSetup(r.manifest)
-	if !rs.setup || !rs.sameFingerprints(r.manifest) || rs.path == reuseRows {
+	if !rs.setup || !rs.sameFingerprints(r.manifest) || rs.path == reuseRows || rs.noWhole {
 		return nil
 	}
 	for i := range r.units {

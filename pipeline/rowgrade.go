@@ -45,6 +45,8 @@ type RowConfig struct {
 	IndexPerByte, IndexFloor int
 	// JudgePanel is Config.JudgePanel.
 	JudgePanel JudgePanel
+	// Remote is Config.Remote (its budget aside: a RowGrader has none).
+	Remote *RemoteConfig
 }
 
 // RowGrader grades rows handed to it one batch at a time, outside a run,
@@ -96,6 +98,17 @@ func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
 	p := plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, tasks: cfg.Tasks, keep: []string{}, initials: jsonview.NewCache(initialCacheBytes)}
 	p.skips = columnar.StateSkips(&p.fields, p.initials)
 	if p.judging, err = newJudging(cfg.Judge, cfg.JudgePanel, cfg.Verifiers, 0); err != nil {
+		return nil, err
+	}
+	if cfg.Remote != nil {
+		rc := *cfg.Remote
+		rc.MaxRequests = 0
+		cfg.Remote = &rc
+	}
+	if p.remoting, err = newRemoting(cfg.Remote, cfg.Verifiers); err != nil {
+		if p.judging != nil {
+			p.judging.base.Close()
+		}
 		return nil, err
 	}
 	g := &RowGrader{base: p, unit: Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers, maxStuck: cfg.MaxStuck, indexPerByte: cfg.IndexPerByte, indexFloor: cfg.IndexFloor}
@@ -235,6 +248,12 @@ func (g *RowGrader) grade(ctx context.Context, b *columnar.Batch, keep []string,
 			return err
 		}
 	}
+	if rs := g.base.remoting; rs != nil && len(c.res.rasks) > 0 {
+		var err error
+		if c.buf, err = rs.remoteNow(ctx, &c.res, c.buf); err != nil {
+			return err
+		}
+	}
 	// A row has one check row per check it counts (none on an error).
 	checks := c.res.checks
 	jfrom := 0
@@ -355,6 +374,9 @@ func (g *RowGrader) Verifiers() []ManifestVerifier {
 // Close releases the judge's verdict cache, if any, after making it
 // durable. The RowGrader must not be used after.
 func (g *RowGrader) Close() error {
+	if err := g.base.remoting.close(); err != nil {
+		return fmt.Errorf("remote cache: %w", err)
+	}
 	if js := g.base.judging; js != nil {
 		js.asks.Wait() // asks left running by clients that went away
 		if err := js.sync(); err != nil {
@@ -364,6 +386,12 @@ func (g *RowGrader) Close() error {
 		return js.base.Close()
 	}
 	return nil
+}
+
+// RemoteSummary counts the requests to remote verifiers of every Grade
+// call so far (nil: none is bound).
+func (g *RowGrader) RemoteSummary() *RemoteSummary {
+	return g.base.remoting.summary()
 }
 
 // JudgeSummary counts the judging of every Grade call so far (nil: no

@@ -110,6 +110,9 @@ type Config struct {
 	// asks one. A run where some check gets more than one writes the
 	// judgements table.
 	JudgePanel JudgePanel
+	// Remote configures the remote verifiers (verifiers.Verifier.Remote):
+	// cache, --allow-impure, budget. Nil is the defaults.
+	Remote *RemoteConfig
 
 	// From is the harness format (columnar.InputInspect, InputTauBench,
 	// InputTau2 or InputMessages) that .json inputs are read in, and with
@@ -216,6 +219,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer r.remote.close()
 	}
 	res, err := r.run(ctx)
+	if cErr := r.plan.remoting.close(); cErr != nil && err == nil {
+		err = fmt.Errorf("remote cache: %w", cErr)
+	}
 	if js := r.plan.judging; js != nil {
 		js.asks.Wait()
 		if cErr := js.base.Close(); cErr != nil && err == nil {
@@ -355,6 +361,9 @@ func prepare(cfg Config) (_ *runner, err error) {
 		}
 	}
 	if p.judging, err = newJudging(cfg.Judge, cfg.JudgePanel, bound, cfg.JudgeMaxRequests); err != nil {
+		return nil, err
+	}
+	if p.remoting, err = newRemoting(cfg.Remote, bound); err != nil {
 		return nil, err
 	}
 	if cfg.Out == StreamOut && p.judging != nil && p.judging.multi {
@@ -595,6 +604,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if r.plan.judging != nil {
 		r.plan.judging.asks.Wait() // cancelled with ctx on an error
 	}
+	if r.plan.remoting != nil {
+		r.plan.remoting.asks.Wait()
+	}
 	if r.cfg.Progress != nil {
 		r.cfg.Progress.Finish()
 	}
@@ -815,6 +827,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 		w.ids.abort()
 	}()
 	js := r.plan.judging
+	rs := r.plan.remoting
 	pending := map[int64]*job{}
 	var next int64
 	// fifo holds the jobs taken in order and not yet written: a batch
@@ -832,6 +845,9 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 			j := fifo[0]
 			if j.res != nil {
 				if head = waiting(j.res); head != nil {
+					break
+				}
+				if head = waitingRemote(j.res); head != nil {
 					break
 				}
 			}
@@ -867,6 +883,15 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				next++
 				if js != nil && j.res != nil && len(j.res.asks) > 0 {
 					if err := js.start(ctx, j.res); err != nil {
+						pool.Put(j.res)
+						j.res = nil
+						<-tokens
+						return err
+					}
+				}
+				if rs != nil && j.res != nil && len(j.res.rasks) > 0 {
+					if err := rs.start(ctx, j.res); err != nil {
+						rs.release(j.res)
 						pool.Put(j.res)
 						j.res = nil
 						<-tokens
@@ -950,6 +975,9 @@ func (w *writer) writeJob(j *job) error {
 		if err := r.plan.judging.sync(); err != nil {
 			return err
 		}
+		if err := r.plan.remoting.sync(); err != nil {
+			return err
+		}
 		err := w.part.Close()
 		w.part = nil
 		if err != nil {
@@ -985,6 +1013,11 @@ func (w *writer) writeBatch(j *job, t tables) (err error) {
 	defer w.pool.Put(res)
 	if len(res.asks) > 0 {
 		if w.buf, err = r.plan.judging.finish(res, w.buf); err != nil {
+			return err
+		}
+	}
+	if len(res.rasks) > 0 {
+		if w.buf, err = r.plan.remoting.finish(res, w.buf); err != nil {
 			return err
 		}
 	}
@@ -1063,6 +1096,9 @@ func (w *writer) streamJob(j *job) error {
 		ps.RetryRows = &retry
 		w.cur = nil
 		if err := r.plan.judging.sync(); err != nil {
+			return err
+		}
+		if err := r.plan.remoting.sync(); err != nil {
 			return err
 		}
 		if err := r.stream.Flush(); err != nil {

@@ -74,6 +74,12 @@ type Summary struct {
 	// Judge counts the run's judging (absent when nothing was judged);
 	// like the timing fields it may vary between runs with identical parts.
 	Judge *JudgeSummary `json:"judge,omitempty"`
+	// Remote counts the requests to remote verifiers (absent when none is
+	// bound); like Judge it may vary between runs with identical parts.
+	Remote *RemoteSummary `json:"remote,omitempty"`
+	// ImpureVerifiers lists the remote verifiers asked although not
+	// declared stateless (--allow-impure).
+	ImpureVerifiers []string `json:"impure_verifiers,omitempty"`
 	// Reuse counts what a run with --reuse took from the earlier run
 	// (absent without it); it varies between runs with identical parts.
 	Reuse *ReuseSummary `json:"reuse,omitempty"`

@@ -10,6 +10,7 @@ package verifiers
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
 )
@@ -221,6 +222,43 @@ type Verifier struct {
 	// Reward is how the reward is computed from the checks; the zero value
 	// is fraction, SPEC 4.3. It never changes the status.
 	Reward Formula
+	// Remote, when set, makes this a remote verifier: its checks are the
+	// answer of a service gavel asks over HTTP (package remote), and Grade
+	// only fails, loudly, where no remote caller is configured.
+	Remote *RemoteSettings
+}
+
+// RemoteSettings are a remote verifier's settings (a spec's remote:).
+type RemoteSettings struct {
+	// URL is where the service answers: for the gavel protocol the URL
+	// each request is POSTed to, for nemo-gym the resources server's root
+	// (POST /verify, GET /reverify_mode under it).
+	URL string
+	// Protocol is "gavel" or "nemo-gym".
+	Protocol string
+	// Version is the service's declared version: part of the verifier's
+	// fingerprint and of every cache key, so a new version is asked again.
+	Version string
+	// Timeout bounds each request (0: the default).
+	Timeout time.Duration
+	// Concurrency is the most requests in flight to the service (0: the
+	// default).
+	Concurrency int
+	// Batch is the number of rollouts per request (gavel protocol; 0 or 1:
+	// one rollout, sent as an object).
+	Batch int
+	// TokenEnv names the environment variable whose value is sent as
+	// Authorization: Bearer; never the secret itself.
+	TokenEnv string
+	// Pure declares that the service's answer is a function of the
+	// request (gavel protocol; nemo-gym asks GET /reverify_mode).
+	Pure bool
+	// Threshold is the reward a single-reward answer needs to pass
+	// (0: 1.0).
+	Threshold float64
+	// RewardSet says that the verifier has its own reward formula;
+	// without one, a single-reward answer's reward is the rollout's.
+	RewardSet bool
 }
 
 // JudgeSettings are a verifier's judge settings; zero values keep the

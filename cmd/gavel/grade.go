@@ -92,6 +92,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tmp := fs.String("tmp", "", "with --baseline: spill partitions under `DIR` when the results do not line up (default: the system temporary directory)")
 	prof := addProfileFlags(fs)
 	jf := judgeFlags(fs)
+	rf := newRemoteFlags(fs, true)
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
@@ -159,6 +160,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Keep = splitList(*keep)
 	}
 	if cfg.Judge, cfg.JudgePanel, cfg.JudgeMaxRequests, err = jf.config(); err != nil {
+		return err
+	}
+	if cfg.Remote, err = rf.config("gavel grade"); err != nil {
 		return err
 	}
 	if *timeout <= 0 {

@@ -46,6 +46,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defaultTask := fs.String("default-task", "", "the task of a trainer's rollouts (POST /get_reward, /verify) whose request names none and whose URL has no ?task=")
 	onError := fs.String("on-error-reward", "", "answer `X` as the reward of a /get_reward rollout that could not be graded, instead of failing the request (your choice: X is not a grade)")
 	jf := judgeFlags(fs)
+	rf := newRemoteFlags(fs, false)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -98,6 +99,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxBody: *maxBody, MaxInflight: *maxInflight, RequestTimeout: *reqTimeout, Timeout: *timeout, Token: token,
 		MaxSessions: *maxSessions, MaxMemory: int64(maxMemory), Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Judge: judgeCfg,
 		JudgePanel: panel, DefaultTask: *defaultTask, OnErrorReward: onErrorReward,
+	}
+	if cfg.Remote, err = rf.config("gavel serve"); err != nil {
+		return err
 	}
 	if *tasks != "" {
 		t, err := pipeline.LoadTasks(*tasks, pipeline.Config{}.Fields)

@@ -248,7 +248,7 @@ func parse(name string, data []byte) ([]*verifiers.Verifier, []position, error) 
 // verifier compiles one verifier node; nil when it has problems.
 func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	before := len(l.problems)
-	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "description", "judge", "reward")
+	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "description", "judge", "reward", "remote")
 	if !ok {
 		return nil
 	}
@@ -276,7 +276,16 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	}
 	var checks []*check
 	cn := m["checks"]
-	if cn == nil {
+	var rs *verifiers.RemoteSettings
+	if rn := m["remote"]; rn != nil {
+		if cn != nil {
+			l.problem(cn, "a remote verifier's checks are its service's answer: remove checks:", "%s has both remote and checks", what)
+		}
+		rs = l.remote(rn, what)
+		if rs != nil {
+			rs.RewardSet = m["reward"] != nil
+		}
+	} else if cn == nil {
 		l.problem(n, "add checks: [...]", "%s has no checks", what)
 	} else if cn.Kind != yaml.SequenceNode || len(cn.Content) == 0 {
 		l.problem(cn, "", "checks of %s must be a non-empty list, not %s", what, kindName(cn))
@@ -284,7 +293,7 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		checks = l.checkList(cn, what)
 	}
 	js, templateSum := l.judge(m["judge"], what)
-	reward := l.reward(m["reward"], what, checks)
+	reward := l.reward(m["reward"], what, checks, rs != nil)
 	if len(l.problems) > before {
 		return nil
 	}
@@ -301,11 +310,16 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		// The template file's content is part of the verifier's behaviour.
 		def = append(def, "\njudge template sha256:"+templateSum...)
 	}
+	grade := newGrader(checks, lets)
+	if rs != nil {
+		grade = remoteGrade
+	}
 	return &verifiers.Verifier{
+		Remote:     rs,
 		ID:         id,
 		Name:       name,
 		Tasks:      tasks,
-		Grade:      newGrader(checks, lets),
+		Grade:      grade,
 		Source:     l.file + ":" + strconv.Itoa(n.Line),
 		Definition: string(def),
 		Judged:     judged,
@@ -341,7 +355,7 @@ func (l *loader) taskPatterns(ns []*yaml.Node, key, verifier string) []string {
 // reward reads a verifier's reward formula (absent: fraction); the checks
 // a weighted formula names must be the verifier's. The formula is part of
 // the verifier's node, and so of its canonical text and fingerprint.
-func (l *loader) reward(n *yaml.Node, verifier string, checks []*check) verifiers.Formula {
+func (l *loader) reward(n *yaml.Node, verifier string, checks []*check, remote bool) verifiers.Formula {
 	if n == nil {
 		return verifiers.Formula{}
 	}
@@ -369,6 +383,9 @@ func (l *loader) reward(n *yaml.Node, verifier string, checks []*check) verifier
 		}
 		l.problem(at, hint, "reward of %s: %v", verifier, err)
 		return verifiers.Formula{}
+	}
+	if remote {
+		return f // its checks are the service's: the names cannot be checked here
 	}
 	ids := make([]string, len(checks))
 	for i, c := range checks {

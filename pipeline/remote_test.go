@@ -1,0 +1,376 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/remote"
+)
+
+// remoteSrv is a scripted remote verifier on 127.0.0.1: answer decides
+// each POST's reply from the decoded body; GET /reverify_mode answers mode.
+type remoteSrv struct {
+	*httptest.Server
+	mu       sync.Mutex
+	answer   func(body any) (int, http.Header, string)
+	mode     string
+	posts    atomic.Int64
+	gets     atomic.Int64
+	auth     []string
+	maxBatch int
+}
+
+func newRemoteSrv(t *testing.T) *remoteSrv {
+	t.Helper()
+	s := &remoteSrv{mode: `"stateless"`}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			s.gets.Add(1)
+			io.WriteString(w, s.mode)
+			return
+		}
+		s.posts.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		var body any
+		if err := json.Unmarshal(b, &body); err != nil {
+			http.Error(w, "bad body", 400)
+			return
+		}
+		s.mu.Lock()
+		s.auth = append(s.auth, r.Header.Get("Authorization"))
+		if l, ok := body.([]any); ok && len(l) > s.maxBatch {
+			s.maxBatch = len(l)
+		}
+		f := s.answer
+		s.mu.Unlock()
+		code, h, text := f(body)
+		for k, v := range h {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(code)
+		io.WriteString(w, text)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// byOutput answers each rollout by its output: "reward X" gives X, "checks"
+// a list of two checks, "refuse" a 422, "shape" a string, "range" 1.5.
+func byOutput(one func(out string) string) func(body any) (int, http.Header, string) {
+	return func(body any) (int, http.Header, string) {
+		if l, ok := body.([]any); ok {
+			parts := make([]string, len(l))
+			for i, x := range l {
+				parts[i] = one(x.(map[string]any)["output"].(string))
+			}
+			return 200, nil, "[" + strings.Join(parts, ",") + "]"
+		}
+		out, _ := body.(map[string]any)["output"].(string)
+		if out == "refuse" {
+			return 422, nil, `{"error":"ValueError: no expected answer"}`
+		}
+		return 200, nil, one(out)
+	}
+}
+
+func gavelAnswer(out string) string {
+	switch {
+	case strings.HasPrefix(out, "reward "):
+		return `{"reward": ` + strings.TrimPrefix(out, "reward ") + `}`
+	case out == "checks":
+		return `[{"id":"a","label":"first","required":true,"status":"pass","detail":"ok","score":0.5},{"id":"b","required":false,"status":"fail","actual":{"x":1},"expected":"y"}]`
+	case out == "shape":
+		return `"yes"`
+	case out == "range":
+		return `1.5`
+	}
+	return `0`
+}
+
+const remoteSpecTmpl = `verifiers:
+  - id: VER-R
+    task: TASK-R
+    name: graded elsewhere
+    remote: {url: %q, version: %d, pure: true, threshold: 0.5, batch: %d, token_env: GAVEL_TEST_REMOTE_TOKEN}
+  - id: VER-L
+    task: TASK-L
+    name: graded here
+    checks:
+      - {id: answered, type: expr, expr: "output != ''"}
+`
+
+func remoteRows(t *testing.T, path string, outs []string) {
+	t.Helper()
+	var b bytes.Buffer
+	for i, o := range outs {
+		task := "TASK-R"
+		if i%4 == 3 {
+			task = "TASK-L"
+		}
+		fmt.Fprintf(&b, `{"rollout_id":"r%03d","task_id":%q,"output":%q,"expected_answer":%d}`+"\n", i, task, o, i)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const remoteToken = "tok-SECRET-remote-5b1e"
+
+func TestRemoteVerifier(t *testing.T) {
+	t.Setenv("GAVEL_TEST_REMOTE_TOKEN", remoteToken)
+	srv := newRemoteSrv(t)
+	srv.answer = byOutput(gavelAnswer)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	outs := []string{"reward 0.75", "reward 0.25", "checks", "local", "refuse", "shape", "range", "local", "reward 1", "reward 0.5"}
+	remoteRows(t, in, outs)
+	run := func(name string, batch, workers, version int, cache string) (*Result, string) {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		cfg := Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL,
+			Verifiers: parseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL+"/grade", version, batch)), Workers: workers, BatchSize: 3,
+			Remote: &RemoteConfig{Config: remote.Config{CacheDir: cache, MaxRetries: -1}}}
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return res, out
+	}
+	res, out := run("a", 1, 1, 1, "off")
+	rw, ck := rewardRows(t, out), checkRows(t, out)
+	if got := rw["r000"]; got["status"] != "passed" || got["reward"] != 0.75 {
+		t.Errorf("single reward 0.75 over threshold 0.5: %v", got)
+	}
+	if got := rw["r001"]; got["status"] != "failed" || got["reward"] != 0.25 {
+		t.Errorf("single reward 0.25: %v", got)
+	}
+	if c := ck["r000/reward"]; c["score"] != 0.75 || c["required"] != true || c["status"] != "pass" {
+		t.Errorf("reward check: %v", c)
+	}
+	if got := rw["r002"]; got["status"] != "passed" || got["reward"] != 0.5 || got["checks_total"] != 2.0 {
+		t.Errorf("checks answer: %v", got)
+	}
+	if c := ck["r002/b"]; c["actual"] != `{"x":1}` || c["expected"] != `"y"` || c["required"] != false {
+		t.Errorf("check b: %v", c)
+	}
+	for id, want := range map[string]string{"r004": "ValueError: no expected answer", "r005": "not a string", "r006": "outside [0, 1]"} {
+		got := rw[id]
+		if got["status"] != "error" || got["reward"] != nil {
+			t.Errorf("%s: %v, want an error without reward", id, got)
+		}
+		if c := ck[id+"/remote"]; c["status"] != "error" || !strings.Contains(c["detail"].(string), want) {
+			t.Errorf("%s check: %v, want an error naming %q", id, c, want)
+		}
+	}
+	if got := rw["r003"]; got["status"] != "passed" {
+		t.Errorf("local verifier beside the remote: %v", got)
+	}
+	if res.Summary.Remote == nil || res.Summary.Remote.Requests != 8 {
+		t.Errorf("summary remote %+v, want 8 requests", res.Summary.Remote)
+	}
+	for _, a := range srv.auth {
+		if a != "Bearer "+remoteToken {
+			t.Fatalf("Authorization %q", a)
+		}
+	}
+	// The token is in no output.
+	filepath.Walk(out, func(p string, fi os.FileInfo, err error) error {
+		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(remoteToken)) {
+			t.Errorf("%s holds the token", p)
+		}
+		return nil
+	})
+
+	// Any number of workers, with or without batches: the same bytes.
+	_, outA2 := run("a2", 1, 3, 1, "off")
+	sameParts(t, out, outA2)
+	_, outB := run("b", 3, 1, 1, "off")
+	_, outB2 := run("b2", 3, 2, 1, "off")
+	sameParts(t, outB, outB2)
+	if srv.maxBatch != 3 {
+		t.Errorf("largest batch %d, want 3", srv.maxBatch)
+	}
+
+	// The cache: a second run asks nothing and writes the same bytes; a
+	// new version asks again.
+	cache := filepath.Join(dir, "cache")
+	run("c1", 1, 2, 1, cache)
+	before := srv.posts.Load()
+	res, outC := run("c2", 1, 2, 1, cache)
+	if n := srv.posts.Load() - before; n != 3 { // the failures are not cached
+		t.Errorf("cached run sent %d requests, want 3 (the rollouts that failed)", n)
+	}
+	sameParts(t, out, outC)
+	if res.Summary.Remote.CacheHits != 5 {
+		t.Errorf("cache hits %d, want 5", res.Summary.Remote.CacheHits)
+	}
+	before = srv.posts.Load()
+	run("c3", 1, 2, 2, cache)
+	if n := srv.posts.Load() - before; n != 8 {
+		t.Errorf("run of version 2 sent %d requests, want 8", n)
+	}
+}
+
+// TestRemoteFailures: a 5xx and a 429 with Retry-After are retried; a
+// service that cannot be reached fails the probe (nothing written); a
+// timeout is the rollout's error.
+func TestRemoteFailures(t *testing.T) {
+	t.Setenv("GAVEL_TEST_REMOTE_TOKEN", remoteToken)
+	srv := newRemoteSrv(t)
+	var n atomic.Int64
+	srv.answer = func(body any) (int, http.Header, string) {
+		switch n.Add(1) {
+		case 1:
+			return 200, nil, "0.5" // the probe
+		case 2:
+			return 503, nil, `{"error":"busy"}`
+		case 3:
+			return 429, http.Header{"Retry-After": {"0.01"}}, `{"error":"slow down"}`
+		}
+		return 200, nil, "1"
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	remoteRows(t, in, []string{"a", "b", "c"})
+	cfg := Config{Inputs: []string{in}, Out: filepath.Join(dir, "a"), Format: columnar.FormatJSONL, Workers: 1,
+		Verifiers: parseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 1)),
+		Remote:    &RemoteConfig{Config: remote.Config{CacheDir: "off", Backoff: time.Millisecond}}}
+	res := grade(t, cfg)
+	if res.Summary.Error != 0 || res.Summary.Remote.Retries != 2 || res.Summary.Remote.Requests != 5 {
+		t.Errorf("summary %+v remote %+v, want no error, 2 retries, 5 requests", res.Summary.Counts, res.Summary.Remote)
+	}
+
+	// Refused connection: the probe fails, nothing is written.
+	srv.Close()
+	cfg.Out = filepath.Join(dir, "b")
+	_, err := Run(context.Background(), cfg)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "nothing was written") {
+		t.Errorf("Run against a closed service = %v, want a probe failure", err)
+	}
+	if _, err := os.Stat(cfg.Out); !os.IsNotExist(err) {
+		entries, _ := os.ReadDir(cfg.Out)
+		if len(entries) > 0 {
+			t.Errorf("a failed probe left %v", entries)
+		}
+	}
+}
+
+// TestRemoteNemoGymPurity: a server whose reverify_mode is not stateless is
+// refused unless impure verifiers are allowed; then nothing is cached and
+// the run names it.
+func TestRemoteNemoGymPurity(t *testing.T) {
+	srv := newRemoteSrv(t)
+	srv.answer = func(body any) (int, http.Header, string) {
+		m := body.(map[string]any)
+		if _, ok := m["responses_create_params"].(map[string]any)["input"]; !ok {
+			return 422, nil, `{"detail":"input missing"}`
+		}
+		resp := m["response"].(map[string]any)
+		text := resp["output"].([]any)[0].(map[string]any)["content"].([]any)[0].(map[string]any)["text"].(string)
+		switch text {
+		case "masked":
+			return 200, nil, `{"reward": 0.0, "mask_sample": true}`
+		case "judge":
+			return 200, nil, `{"reward": 0.0, "_ng_failure_class": "judge_failed", "_ng_failure_judge_error": "TimeoutError: judge"}`
+		}
+		return 200, nil, `{"reward": 1.0, "reward_components": {"format": 1.0, "answer": 0.5}}`
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	remoteRows(t, in, []string{"x", "masked", "judge"})
+	spec := fmt.Sprintf(`verifiers:
+  - {id: VER-R, task: TASK-R, name: gym, remote: {url: %q, protocol: nemo-gym, version: 1}}
+`, srv.URL)
+	cfg := Config{Inputs: []string{in}, Out: filepath.Join(dir, "a"), Format: columnar.FormatJSONL, Workers: 1,
+		Verifiers: parseSpec(t, spec), Remote: &RemoteConfig{Config: remote.Config{CacheDir: filepath.Join(dir, "cache")}}}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, ck := rewardRows(t, cfg.Out), checkRows(t, cfg.Out)
+	if rw["r000"]["reward"] != 1.0 || ck["r000/answer"]["score"] != 0.5 || ck["r000/answer"]["required"] != false {
+		t.Errorf("stateless server: %v %v", rw["r000"], ck["r000/answer"])
+	}
+	if !strings.Contains(ck["r001/remote"]["detail"].(string), "mask_sample") || !strings.Contains(ck["r002/remote"]["detail"].(string), "TimeoutError: judge") {
+		t.Errorf("failures: %v %v", ck["r001/remote"], ck["r002/remote"])
+	}
+	if res.Summary.Remote.Probes != 1 {
+		t.Errorf("probes %d", res.Summary.Remote.Probes)
+	}
+
+	srv.mode = `"UNKNOWN"`
+	cfg.Out = filepath.Join(dir, "b")
+	_, err = Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "not stateless") || !strings.Contains(err.Error(), "--allow-impure") {
+		t.Fatalf("impure server without --allow-impure: %v", err)
+	}
+	cfg.Remote.AllowImpure = true
+	cfg.Out = filepath.Join(dir, "c")
+	before := srv.posts.Load()
+	res, err = Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.posts.Load() - before; n != 3 {
+		t.Errorf("impure run sent %d requests, want 3 (nothing from the cache)", n)
+	}
+	if fmt.Sprint(res.Summary.ImpureVerifiers) != "[VER-R]" {
+		t.Errorf("impure_verifiers %v", res.Summary.ImpureVerifiers)
+	}
+	m, _ := os.ReadFile(filepath.Join(cfg.Out, "manifest.json"))
+	if !bytes.Contains(m, []byte(`"impure_verifiers"`)) {
+		t.Errorf("manifest without impure_verifiers")
+	}
+}
+
+// TestRemoteBudget: the budget is spent in input order, a batch is one
+// request, and the rollouts beyond it stay pending.
+func TestRemoteBudget(t *testing.T) {
+	t.Setenv("GAVEL_TEST_REMOTE_TOKEN", remoteToken)
+	srv := newRemoteSrv(t)
+	srv.answer = byOutput(gavelAnswer)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	outs := make([]string, 12)
+	for i := range outs {
+		outs[i] = "reward 1"
+	}
+	remoteRows(t, in, outs)
+	for _, workers := range []int{1, 2} {
+		cfg := Config{Inputs: []string{in}, Out: filepath.Join(dir, fmt.Sprint(workers)), Format: columnar.FormatJSONL, Workers: workers, BatchSize: 4,
+			Verifiers: parseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 2)),
+			Remote:    &RemoteConfig{Config: remote.Config{CacheDir: "off"}, MaxRequests: 2}}
+		res := grade(t, cfg)
+		rw := rewardRows(t, cfg.Out)
+		var graded []string
+		for id, r := range rw {
+			if r["status"] == "passed" && r["task_id"] == "TASK-R" {
+				graded = append(graded, id)
+			}
+		}
+		// The first input batch (r000 to r003) holds three remote
+		// rollouts: two requests, of 2 and 1.
+		if len(graded) != 3 || rw["r000"]["status"] != "passed" || rw["r001"]["status"] != "passed" || rw["r002"]["status"] != "passed" {
+			t.Errorf("workers %d: graded %v, want the first 3 remote rollouts", workers, graded)
+		}
+		if res.Summary.Pending != 6 || res.Summary.Remote.PendingBudget != 6 {
+			t.Errorf("workers %d: pending %d, remote %+v", workers, res.Summary.Pending, res.Summary.Remote)
+		}
+	}
+	sameParts(t, filepath.Join(dir, "1"), filepath.Join(dir, "2"))
+}

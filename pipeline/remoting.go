@@ -1,0 +1,444 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/gavelhq/gavel/columnar"
+	callpkg "github.com/gavelhq/gavel/judge/call"
+	"github.com/gavelhq/gavel/remote"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// RemoteConfig configures a run's remote verifiers (verifiers.Verifier.Remote).
+type RemoteConfig struct {
+	// Remote configures the caller: cache directory, --allow-impure,
+	// retries, HTTP client.
+	remote.Config
+	// MaxRequests is the budget of requests (0: no limit), counted in
+	// requests (a batch is one) and spent in input order: the rollouts
+	// beyond it stay pending, and a later run answers them from the
+	// cache and asks the next ones.
+	MaxRequests int64
+}
+
+// remoting asks a run's remote verifiers, with the judge's discipline and
+// in the judge's shape (see judging): workers build each rollout's request
+// body and answer it from the cache when they can, leaving a pending
+// placeholder check and an rask otherwise; the writer, in input order,
+// spends the budget, groups a verifier's rollouts into its batches, probes
+// each service before its first request, and starts the requests; the
+// batch waits in the writer's FIFO until they have finished, and finish
+// puts each answer's checks in the place of its placeholder.
+type remoting struct {
+	caller  *remote.Caller
+	clients map[*verifiers.Verifier]*remote.Client
+
+	// Owned by the writer (taken under shared by RowGrader calls).
+	budget   callpkg.Budget
+	probed   map[*remote.Client]bool
+	inflight map[callpkg.Key]*rcall
+	asks     sync.WaitGroup
+
+	shared  sync.Mutex
+	probeMu sync.Mutex
+}
+
+// rcall is one rollout's answer asked of a service, shared by the rasks
+// whose bodies have its key.
+type rcall struct {
+	done chan struct{}
+	a    remote.Answer
+	err  error
+}
+
+// rask is a rollout of a remote verifier left to the writer: reward row
+// row of the batch's results, whose one placeholder check row is at index
+// check.
+type rask struct {
+	row, check int
+	v          *verifiers.Verifier
+	cl         *remote.Client
+	body       []byte
+	key        callpkg.Key
+	c          *rcall
+	owner      bool
+	pending    bool // left by the budget
+}
+
+// singleReward is the reward formula of a single-reward answer when the
+// verifier has none of its own: the reward itself.
+var singleReward = verifiers.MustFormula(verifiers.Expr("checks[0].score"))
+
+// newRemoting returns the run's remoting, or nil when no verifier in vs is
+// remote. Verifiers refused before any request (a gavel-protocol service
+// not declared pure without AllowImpure, an unset token) are a
+// ConfigError.
+func newRemoting(cfg *RemoteConfig, vs []*verifiers.Verifier) (*remoting, error) {
+	var remotes []*verifiers.Verifier
+	for _, v := range vs {
+		if v.Remote != nil {
+			remotes = append(remotes, v)
+		}
+	}
+	if len(remotes) == 0 {
+		return nil, nil
+	}
+	if cfg == nil {
+		cfg = &RemoteConfig{}
+	}
+	caller, err := remote.New(cfg.Config)
+	if err != nil {
+		return nil, &ConfigError{Field: "Remote", Msg: err.Error()}
+	}
+	rs := &remoting{caller: caller, clients: map[*verifiers.Verifier]*remote.Client{}, budget: callpkg.NewBudget(cfg.MaxRequests),
+		probed: map[*remote.Client]bool{}, inflight: map[callpkg.Key]*rcall{}}
+	for _, v := range remotes {
+		cl, err := caller.For(v)
+		if err != nil {
+			caller.Close()
+			return nil, &ConfigError{Field: "Remote", Msg: err.Error()}
+		}
+		rs.clients[v] = cl
+	}
+	return rs, nil
+}
+
+// impure returns the ids of the remote verifiers asked although not
+// declared stateless, sorted (nil: none). Under --allow-impure a NeMo Gym
+// verifier counts once its server said so (its probe).
+func (rs *remoting) impure() []string {
+	if rs == nil {
+		return nil
+	}
+	var ids []string
+	for v, cl := range rs.clients {
+		if cl.Impure() {
+			ids = append(ids, v.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// mayReuse reports whether rows of v may be taken from an earlier run: not
+// when v is a remote verifier that is or may turn out impure.
+func (rs *remoting) mayReuse(v *verifiers.Verifier, allowImpure bool) bool {
+	if rs == nil || v.Remote == nil {
+		return true
+	}
+	cl := rs.clients[v]
+	if cl == nil || cl.Impure() {
+		return false
+	}
+	// A NeMo Gym server says whether it is stateless only when probed;
+	// under --allow-impure it may not be.
+	return !(allowImpure && v.Remote.Protocol == remote.ProtocolNemoGym)
+}
+
+// askRow answers the remote verifier v of the rollout the grader decoded:
+// from the cache (its checks and verdict), or with one pending placeholder
+// check and an rask of out for the writer. row and check are the indexes
+// the row's reward and first check rows will have in out.
+func (g *grader) askRow(v *verifiers.Verifier, out *results, row, check int) (verifiers.Verdict, []verifiers.Check) {
+	rs := g.plan.remoting
+	cl := rs.clients[v]
+	g.remoteBody = cl.AppendBody(g.remoteBody[:0], &g.rollout)
+	key := cl.Key(g.remoteBody)
+	g.checks.Reset()
+	if a, ok := cl.Cached(key); ok {
+		checks := a.AppendChecks(g.remoteChecks[:0], cl.Settings().Threshold)
+		g.remoteChecks = checks
+		return verifiers.ScoreWith(answerFormula(v, &a), checks, nil), checks
+	}
+	out.rasks = append(out.rasks, rask{row: row, check: check, v: v, cl: cl, body: slices.Clone(g.remoteBody), key: key})
+	g.remoteChecks = append(g.remoteChecks[:0], placeholder(v, cl))
+	return verifiers.ScoreWith(v.Reward, g.remoteChecks, nil), g.remoteChecks
+}
+
+// placeholder is the pending check of a rollout whose service has not
+// answered yet (and stays so when the budget leaves it).
+func placeholder(v *verifiers.Verifier, cl *remote.Client) verifiers.Check {
+	return verifiers.Check{ID: "remote", Label: "remote verifier " + v.ID, Required: true, Status: verifiers.Pending,
+		Detail: "not asked of " + cl.Server() + " (the request budget ran out)"}
+}
+
+// answerFormula is the reward formula of an answer: the verifier's own,
+// else, for a single reward, the reward.
+func answerFormula(v *verifiers.Verifier, a *remote.Answer) verifiers.Formula {
+	if a.Single() && !v.Remote.RewardSet {
+		return singleReward
+	}
+	return v.Reward
+}
+
+// start starts the requests of a batch's rasks, in input order: an answer
+// cached or asked already is shared, the budget decides the others, and a
+// verifier's rollouts go in requests of its batch size, consecutive ones
+// together. The first request to a service is preceded by its probe (NeMo
+// Gym: GET /reverify_mode), or is itself the probe, sent alone (gavel):
+// its failure to reach the service stops the run.
+func (rs *remoting) start(ctx context.Context, res *results) error {
+	var group []*rask
+	flush := func() error {
+		if len(group) == 0 {
+			return nil
+		}
+		g := group
+		group = nil
+		return rs.send(ctx, g)
+	}
+	for i := range res.rasks {
+		a := &res.rasks[i]
+		if c := rs.inflight[a.key]; c != nil {
+			a.c = c
+			continue
+		}
+		if an, ok := a.cl.Cached(a.key); ok {
+			a.c = &rcall{done: closedChan, a: an}
+			continue
+		}
+		if len(group) > 0 && (group[0].cl != a.cl || len(group) == a.cl.Settings().Batch) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if len(group) == 0 && !rs.budget.Take(1) {
+			a.pending = true
+			continue
+		}
+		c := &rcall{done: make(chan struct{})}
+		a.c, a.owner = c, true
+		rs.inflight[a.key] = c
+		group = append(group, a)
+	}
+	return flush()
+}
+
+// send asks the rollouts of one request.
+func (rs *remoting) send(ctx context.Context, group []*rask) error {
+	cl := group[0].cl
+	bodies := make([][]byte, len(group))
+	keys := make([]callpkg.Key, len(group))
+	for i, a := range group {
+		bodies[i], keys[i] = a.body, a.key
+	}
+	settle := func(as []remote.Answer, err error) {
+		for i, a := range group {
+			if err != nil {
+				a.c.err = err
+			} else {
+				a.c.a = as[i]
+			}
+			close(a.c.done)
+		}
+	}
+	if !rs.probed[cl] {
+		if err := cl.Probe(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &ProbeError{Err: err}
+		}
+		if cl.Settings().Protocol == remote.ProtocolGavel {
+			// The first request is the probe: sent alone, and a service
+			// that cannot be reached stops the run.
+			as, err := cl.Ask(ctx, bodies, keys)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				var e *remote.Error
+				if errors.As(err, &e) && e.Kind != remote.KindRefused && e.Kind != remote.KindInvalid {
+					return &ProbeError{Err: err}
+				}
+			}
+			rs.probed[cl] = true
+			settle(as, err)
+			return nil
+		}
+		rs.probed[cl] = true
+	}
+	rs.asks.Add(1)
+	go func() {
+		defer rs.asks.Done()
+		settle(cl.Ask(ctx, bodies, keys))
+	}()
+	return nil
+}
+
+// waitingRemote returns the done channel of a batch's first unfinished
+// remote request, or nil.
+func waitingRemote(res *results) <-chan struct{} {
+	for i := range res.rasks {
+		a := &res.rasks[i]
+		if a.pending || a.c == nil {
+			continue
+		}
+		select {
+		case <-a.c.done:
+		default:
+			return a.c.done
+		}
+	}
+	return nil
+}
+
+// release forgets the requests the batch's rasks started.
+func (rs *remoting) release(res *results) {
+	for i := range res.rasks {
+		if a := &res.rasks[i]; a.owner && rs.inflight[a.key] == a.c {
+			delete(rs.inflight, a.key)
+		}
+	}
+}
+
+// finish puts the answers of a batch's finished rasks in the place of
+// their placeholder checks and computes those rows' verdicts. A failed
+// request makes its rollouts' placeholder an error check (the rollout an
+// error, never a score); a rollout the service refused or answered in the
+// wrong shape likewise, with the reason; a cancelled request returns the
+// context's error. Rows left by the budget keep their pending placeholder.
+func (rs *remoting) finish(res *results, buf []verifiers.Check) ([]verifiers.Check, error) {
+	rs.release(res)
+	for i := range res.rasks {
+		a := &res.rasks[i]
+		if !a.pending && a.c != nil && a.c.err != nil {
+			var e *remote.Error
+			if !errors.As(a.c.err, &e) {
+				return buf, a.c.err // the run's context ended
+			}
+		}
+	}
+	old := res.checks
+	checks := make([]columnar.CheckRow, 0, len(old)+len(res.rasks))
+	at, next := 0, 0
+	for r := range res.rewards {
+		rw := &res.rewards[r]
+		n := int(rw.ChecksTotal)
+		if next < len(res.rasks) && res.rasks[next].row == r {
+			a := &res.rasks[next]
+			next++
+			if !a.pending {
+				buf = buf[:0]
+				f := a.v.Reward
+				switch {
+				case a.c.err != nil:
+					buf = append(buf, placeholder(a.v, a.cl))
+					buf[0].Status, buf[0].Detail = verifiers.Error, a.c.err.Error()
+				case a.c.a.Err != "":
+					buf = append(buf, placeholder(a.v, a.cl))
+					buf[0].Status, buf[0].Detail = verifiers.Error, a.c.a.Err
+				default:
+					buf = a.c.a.AppendChecks(buf, a.cl.Settings().Threshold)
+					f = answerFormula(a.v, &a.c.a)
+				}
+				tmpl := old[at]
+				setVerdict(rw, verifiers.ScoreWith(f, buf, nil))
+				for k := range buf {
+					checks = append(checks, remoteCheckRow(&tmpl, k, &buf[k]))
+				}
+				at += n
+				continue
+			}
+		}
+		checks = append(checks, old[at:at+n]...)
+		at += n
+	}
+	res.checks = checks
+	return buf, nil
+}
+
+// remoteCheckRow returns the row of check c, the k-th of the rollout whose
+// placeholder row was tmpl.
+func remoteCheckRow(tmpl *columnar.CheckRow, k int, c *verifiers.Check) columnar.CheckRow {
+	cr := columnar.CheckRow{RolloutID: tmpl.RolloutID, TaskID: tmpl.TaskID, VerifierID: tmpl.VerifierID, CheckIndex: int32(k),
+		CheckID: c.ID, Label: c.Label, Required: c.Required, Status: c.Status.String(), Detail: c.Detail}
+	if c.Actual != "" {
+		cr.Actual = columnar.Str(c.Actual)
+	}
+	if c.Expected != "" {
+		cr.Expected = columnar.Str(c.Expected)
+	}
+	if c.Scored {
+		cr.Score, cr.ScoreValid = c.Score, true
+	}
+	return cr
+}
+
+// sync makes the answers cached so far durable.
+func (rs *remoting) sync() error {
+	if rs == nil {
+		return nil
+	}
+	if err := rs.caller.Sync(); err != nil {
+		return fmt.Errorf("remote cache: %w", err)
+	}
+	return nil
+}
+
+// close waits for the requests in flight and closes the cache.
+func (rs *remoting) close() error {
+	if rs == nil {
+		return nil
+	}
+	rs.asks.Wait()
+	return rs.caller.Close()
+}
+
+// RemoteSummary counts a run's requests to remote verifiers, as
+// JudgeSummary counts the judge's; like it, it depends on the cache and
+// the services, not only on the inputs.
+type RemoteSummary struct {
+	Probes        int64 `json:"probes"`
+	Requests      int64 `json:"requests"`
+	CacheHits     int64 `json:"cache_hits"`
+	Retries       int64 `json:"retries"`
+	Failures      int64 `json:"failures"`
+	PendingBudget int64 `json:"pending_by_budget"`
+}
+
+func (rs *remoting) summary() *RemoteSummary {
+	if rs == nil {
+		return nil
+	}
+	s := rs.caller.Stats()
+	return &RemoteSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
+		PendingBudget: rs.budget.Pending()}
+}
+
+// remoteNow asks a batch's rasks and waits for them, for RowGrader (see
+// judgeNow): the writer-owned fields are taken under rs.shared, probes one
+// at a time, and the requests run without the caller's cancellation.
+func (rs *remoting) remoteNow(ctx context.Context, res *results, buf []verifiers.Check) ([]verifiers.Check, error) {
+	rs.probeMu.Lock()
+	rs.shared.Lock()
+	err := rs.start(context.WithoutCancel(ctx), res)
+	rs.shared.Unlock()
+	rs.probeMu.Unlock()
+	if err != nil {
+		return buf, err
+	}
+	for i := range res.rasks {
+		if c := res.rasks[i].c; c != nil {
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				rs.shared.Lock()
+				rs.release(res)
+				rs.shared.Unlock()
+				return buf, ctx.Err()
+			}
+		}
+	}
+	rs.shared.Lock()
+	buf, err = rs.finish(res, buf)
+	rs.shared.Unlock()
+	if err != nil {
+		return buf, err
+	}
+	return buf, rs.sync()
+}
