@@ -55,6 +55,13 @@ def slow_pid(rollout: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"status": "pass", "detail": str(os.getpid())}]
 
 
+def die_on(rollout: dict[str, Any]) -> float:
+    """Ends its worker process abruptly when meta.die is set, else 0.5."""
+    if rollout.get("meta", {}).get("die"):
+        os._exit(3)
+    return 0.5
+
+
 def post(url: str, body: Any, raw: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
     """POSTs body as JSON (or raw bytes) and returns the status and the decoded answer."""
     data = raw if raw is not None else json.dumps(body).encode()
@@ -121,6 +128,8 @@ def test_batch_in_order(pool: RemoteServer) -> None:
     assert status == 200
     assert got == [1.0 if i % 3 == 0 else 0.0 for i in range(40)]
     assert post(pool.url, []) == (200, [])
+    with serve(echo, port=0, pure=True, processes=2, block=False) as s:
+        assert post(s.url, [{"meta": {"answer": i / 40}} for i in range(40)]) == (200, [i / 40 for i in range(40)])
 
 
 def test_raising_is_422(pool: RemoteServer) -> None:
@@ -225,6 +234,18 @@ def test_shutdown_leaves_no_process() -> None:
         post(s.url, {"output": "x"})
 
 
+def test_dead_worker_is_503_and_the_pool_restarts() -> None:
+    with serve(die_on, port=0, pure=True, processes=1, block=False) as s:
+        first = {p.pid for p in multiprocessing.active_children()}
+        status, got = post(s.url, {"meta": {"die": True}})
+        assert status == 503, got
+        assert got["error"].startswith("a worker process died while grading")
+        assert post(s.url, {}) == (200, 0.5)
+        now = {p.pid for p in multiprocessing.active_children()}
+        assert len(now) == 1 and now != first
+    assert multiprocessing.active_children() == []
+
+
 def test_lambda_refused() -> None:
     with pytest.raises(TypeError, match=r"the function test_lambda_refused.<locals>.<lambda> cannot be sent to worker processes .*pass processes=0"):
         serve(lambda r: 1.0, port=0, pure=True, processes=1, block=False)
@@ -298,11 +319,16 @@ def test_example_math_service(tmp_path: Path) -> None:
         assert len(rows) == 6
         got = {r["rollout_id"]: post(url, r) for r in rows}
         assert get(url + "reverify_mode") == (200, "stateless")
+        workers = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        assert len(workers) == 2
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)
         log.close()
     assert code == 0, (tmp_path / "math.log").read_text()
+    for pid in workers:  # SIGTERM stopped the workers too
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
     assert got == {
         "math-1": (200, 1.0),
         "math-2": (200, 1.0),
@@ -322,6 +348,46 @@ def test_example_math_service(tmp_path: Path) -> None:
             nested = {k: v for k, v in r.items() if k not in ("expected_answer",)}
             nested["meta"] = {"expected_answer": r["expected_answer"]}
             assert post(s.url, nested) == got[r["rollout_id"]]
+
+
+def _running(pid: int) -> bool:
+    """Whether process pid exists and is not a zombie."""
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_outlive_no_killed_service(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "remote" / "math_reward.py"), "--port", str(port), "--processes", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None
+            try:
+                if get(f"http://127.0.0.1:{port}/healthz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the example service did not start within 60 s"
+            time.sleep(0.1)
+        workers = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        assert len(workers) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    alive = list(workers)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [pid for pid in alive if _running(pid)]
+    for pid in alive:  # a failure leaves nothing behind either
+        os.kill(pid, signal.SIGKILL)
+    assert alive == [], "worker processes outlived their killed service"
 
 
 def _example_reward() -> Any:

@@ -90,10 +90,19 @@ def _load(fn_pickle: bytes) -> None:
     # Ctrl-C reaches the whole process group: the parent shuts the pool
     # down; workers killed mid-task by it would only add tracebacks.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="gavel-remote-orphan", daemon=True).start()
     try:
         _loaded = pickle.loads(fn_pickle)
     except Exception as e:  # reported by _probe, at start
         _load_error = f"{type(e).__name__}: {e}"
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Ends the worker once its parent is gone (killed, say, with SIGKILL,
+    which leaves no time to stop the pool): an orphan would wait forever."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(1)
 
 
 def _probe() -> tuple[int, str]:
