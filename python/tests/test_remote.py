@@ -260,6 +260,18 @@ def test_lambda_refused() -> None:
         assert post(s.url, {}) == (200, 0.5)
 
 
+def test_bad_arguments() -> None:
+    with pytest.raises(TypeError, match="pure"):
+        serve(echo, port=0, block=False)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"pure='yes'; want True or False"):
+        serve(echo, port=0, pure="yes", block=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"processes=-1"):
+        serve(echo, port=0, pure=True, processes=-1, block=False)
+    with pytest.raises(ValueError, match=r"max_body=0"):
+        serve(echo, port=0, pure=True, max_body=0, block=False)
+    assert multiprocessing.active_children() == []
+
+
 def test_token() -> None:
     with serve(echo, port=0, pure=True, processes=0, block=False, token="s3cret") as s:
         assert post(s.url, {"meta": {"answer": 1}})[0] == 401

@@ -270,6 +270,8 @@ class RemoteServer:
     ) -> None:
         if not callable(fn):
             raise TypeError(f"gavel.remote.serve: fn is a {type(fn).__name__}, not a function")
+        if not isinstance(pure, bool):
+            raise TypeError(f"gavel.remote.serve: pure={pure!r}; want True or False (whether fn always gives a rollout the same answer)")
         if processes is not None and processes < 0:
             raise ValueError(f"gavel.remote.serve: processes={processes}; want 0 (threads), a positive count, or None (one per CPU)")
         if max_body <= 0:
@@ -308,11 +310,13 @@ class RemoteServer:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._log_lock = threading.Lock()
+        # The workers start before the socket is opened: forked after, each
+        # would hold the listening socket open past shutdown.
         self._pool: cf.Executor = self._new_pool()
         try:
             self._httpd = _HTTPServer((host, port), self)
         except BaseException:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            _stop_pool(self._pool, 0)
             raise
         self.host: Final = host
         self.port: Final[int] = self._httpd.server_address[1]
