@@ -271,9 +271,13 @@ class RemoteServer:
         if not callable(fn):
             raise TypeError(f"gavel.remote.serve: fn is a {type(fn).__name__}, not a function")
         if not isinstance(pure, bool):
-            raise TypeError(f"gavel.remote.serve: pure={pure!r}; want True or False (whether fn always gives a rollout the same answer)")
+            raise TypeError(
+                f"gavel.remote.serve: pure={pure!r}; want True or False (whether fn always gives a rollout the same answer)"
+            )
         if processes is not None and processes < 0:
-            raise ValueError(f"gavel.remote.serve: processes={processes}; want 0 (threads), a positive count, or None (one per CPU)")
+            raise ValueError(
+                f"gavel.remote.serve: processes={processes}; want 0 (threads), a positive count, or None (one per CPU)"
+            )
         if max_body <= 0:
             raise ValueError(f"gavel.remote.serve: max_body={max_body}; want a positive number of bytes")
         if not 0 <= port <= 65535:
@@ -374,7 +378,9 @@ class RemoteServer:
                 {"Retry-After": "1"},
             ) from None
         except RuntimeError as e:  # submit after shutdown
-            raise _Refused(503, f"the service is stopping ({e})", "retry against a running service", {"Retry-After": "1"}) from None
+            raise _Refused(
+                503, f"the service is stopping ({e})", "retry against a running service", {"Retry-After": "1"}
+            ) from None
 
     # --- requests in flight
 
@@ -694,7 +700,7 @@ def _hint_422(error: str) -> str:
 def _parse(body: bytes) -> tuple[list[dict[str, Any]], bool]:
     """Decodes a request body: (the rollouts, whether it was a batch), or _Refused 400 naming the byte offset."""
     if not body.strip():
-        raise _Refused(400, "request body: empty", "send one rollout as a JSON object, or a batch as a JSON array of them")
+        raise _Refused(400, "request body: empty", ONE_OR_ARRAY)
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -703,7 +709,7 @@ def _parse(body: bytes) -> tuple[list[dict[str, Any]], bool]:
         value = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         offset = len(text[: e.pos].encode("utf-8"))
-        raise _Refused(400, f"request body: invalid JSON at byte {offset}: {e.msg}", "send one rollout as a JSON object, or a JSON array of them") from None
+        raise _Refused(400, f"request body: invalid JSON at byte {offset}: {e.msg}", ONE_OR_ARRAY) from None
     except ValueError as e:
         raise _Refused(400, f"request body: {e}", "send JSON without NaN or Infinity") from None
     if isinstance(value, dict):
@@ -712,10 +718,17 @@ def _parse(body: bytes) -> tuple[list[dict[str, Any]], bool]:
         for i, v in enumerate(value):
             if not isinstance(v, dict):
                 raise _Refused(
-                    400, f"request body: element {i} of the array: not a JSON object but {_kind(v)}", "each element of a batch is one rollout, a JSON object"
+                    400,
+                    f"request body: element {i} of the array: not a JSON object but {_kind(v)}",
+                    "each element of a batch is one rollout, a JSON object",
                 )
         return value, True
-    raise _Refused(400, f"request body: not a JSON object or array but {_kind(value)}", "send one rollout as a JSON object, or a JSON array of them")
+    raise _Refused(400, f"request body: not a JSON object or array but {_kind(value)}", ONE_OR_ARRAY)
+
+
+ONE_OR_ARRAY: Final = "send one rollout as a JSON object, or a batch as a JSON array of them"
+
+OPEN_WARNING: Final = "not loopback and no token: anyone who reaches this port can call the function"
 
 
 def _no_constant(name: str) -> Any:
@@ -812,7 +825,7 @@ def serve(
             "processes": server.processes,
             "threads": 0 if server.processes else server.workers,
             "pure": pure,
-            **({"warning": "not loopback and no token: anyone who reaches this port can call the function"} if not loopback and token is None else {}),
+            **({"warning": OPEN_WARNING} if not loopback and token is None else {}),
         }
     )
     if block:
