@@ -9,7 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -60,6 +62,15 @@ def die_on(rollout: dict[str, Any]) -> float:
     if rollout.get("meta", {}).get("die"):
         os._exit(3)
     return 0.5
+
+
+release = threading.Event()
+
+
+def held(rollout: dict[str, Any]) -> float:
+    """Waits (in a thread of the test's process) until the test sets release."""
+    release.wait(30)
+    return 1.0
 
 
 def post(url: str, body: Any, raw: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
@@ -245,6 +256,28 @@ def test_dead_worker_is_503_and_the_pool_restarts() -> None:
         now = {p.pid for p in multiprocessing.active_children()}
         assert len(now) == 1 and now != first
     assert multiprocessing.active_children() == []
+
+
+def test_busy_is_503_and_shutdown_lets_requests_finish() -> None:
+    release.clear()
+    s = serve(held, port=0, pure=True, processes=0, block=False)
+    with ThreadPoolExecutor(s.max_inflight + 1) as clients:  # the held requests and shutdown
+        try:
+            held_requests = [clients.submit(post, s.url, {}) for _ in range(s.max_inflight)]
+            deadline = time.monotonic() + 30
+            while s._slots._value:  # until the held requests take every place
+                assert time.monotonic() < deadline, f"{s._slots._value} places still free after 30 s"
+                time.sleep(0.01)
+            status, got = post(s.url, {})
+            assert status == 503
+            assert got["error"] == f"the service is busy ({s.max_inflight} requests in flight)"
+            stopping = clients.submit(s.shutdown)
+            time.sleep(0.3)
+            assert not stopping.done(), "shutdown returned with requests in flight"
+        finally:
+            release.set()
+        assert [f.result() for f in held_requests] == [(200, 1.0)] * s.max_inflight
+        stopping.result()
 
 
 def test_lambda_refused() -> None:
