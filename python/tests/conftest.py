@@ -95,6 +95,8 @@ def serve_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "python.md"
+REMOTE_DOCS = DOCS.with_name("remote-verifiers.md")
+"""docs/remote-verifiers.md, whose python blocks test_remote.py runs."""
 
 
 def doc_blocks(page: Path = DOCS) -> list[tuple[str, int, str]]:

@@ -6,6 +6,8 @@ and checks as pyarrow tables; :func:`read` reads a result directory;
 :class:`Client` grades through a running ``gavel serve``.
 :func:`gavel.ray.grade`, in a module of its own (``import gavel.ray``, which
 needs Ray Data), grades a Ray Dataset in Ray's tasks.
+:func:`gavel.remote.serve` (``import gavel.remote``) serves a Python reward
+function over HTTP as a remote verifier that gavel's specs can call.
 """
 
 from ._binary import binary
