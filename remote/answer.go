@@ -167,7 +167,7 @@ func oneAnswer(x any, at string) Answer {
 	case []any:
 		var a Answer
 		for i, c := range v {
-			ck, err := readCheck(c, i)
+			ck, err := readCheck(c, i, false)
 			if err != "" {
 				return Answer{Err: fmt.Sprintf("answer%s[%d]%s", at, i, err)}
 			}
@@ -209,7 +209,11 @@ func score(x any) (float64, string) {
 // readCheck reads one check object (the checks table's shape: id or
 // check_id, label, required (default true), status pass, fail or error,
 // detail, actual, expected, score).
-func readCheck(x any, i int) (Check, string) {
+//
+// In a line of /v1/grade's results (rows, true) actual and expected are
+// the checks table's columns, strings holding JSON text, taken as they
+// are; in a list of checks they are any JSON value.
+func readCheck(x any, i int, rows bool) (Check, string) {
 	m, ok := x.(map[string]any)
 	if !ok {
 		return Check{}, ": a check must be an object, not " + kindOf(x)
@@ -257,6 +261,10 @@ func readCheck(x any, i int) (Check, string) {
 		dst *string
 	}{{"actual", &c.Actual}, {"expected", &c.Expected}} {
 		if v, ok := m[f.key]; ok && v != nil {
+			if text, ok := v.(string); ok && rows {
+				*f.dst = text
+				continue
+			}
 			b, _ := jsonMarshal(v)
 			*f.dst = string(b)
 		}
@@ -314,7 +322,7 @@ func gradeLine(l []byte) Answer {
 	}
 	var a Answer
 	for i, c := range line.Checks {
-		ck, err := readCheck(c, i)
+		ck, err := readCheck(c, i, true)
 		if err != "" {
 			return Answer{Err: fmt.Sprintf("checks[%d]%s", i, err)}
 		}

@@ -11,9 +11,9 @@ dropped. The reward is 1.0 or 0.0. A rollout without an expected answer
 cannot be graded: the function raises, and gavel records an error for that
 rollout, never a 0.
 
-gavel sends a rollout's metadata in ``meta``; a rollout posted as gavel's
-input holds it at the top level, which is read too, so the script can be
-tried with curl on the rows of rollouts.jsonl.
+gavel sends a rollout's metadata fields at the top level of the body, as
+``gavel serve``'s /v1/grade reads them (so the script can be tried with
+curl on the rows of rollouts.jsonl); a nested ``meta`` object is read too.
 
 The function is pure (the same rollout always gets the same reward), so
 the service declares ``pure=True`` and the spec ``pure: true``.
@@ -65,12 +65,12 @@ def normalize(text: str) -> str:
 
 def expected_answer(rollout: dict[str, Any]) -> str:
     """Returns the rollout's expected answer as text; raises ValueError when it has none."""
+    value = rollout.get("expected_answer")
     meta = rollout.get("meta")
-    value = meta.get("expected_answer") if isinstance(meta, dict) else None
+    if value is None and isinstance(meta, dict):
+        value = meta.get("expected_answer")
     if value is None:
-        value = rollout.get("expected_answer")
-    if value is None:
-        raise ValueError(f"rollout {rollout.get('rollout_id', '?')} has no meta.expected_answer")
+        raise ValueError(f"rollout {rollout.get('rollout_id', '?')} has no expected_answer")
     return str(value)
 
 
