@@ -387,6 +387,14 @@ func printSummary(w io.Writer, verb string, s *pipeline.Summary, out string) {
 			plural(j.Retries, "retry", "retries"), plural(j.Failures, "failure", "failures"),
 			j.PromptTokens, j.CompletionTokens, plural(j.PendingBudget, "check", "checks"))
 	}
+	if r := s.Remote; r != nil {
+		fmt.Fprintf(w, "\nremote verifiers: %s of /reverify_mode, %s, %s, %s, %s, %s pending by the budget\n",
+			plural(r.Probes, "probe", "probes"), plural(r.Requests, "request", "requests"), plural(r.CacheHits, "cache hit", "cache hits"),
+			plural(r.Retries, "retry", "retries"), plural(r.Failures, "failure", "failures"), plural(r.PendingBudget, "rollout", "rollouts"))
+		if len(s.ImpureVerifiers) > 0 {
+			fmt.Fprintf(w, "impure verifiers (--allow-impure; neither cached nor reused): %s\n", strings.Join(s.ImpureVerifiers, ", "))
+		}
+	}
 	if len(s.FilesSkipped) > 0 {
 		fmt.Fprintf(w, "\nskipped %d unsupported files\n", len(s.FilesSkipped))
 	}
