@@ -246,7 +246,12 @@ func gradeError(err error, maxErrors int64) error {
 		case "Reuse":
 			return usagef("gavel grade --reuse last-night --out tonight ...", "--reuse: %s", ce.Msg)
 		case "Judge":
+			if strings.HasPrefix(ce.Msg, "remote verifier ") {
+				return usagef("check the remote verifier's url and token_env in its spec, and that the service is running", "%s", ce.Msg)
+			}
 			return usagef("check --judge-url, --judge-model and the key in --judge-api-key-env", "%s", ce.Msg)
+		case "Remote":
+			return usagef("gavel spec check SPEC; gavel grade --allow-impure ...", "%s", ce.Msg)
 		case "Out":
 			return usagef("gavel grade --out - INPUT > rewards.arrows, or --out DIR", "--out -: %s", ce.Msg)
 		case "ChecksOut":
