@@ -1,0 +1,98 @@
+package remote
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseGavel(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		n          int
+		reward     []float64 // -1: checks; -2: error
+		err        string
+	}{
+		{"number", `0.25`, 1, []float64{0.25}, ""},
+		{"object", `{"reward": 1}`, 1, []float64{1}, ""},
+		{"batch of one", `[0.5]`, 1, []float64{0.5}, ""},
+		{"checks", `[{"status":"pass"},{"id":"x","status":"fail"}]`, 1, []float64{-1}, ""},
+		{"batch", `[0.5, [{"status":"pass"}], {"reward": 0}]`, 3, []float64{0.5, -1, 0}, ""},
+		{"batch element wrong", `[0.5, "x"]`, 2, []float64{0.5, -2}, `answer[1]: want a reward`},
+		{"batch too short", `[0.5]`, 2, []float64{-2, -2}, "has 1 answers"},
+		{"outside", `1.5`, 1, []float64{-2}, "outside [0, 1]"},
+		{"negative", `{"reward": -0.1}`, 1, []float64{-2}, "outside [0, 1]"},
+		{"not json", `{"reward": `, 1, []float64{-2}, "not JSON"},
+		{"two values", `1 2`, 1, []float64{-2}, "more than one JSON value"},
+		{"no reward", `{"score": 1}`, 1, []float64{-2}, "without reward"},
+		{"bad status", `[{"status":"ok"}]`, 1, []float64{-2}, `.status: want pass, fail or error, not "ok"`},
+		{"bad score", `[{"status":"pass","score":2}]`, 1, []float64{-2}, "score 2 outside"},
+		{"bad required", `[{"status":"pass","required":"yes"}]`, 1, []float64{-2}, ".required: want true or false"},
+		{"empty list", `[]`, 1, []float64{-2}, "empty list"},
+		{"empty", ``, 1, []float64{-2}, "empty answer"},
+		{"grade lines", "{\"rewards\":{\"status\":\"passed\"},\"checks\":[{\"check_id\":\"a\",\"status\":\"pass\",\"actual\":\"[1]\"}]}\n{\"rewards\":{\"status\":\"error\",\"error_kind\":\"input\",\"error\":\"bad\"},\"checks\":[]}\n", 2, []float64{-1, -2}, "graded as error (input): bad"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			as := parseGavel([]byte(tc.body), tc.n, 1)
+			if len(as) != tc.n {
+				t.Fatalf("%d answers, want %d", len(as), tc.n)
+			}
+			for i, want := range tc.reward {
+				a := as[i]
+				switch {
+				case want == -2:
+					if a.Err == "" || !strings.Contains(a.Err, tc.err) {
+						t.Errorf("answer %d: error %q, want one holding %q", i, a.Err, tc.err)
+					}
+				case want == -1:
+					if a.Err != "" || len(a.Checks) == 0 || a.Reward != nil {
+						t.Errorf("answer %d: %+v, want checks", i, a)
+					}
+				default:
+					if a.Err != "" || a.Reward == nil || *a.Reward != want {
+						t.Errorf("answer %d: %+v, want reward %v", i, a, want)
+					}
+				}
+			}
+		})
+	}
+	// /v1/grade's actual is JSON text already; a list's is any value.
+	a := parseGavel([]byte("{\"rewards\":{},\"checks\":[{\"check_id\":\"a\",\"status\":\"pass\",\"actual\":\"[1]\"}]}"), 1, 1)[0]
+	b := parseGavel([]byte(`[{"id":"a","status":"pass","actual":[1],"expected":"s"}]`), 1, 1)[0]
+	if a.Checks[0].Actual != "[1]" || b.Checks[0].Actual != "[1]" || b.Checks[0].Expected != `"s"` || a.Checks[0].ID != "a" {
+		t.Errorf("actual: %+v %+v", a.Checks[0], b.Checks[0])
+	}
+}
+
+func TestParseNemoGym(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, err string
+		reward     float64
+		components int
+	}{
+		{"reward", `{"reward": 0.5, "responses_create_params": {}}`, "", 0.5, 0},
+		{"components sorted", `{"reward": 1.0, "reward_components": {"b": 1, "a": 0.5}}`, "", 1, 2},
+		{"failure class", `{"reward": 0.0, "_ng_failure_class": "judge_failed", "_ng_failure_judge_error": "boom"}`, `judge_failed"): boom`, 0, 0},
+		{"masked", `{"reward": 0.0, "mask_sample": true}`, "mask_sample", 0, 0},
+		{"failure reason", `{"reward": 0.0, "failure_kind": "timeout", "failure_reason": "sandbox died"}`, `(failure_kind "timeout"): sandbox died`, 0, 0},
+		{"no reward", `{"response": {}}`, "without reward", 0, 0},
+		{"reward out of range", `{"reward": 2}`, "outside [0, 1]", 0, 0},
+		{"component out of range", `{"reward": 1, "reward_components": {"a": -1}}`, "reward_components.a", 0, 0},
+		{"not an object", `[1]`, "not a JSON object", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := parseNemoGym([]byte(tc.body), 1)
+			if tc.err != "" {
+				if !strings.Contains(a.Err, tc.err) || a.Reward != nil {
+					t.Errorf("%+v, want an error holding %q", a, tc.err)
+				}
+				return
+			}
+			if a.Err != "" || a.Reward == nil || *a.Reward != tc.reward || len(a.Components) != tc.components {
+				t.Errorf("%+v", a)
+			}
+			if tc.components == 2 && (a.Components[0].Name != "a" || a.Components[1].Name != "b") {
+				t.Errorf("components not in name order: %+v", a.Components)
+			}
+		})
+	}
+}
