@@ -307,7 +307,11 @@ func (g *gradeReq) gradeFailed(err error) {
 	}
 	var pe *pipeline.ProbeError
 	if errors.As(err, &pe) {
-		g.fail(http.StatusBadGateway, err.Error(), "check the judge's URL, model and API key (gavel serve --judge-*)")
+		hint := "check the judge's URL, model and API key (gavel serve --judge-*)"
+		if strings.HasPrefix(pe.Error(), "remote verifier ") {
+			hint = "check the remote verifier's service: its url and token_env in the spec, and that it is running"
+		}
+		g.fail(http.StatusBadGateway, err.Error(), hint)
 		return
 	}
 	g.fail(http.StatusInternalServerError, err.Error(), bugHint(g.w))

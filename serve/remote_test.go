@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gavelhq/gavel/columnar"
@@ -112,4 +113,37 @@ func rewards(t *testing.T, dir string) map[string]float64 {
 		m[r.ID] = r.Reward
 	}
 	return m
+}
+
+// TestServeRemoteVerifier: a server whose spec has a remote verifier
+// answers /v1/grade with the checks of the service it asks (here another
+// server holding the checks): the same lines as that server's own. A
+// service gone later makes rows errors.
+func TestServeRemoteVerifier(t *testing.T) {
+	local, err := spec.Parse("math.yaml", []byte(mathSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, inner := newServer(t, Config{}, local...)
+	vs, err := spec.Parse("remote.yaml", []byte(fmt.Sprintf(`verifiers:
+  - {id: VER-GYM, task: TASK-GYM, name: the answer is the expected one, remote: {url: %q, version: 1, pure: true}}
+`, inner.URL+"/v1/grade")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, outer := newServer(t, Config{Remote: &pipeline.RemoteConfig{Config: remote.Config{CacheDir: "off"}}}, vs...)
+	body := `[{"rollout_id":"a","task_id":"TASK-GYM","output":"4","expected_answer":"4","prompt":"What is 2+2?"},` +
+		`{"rollout_id":"b","task_id":"TASK-GYM","output":"5","expected_answer":"4","prompt":"What is 2+2?"}]`
+	want := do(t, inner, "POST", "/v1/grade", "application/json", body)
+	got := do(t, outer, "POST", "/v1/grade", "application/json", body)
+	if want.code != 200 || got.code != 200 || got.body != want.body {
+		t.Errorf("through a remote verifier: %d\n%s\nwant %d\n%s", got.code, got.body, want.code, want.body)
+	}
+	// A service gone after its probe: the rows are errors naming it,
+	// never a score.
+	inner.Close()
+	got = do(t, outer, "POST", "/v1/grade", "application/json", body)
+	if got.code != 200 || strings.Count(got.body, `"status":"error","passed":null,"reward":null`) != 2 || !strings.Contains(got.body, "connection refused") {
+		t.Errorf("service gone: %d %s", got.code, got.body)
+	}
 }
