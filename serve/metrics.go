@@ -109,3 +109,29 @@ func (s *Server) judgeMetrics(reg *prometheus.Registry) {
 		counter("gavel_judge_failures_total", "Judgements that failed (their checks have status error).", func(j *pipeline.JudgeSummary) int64 { return j.Failures }),
 	)
 }
+
+// remoteMetrics registers the counters of the remote verifiers (probes,
+// requests sent, cache hits, retries, failures), read from the verifier
+// set serving at scrape time; 0 while it has none.
+func (s *Server) remoteMetrics(reg *prometheus.Registry) {
+	counter := func(name, help string, get func(*pipeline.RemoteSummary) int64) prometheus.CounterFunc {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
+			set := s.set.Load()
+			if set == nil {
+				return 0
+			}
+			rs := set.grader.RemoteSummary()
+			if rs == nil {
+				return 0
+			}
+			return float64(get(rs))
+		})
+	}
+	reg.MustRegister(
+		counter("gavel_remote_probes_total", "Probes of remote verifiers' services (GET /reverify_mode).", func(r *pipeline.RemoteSummary) int64 { return r.Probes }),
+		counter("gavel_remote_requests_total", "Requests sent to remote verifiers (retries included) by the serving verifier set.", func(r *pipeline.RemoteSummary) int64 { return r.Requests }),
+		counter("gavel_remote_cache_hits_total", "Rollouts answered from the remote verifiers' answer cache.", func(r *pipeline.RemoteSummary) int64 { return r.CacheHits }),
+		counter("gavel_remote_retries_total", "Requests to remote verifiers retried.", func(r *pipeline.RemoteSummary) int64 { return r.Retries }),
+		counter("gavel_remote_failures_total", "Requests to remote verifiers that failed (their rollouts have status error).", func(r *pipeline.RemoteSummary) int64 { return r.Failures }),
+	)
+}

@@ -139,6 +139,11 @@ func TestServeRemoteVerifier(t *testing.T) {
 	if want.code != 200 || got.code != 200 || got.body != want.body {
 		t.Errorf("through a remote verifier: %d\n%s\nwant %d\n%s", got.code, got.body, want.code, want.body)
 	}
+	// Two requests: the first rollout alone (the probe), then the other.
+	m := do(t, outer, "GET", "/metrics", "", "")
+	if !strings.Contains(m.body, "gavel_remote_requests_total 2\n") {
+		t.Errorf("/metrics without the remote request:\n%s", m.body)
+	}
 	// A service gone after its probe: the rows are errors naming it,
 	// never a score.
 	inner.Close()

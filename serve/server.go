@@ -166,6 +166,7 @@ func New(cfg Config) *Server {
 	if cfg.Judge != nil {
 		s.judgeMetrics(cfg.Registry)
 	}
+	s.remoteMetrics(cfg.Registry)
 	s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	s.routes()
 	return s
