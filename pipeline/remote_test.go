@@ -19,6 +19,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/remote"
+	"github.com/gavelhq/gavel/verifiers"
 )
 
 // remoteSrv is a scripted remote verifier on 127.0.0.1: answer decides
@@ -277,8 +278,8 @@ func TestRemoteNemoGymPurity(t *testing.T) {
 	srv := newRemoteSrv(t)
 	srv.answer = func(body any) (int, http.Header, string) {
 		m := body.(map[string]any)
-		if _, ok := m["responses_create_params"].(map[string]any)["input"]; !ok {
-			return 422, nil, `{"detail":"input missing"}`
+		if msg := nemoGymRequestProblem(m); msg != "" {
+			return 422, nil, `{"detail":"` + msg + `"}`
 		}
 		resp := m["response"].(map[string]any)
 		text := resp["output"].([]any)[0].(map[string]any)["content"].([]any)[0].(map[string]any)["text"].(string)
@@ -313,12 +314,23 @@ func TestRemoteNemoGymPurity(t *testing.T) {
 		t.Errorf("probes %d", res.Summary.Remote.Probes)
 	}
 
-	srv.mode = `"UNKNOWN"`
-	cfg.Out = filepath.Join(dir, "b")
-	_, err = Run(context.Background(), cfg)
-	if err == nil || !strings.Contains(err.Error(), "not stateless") || !strings.Contains(err.Error(), "--allow-impure") {
-		t.Fatalf("impure server without --allow-impure: %v", err)
+	for _, mode := range []string{`"UNKNOWN"`, `"unsupported"`} {
+		srv.mode = mode
+		cfg.Out = filepath.Join(dir, "b")
+		_, err = Run(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), "not stateless") || !strings.Contains(err.Error(), "--allow-impure") {
+			t.Fatalf("server of reverify_mode %s without --allow-impure: %v", mode, err)
+		}
+		if _, err := os.Stat(cfg.Out); !os.IsNotExist(err) {
+			t.Errorf("a refused server left %s", cfg.Out)
+		}
 	}
+	srv.mode = `"Stateless"` // compared without regard to case
+	cfg.Out = filepath.Join(dir, "b2")
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatalf("reverify_mode \"Stateless\": %v", err)
+	}
+	srv.mode = `"unknown"`
 	cfg.Remote.AllowImpure = true
 	cfg.Out = filepath.Join(dir, "c")
 	before := srv.posts.Load()
@@ -373,4 +385,115 @@ func TestRemoteBudget(t *testing.T) {
 		}
 	}
 	sameParts(t, filepath.Join(dir, "1"), filepath.Join(dir, "2"))
+}
+
+// nemoGymRequestProblem checks a verify request against NeMo Gym's models
+// (nemo_gym/base_resources_server.py BaseVerifyRequest, and
+// nemo_gym/openai_utils.py: NeMoGymResponseCreateParamsNonStreaming, which
+// forbids unknown fields and requires input; NeMoGymResponse, openai's
+// Response, which requires id, created_at, model, object, output,
+// parallel_tool_calls, tool_choice and tools, its output items typed).
+func nemoGymRequestProblem(m map[string]any) string {
+	params, ok := m["responses_create_params"].(map[string]any)
+	if !ok {
+		return "responses_create_params: want an object"
+	}
+	known := map[string]bool{"background": true, "include": true, "input": true, "instructions": true, "max_output_tokens": true,
+		"max_tool_calls": true, "metadata": true, "model": true, "parallel_tool_calls": true, "previous_response_id": true, "prompt": true,
+		"reasoning": true, "service_tier": true, "store": true, "temperature": true, "text": true, "tool_choice": true, "tools": true,
+		"top_logprobs": true, "top_p": true, "truncation": true, "user": true, "stream": true}
+	for k := range params {
+		if !known[k] {
+			return "responses_create_params." + k + ": extra fields not permitted"
+		}
+	}
+	if _, ok := params["input"]; !ok {
+		return "responses_create_params.input: field required"
+	}
+	resp, ok := m["response"].(map[string]any)
+	if !ok {
+		return "response: want an object"
+	}
+	for _, k := range []string{"id", "created_at", "model", "object", "output", "parallel_tool_calls", "tool_choice", "tools"} {
+		if _, ok := resp[k]; !ok {
+			return "response." + k + ": field required"
+		}
+	}
+	items, _ := resp["output"].([]any)
+	for _, it := range items {
+		if _, ok := it.(map[string]any)["type"]; !ok {
+			return "response.output: an item without type"
+		}
+	}
+	return ""
+}
+
+// TestRemoteTimeoutAndMix: a request past the verifier's timeout is the
+// rollout's error; remote, spec and Go verifiers grade one run, and the
+// parts are the same bytes for any concurrency and any number of workers;
+// a second run of answers that all succeeded asks nothing.
+func TestRemoteTimeoutAndMix(t *testing.T) {
+	t.Setenv("GAVEL_TEST_REMOTE_TOKEN", remoteToken)
+	srv := newRemoteSrv(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	srv.answer = func(body any) (int, http.Header, string) {
+		if body.(map[string]any)["output"] == "slow" {
+			<-release
+		}
+		return 200, nil, "1"
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	remoteRows(t, in, []string{"a", "slow", "b", "c", "d", "e"})
+	vs := append(parseSpec(t, fmt.Sprintf(`verifiers:
+  - id: VER-R
+    task: TASK-R
+    name: graded elsewhere
+    remote: {url: %q, version: 1, pure: true, timeout: 300ms, token_env: GAVEL_TEST_REMOTE_TOKEN}
+  - {id: VER-L, task: TASK-L, name: here, checks: [{id: answered, type: expr, expr: "output != ''"}]}
+`, srv.URL)), verifiers.Builtin()...)
+	// A CRM rollout for the Go verifiers.
+	f, _ := os.OpenFile(in, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"rollout_id":"crm","task_id":"TASK-004","output":"$1,234.50","final_state":{}}` + "\n")
+	f.Close()
+	res := grade(t, Config{Inputs: []string{in}, Out: filepath.Join(dir, "a"), Format: columnar.FormatJSONL, Workers: 1, Verifiers: vs,
+		Remote: &RemoteConfig{Config: remote.Config{CacheDir: "off"}}})
+	rw, ck := rewardRows(t, filepath.Join(dir, "a")), checkRows(t, filepath.Join(dir, "a"))
+	if rw["r001"]["status"] != "error" || !strings.Contains(ck["r001/remote"]["detail"].(string), "no answer within 300ms") {
+		t.Errorf("slow rollout: %v %v", rw["r001"], ck["r001/remote"])
+	}
+	if rw["crm"]["verifier_id"] != "VER-004" || rw["r003"]["verifier_id"] != "VER-L" || rw["r000"]["status"] != "passed" {
+		t.Errorf("mixed run: %v %v %v", rw["crm"], rw["r003"], rw["r000"])
+	}
+	if res.Summary.Remote.Failures != 1 {
+		t.Errorf("remote %+v", res.Summary.Remote)
+	}
+
+	// Without the slow rollout: any concurrency, any workers, same bytes;
+	// the second run with the cache asks nothing.
+	remoteRows(t, in, []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"})
+	cache := filepath.Join(dir, "cache")
+	var outs []string
+	for i, c := range []struct{ concurrency, workers int }{{1, 1}, {8, 2}, {3, 3}} {
+		vs := parseSpec(t, fmt.Sprintf(`verifiers:
+  - {id: VER-R, task: TASK-R, name: graded elsewhere, remote: {url: %q, version: 1, pure: true, concurrency: %d, token_env: GAVEL_TEST_REMOTE_TOKEN}}
+  - {id: VER-L, task: TASK-L, name: here, checks: [{id: answered, type: expr, expr: "output != ''"}]}
+`, srv.URL, c.concurrency))
+		c := c
+		cacheDir := "off"
+		if i > 0 {
+			cacheDir = cache
+		}
+		out := filepath.Join(dir, fmt.Sprint("c", i))
+		before := srv.posts.Load()
+		grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Workers: c.workers, BatchSize: 2, Verifiers: vs,
+			Remote: &RemoteConfig{Config: remote.Config{CacheDir: cacheDir}}})
+		if n := srv.posts.Load() - before; i == 2 && n != 0 {
+			t.Errorf("run answered from the cache sent %d requests", n)
+		}
+		outs = append(outs, out)
+	}
+	sameParts(t, outs[0], outs[1])
+	sameParts(t, outs[0], outs[2])
 }
