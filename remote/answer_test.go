@@ -66,8 +66,8 @@ func TestParseGavel(t *testing.T) {
 func TestParseNemoGym(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, err string
-		reward     float64
-		components int
+		reward          float64
+		components      int
 	}{
 		{"reward", `{"reward": 0.5, "responses_create_params": {}}`, "", 0.5, 0},
 		{"components sorted", `{"reward": 1.0, "reward_components": {"b": 1, "a": 0.5}}`, "", 1, 2},
