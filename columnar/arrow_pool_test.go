@@ -81,3 +81,32 @@ func TestPoolAllocator(t *testing.T) {
 		delete(kept, addr(b))
 	}
 }
+
+// TestBodyAllocator: a released body is handed out again, zeroed, for a
+// request of at least half its size; small buffers and what is past the
+// bounds are not kept.
+func TestBodyAllocator(t *testing.T) {
+	var p bodyAllocator
+	a := p.Allocate(3 << 20)
+	a[0], a[len(a)-1] = 1, 2
+	p.Free(a)
+	b := p.Allocate(2 << 20)
+	if &b[0] != &a[0] || b[0] != 0 || len(b) != 2<<20 {
+		t.Errorf("a released body of 3 MiB was not reused, zeroed, for 2 MiB")
+	}
+	p.Free(b)
+	if c := p.Allocate(1 << 20); &c[0] == &a[0] {
+		t.Errorf("a body of 3 MiB reused for 1 MiB, under half of it")
+	}
+	small := p.Allocate(4096)
+	p.Free(small)
+	if len(p.free) != 1 {
+		t.Errorf("%d buffers kept, want 1 (the body)", len(p.free))
+	}
+	for range bodyKeep + 2 {
+		p.Free(make([]byte, 2<<20))
+	}
+	if len(p.free) != bodyKeep {
+		t.Errorf("%d bodies kept, want at most %d", len(p.free), bodyKeep)
+	}
+}

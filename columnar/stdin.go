@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // InputArrowStream is the format of an Arrow IPC stream read as it
@@ -104,7 +103,7 @@ func DescribeStdin(name string, r io.Reader, format string) (*Input, error) {
 	}
 	cr := &countingReader{r: io.MultiReader(bytes.NewReader(first), br)}
 	opts := []ipc.Option{
-		ipc.WithAllocator(memory.NewGoAllocator()),
+		ipc.WithAllocator(&bodyAllocator{}),
 		ipc.WithMetadataSizeLimit(streamMetadataLimit),
 		ipc.WithBodySizeLimit(streamBodyLimit),
 	}

@@ -10,24 +10,32 @@ import (
 // failed write, such as standard output closed by its reader) is not held
 // up by it. A read of a pipe whose writer keeps it open and sends nothing
 // blocks, and a blocked read of a file descriptor in blocking mode cannot
-// be interrupted; so each Read is done by a goroutine of its own, into a
-// buffer of the reader's, while Read waits for it or for stop. Once
+// be interrupted; so each Read is done by a goroutine of its own, straight
+// into the caller's buffer, while Read waits for it or for stop. Once
 // stopped, Read fails at once and the pending read, if any, is given up:
 // its goroutine ends when the read returns (at the latest when the
-// process exits), and its bytes are dropped.
+// process exits).
+//
+// A given-up read may still fill the caller's buffer after Read returned
+// the error: its callers (bufio's buffer, an Arrow record batch body of
+// the stdin reader's own allocator) never read a buffer again once a Read
+// of it failed, and nothing else reads standard input after a stop.
+// Reading into a buffer of its own and copying, as it once did, cost a
+// second copy of every byte (a fifth of the CPU of grading an Arrow stream
+// on standard input).
 //
 // Read is not safe for concurrent use; a read is never started once one
-// was given up. A reader that never blocks (a
-// file, a buffer) has no goroutine left once Read returns.
+// was given up. A reader that never blocks (a file, a buffer) has no
+// goroutine left once Read returns.
 type stopReader struct {
 	r       io.Reader
 	stopped chan struct{}
 	stop    func()
-	buf     []byte // read into by the goroutines, one at a time
+	done    chan readResult // one read at a time: reused
 }
 
 // maxStopRead bounds one read of a stopReader.
-const maxStopRead = 64 << 10
+const maxStopRead = 1 << 20
 
 type readResult struct {
 	n   int
@@ -35,7 +43,7 @@ type readResult struct {
 }
 
 func newStopReader(r io.Reader) *stopReader {
-	s := &stopReader{r: r, stopped: make(chan struct{})}
+	s := &stopReader{r: r, stopped: make(chan struct{}), done: make(chan readResult, 1)}
 	s.stop = sync.OnceFunc(func() { close(s.stopped) })
 	return s
 }
@@ -48,25 +56,16 @@ func (s *stopReader) Read(p []byte) (int, error) {
 	if err := s.err(); err != nil {
 		return 0, err
 	}
-	// A short read is a read: the buffer stays small whatever the
-	// caller asks (a record batch's body, read whole).
 	p = p[:min(len(p), maxStopRead)]
-	if cap(s.buf) < len(p) {
-		s.buf = make([]byte, len(p))
-	}
-	buf := s.buf[:len(p)]
-	done := make(chan readResult, 1)
 	go func() {
-		n, err := s.r.Read(buf)
-		done <- readResult{n, err}
+		n, err := s.r.Read(p)
+		s.done <- readResult{n, err}
 	}()
 	select {
-	case res := <-done:
-		return copy(p, buf[:res.n]), res.err
+	case res := <-s.done:
+		return res.n, res.err
 	case <-s.stopped:
 	}
-	// The given-up read keeps its buffer, which is never reused.
-	s.buf = nil
 	return 0, s.err()
 }
 
