@@ -73,6 +73,10 @@ func TestGolden(t *testing.T) {
 		{"tau2/results.json", Tau2},
 		{"tau2/tasks_last.json", Tau2},
 		{"messages/chats.jsonl", Messages},
+		{"nemo-gym/run/rollouts.jsonl", NemoGym},
+		{"nemo-gym/run/rollouts_failures.jsonl", NemoGym},
+		{"atif/job/hello-file__Xk3pQ9a/agent/trajectory.json", ATIF},
+		{"atif/batch.jsonl", ATIF},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
