@@ -16,6 +16,11 @@
 //     simulations streamed.
 //   - messages: JSON Lines whose lines hold a task_id and OpenAI chat
 //     messages.
+//   - NeMo Gym: rollouts.jsonl and its _failures.jsonl, JSON Lines of
+//     verify responses, read line by line, with the task fields of the
+//     _materialized_inputs.jsonl beside them (nemogym.go).
+//   - ATIF: Harbor's trajectory documents (trajectory.json), read value by
+//     value, or JSON Lines of them (atif.go).
 //
 // A rollout is mapped as follows:
 //
@@ -39,7 +44,8 @@
 //	task row        input, target, choices,         info.task (user_id, actions,    the task definition (without    -
 //	                metadata, setup                 instruction, outputs)           its id)
 //
-// Absent values are left out. Texts are joined with a newline; a
+// NeMo Gym and ATIF rollouts are mapped as nemoGymRow and
+// atifTrajectory say. Absent values are left out. Texts are joined with a newline; a
 // message's content is a string or a list of parts, of which the text
 // parts count. Lists (messages, parts, tool calls) are JSON arrays: an
 // object in the place of one reads as an empty list. Log events (see logWriter) are, in order:

@@ -84,7 +84,21 @@ var gymSkip = []string{nemogym.FieldParams, nemogym.FieldResponse, nemogym.Field
 	"rollout_id", "task_id", "output", "log", "initial_state", "final_state",
 	"prompt", "model", "recorded_reward", "recorded_error"}
 
-// nemoGymRow maps one rollout row (see the package comment).
+// nemoGymRow maps one rollout row:
+//
+//	rollout_id      <file stem>/<_ng_task_index>/<_ng_rollout_index>[/<_ng_attempt_index>]
+//	task_id         <agent_ref.name>/<_ng_task_index>
+//	prompt          nemogym.PromptText of responses_create_params.input
+//	output          nemogym.ResponseText of response
+//	log             the response's function_call and function_call_output items
+//	model           response.model
+//	recorded_reward reward
+//	recorded_error  _ng_failure_class[: its reason] (gymFailure)
+//	metadata        the row's other members, then the materialized
+//	                input's members the row lacks
+//
+// The output, prompt and metadata are those POST /verify reads from a
+// verify request (serve/trainers.go), so that one spec reads both.
 func (r *Reader) nemoGymRow(x *nemoGym, row jsonview.Value, where string) Item {
 	taskIdx, rollIdx := row.Get(gymTaskIndex), row.Get(gymRolloutIndex)
 	if _, ok := appendIDBody(nil, taskIdx); !ok {

@@ -140,6 +140,25 @@ func TestNoHint(t *testing.T) {
 	}
 }
 
+// TestStdinStemNemoGym checks that NeMo Gym rollouts read from standard
+// input have ids stemmed stdin, and those of a file its stem.
+func TestStdinStemNemoGym(t *testing.T) {
+	line := `{"response": {"output": []}, "agent_ref": {"name": "a"}, "_ng_task_index": 4, "_ng_rollout_index": 1}`
+	for name, want := range map[string]string{"-": `"rollout_id":"stdin/4/1"`, "out/run.jsonl.zst": `"rollout_id":"run/4/1"`} {
+		r, err := NewReader(name, strings.NewReader(line), NemoGym)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := r.Next()
+		if err != nil || it.Err != nil {
+			t.Fatalf("Next() = %v, %v", err, it.Err)
+		}
+		if !strings.Contains(string(it.Rollout), want) || !strings.Contains(string(it.Rollout), `"task_id":"a/4"`) {
+			t.Errorf("rollout of %s = %s, want one holding %s and task a/4", name, it.Rollout, want)
+		}
+	}
+}
+
 // TestStdinStem checks that tau-bench rollouts read from standard input,
 // named "-", have ids stemmed stdin, and those of a file its stem.
 func TestStdinStem(t *testing.T) {
