@@ -63,21 +63,18 @@ func atifDirTask(name string) string {
 	return base
 }
 
-// decide tells JSON Lines from indented documents by the first bytes.
+// maxDecide bounds the first bytes decide looks at.
+const maxDecide = 64 << 10
+
+// decide tells JSON Lines from indented documents by the first bytes,
+// read no further than needed (a stream's first line is not waited for).
 func (x *atif) decide() {
 	x.decided = true
-	p, _ := x.br.Peek(64 << 10)
-	i := 0
-	for i < len(p) && isSpace(p[i]) {
-		i++
-	}
-	doc := i < len(p) && p[i] != '{' // not an object: read it as a value
-	if i < len(p) && p[i] == '{' {
-		for j := i + 1; j < len(p); j++ {
-			if p[j] == ' ' || p[j] == '\t' {
-				continue
-			}
-			doc = p[j] == '\n' || p[j] == '\r'
+	doc := false
+	for n := 64; ; n *= 2 {
+		p, err := x.br.Peek(min(n, maxDecide))
+		found := false
+		if doc, found = docStart(p); found || err != nil || n >= maxDecide {
 			break
 		}
 	}
@@ -86,6 +83,29 @@ func (x *atif) decide() {
 		return
 	}
 	x.lines = &messages{br: x.br, maxLine: defaultMaxLine}
+}
+
+// docStart reports, from the first bytes p of a file, whether it starts
+// an indented document (or a value that is not an object, read as one);
+// found is false when p ends before that is known.
+func docStart(p []byte) (doc, found bool) {
+	i := 0
+	for i < len(p) && isSpace(p[i]) {
+		i++
+	}
+	if i == len(p) {
+		return false, false
+	}
+	if p[i] != '{' {
+		return true, true
+	}
+	for j := i + 1; j < len(p); j++ {
+		if p[j] == ' ' || p[j] == '\t' {
+			continue
+		}
+		return p[j] == '\n' || p[j] == '\r', true
+	}
+	return false, false
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -143,5 +144,30 @@ func TestATIFDirTask(t *testing.T) {
 		if got := atifDirTask(name); got != want {
 			t.Errorf("atifDirTask(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestATIFStreamFirstLine checks that a trajectory written to a stream
+// that stays open is read without waiting for more input.
+func TestATIFStreamFirstLine(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte(`{"session_id": "s1", "steps": [{"source": "agent", "message": "done"}], "extra": {"task_id": "t"}}` + "\n"))
+	r, err := NewReader("-", pr, ATIF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Item, 1)
+	go func() {
+		it, _ := r.Next()
+		got <- it
+	}()
+	select {
+	case it := <-got:
+		if it.Err != nil || !strings.Contains(string(it.Rollout), `"output":"done"`) {
+			t.Errorf("first item %s, %v; want the trajectory's rollout", it.Rollout, it.Err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first trajectory of an open stream was not read")
 	}
 }
