@@ -12,7 +12,9 @@ import (
 )
 
 // atif reads ATIF trajectories (Harbor's Agent Trajectory Interchange
-// Format, schema versions ATIF-v1.0 to v1.7): one JSON document per file,
+// Format, schema versions ATIF-v1.0 to v1.7: the RFC 0001 of
+// laude-institute/harbor and its Pydantic models, Trajectory, Step,
+// ToolCall, Observation): one JSON document per file,
 // as Harbor writes trajectory.json (indented), or JSON Lines of them. The
 // two are told apart by the file's first object: a newline right after
 // its opening brace starts an indented document, read value by value
@@ -40,9 +42,8 @@ const harborTrialSuffix = 7
 // atifDirTask returns the task id a trajectory file's directory gives:
 // the directory's name; in Harbor's layout, <trial>/agent/trajectory.json,
 // the trial directory's name without its random suffix (__ and 7
-// characters), which is the task's name (Harbor cuts it to 32
-// characters). Standard input, and a file in the current directory, give
-// none.
+// characters), which is the task's name (shortened, when long). Standard
+// input, and a file in the current directory, give none.
 func atifDirTask(name string) string {
 	if name == "-" {
 		return ""

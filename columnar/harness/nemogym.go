@@ -13,7 +13,8 @@ import (
 	"github.com/gavelhq/gavel/internal/nemogym"
 )
 
-// NeMo Gym's rollout collection (nemo_gym/rollout_collection.py) writes,
+// NeMo Gym's rollout collection (nemo_gym/rollout_collection.py of
+// NVIDIA-NeMo/Gym, read at commit 07d6b0d) writes,
 // for an output file X.jsonl: X.jsonl, one verify response per line (the
 // request's task fields, responses_create_params, response, reward and
 // the verifier's own fields, with agent_ref, _ng_task_index and
