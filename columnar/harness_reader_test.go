@@ -58,6 +58,17 @@ func TestInputFormatFrom(t *testing.T) {
 		{"chats.jsonl", "tau2", InputJSONL, true},
 		{"chats.jsonl.zst", "messages", InputMessages, true},
 		{"data.parquet", "messages", InputParquet, true},
+		{"out/rollouts.jsonl", "nemo-gym", InputNemoGym, true},
+		{"out/rollouts_failures.jsonl.zst", "nemo-gym", InputNemoGym, true},
+		{"out/rollouts_materialized_inputs.jsonl", "nemo-gym", "", false},
+		{"out/rollouts_materialized_inputs.jsonl.gz", "nemo-gym", "", false},
+		{"out/rollouts_aggregate_metrics.json", "nemo-gym", "", false},
+		{"out/rollouts.parquet", "nemo-gym", InputParquet, true},
+		{"trial/agent/trajectory.json", "atif", InputATIF, true},
+		{"trial/agent/trajectory.cont-1.json.gz", "atif", InputATIF, true},
+		{"trial/result.json", "atif", "", false},
+		{"trajectories.jsonl", "atif", InputATIF, true},
+		{"out/rollouts.jsonl", "", InputJSONL, true},
 	}
 	for _, tt := range tests {
 		got, ok := InputFormatFrom(tt.name, tt.from)
@@ -103,5 +114,55 @@ func TestDescribeHarness(t *testing.T) {
 	}
 	if want := []string{path + ": element 3: task_id is null, not a string or number"}; !cmp.Equal(errs, want) {
 		t.Errorf("errors %q, want %q", errs, want)
+	}
+}
+
+// TestHarnessRowErrors checks that the bad lines of NeMo Gym rollouts and
+// of ATIF trajectories are rows whose errors name the file, the line and
+// its byte offset, among rows graded as usual.
+func TestHarnessRowErrors(t *testing.T) {
+	tests := []struct {
+		file, from string
+		rows       int
+		errs       []string
+	}{
+		{"nemo-gym/run/rollouts.jsonl", InputNemoGym, 5, []string{
+			"line 3 (byte 1584): invalid JSON at byte 69 of the line: invalid character '}' looking for beginning of value",
+			"line 5 (byte 2799): _ng_task_index is null, not a number or string"}},
+		{"atif/batch.jsonl", InputATIF, 3, []string{
+			"line 2 (byte 654): invalid JSON at byte 160 of the line: invalid character ']' looking for beginning of value"}},
+	}
+	for _, tt := range tests {
+		path := filepath.Join("harness", "testdata", tt.file)
+		in, err := Describe(path, DescribeOptions{From: tt.from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := in.Open(in.Units[0], Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs []string
+		rows := 0
+		for {
+			b, err := r.Next(2)
+			if err != nil {
+				break
+			}
+			for _, row := range b.Rows {
+				rows++
+				if row.Err != nil {
+					errs = append(errs, row.Err.Error())
+				}
+			}
+			b.Release()
+		}
+		r.Close()
+		for i := range tt.errs {
+			tt.errs[i] = path + ": " + tt.errs[i]
+		}
+		if rows != tt.rows || !cmp.Equal(errs, tt.errs) {
+			t.Errorf("%s: %d rows, errors %q; want %d, %q", tt.file, rows, errs, tt.rows, tt.errs)
+		}
 	}
 }

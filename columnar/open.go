@@ -75,7 +75,7 @@ func newReader(path, format string, f File, opts Options) (Reader, error) {
 			return nil, err
 		}
 		return r, nil
-	case InputInspect, InputTauBench, InputTau2, InputMessages:
+	case InputInspect, InputTauBench, InputTau2, InputMessages, InputNemoGym, InputATIF:
 		return newHarnessFileReader(path, format, f)
 	}
 	r, err := NewJSONLReader(path, f, opts)

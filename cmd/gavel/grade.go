@@ -73,7 +73,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&specs, "spec", "declarative verifier `FILE` (YAML or JSON) or directory of them; repeatable; added to the built-in verifiers")
 	tasks := fs.String("tasks", "", "tasks table `FILE` (task_id, initial_state, other fields)")
 	mapping := fs.String("map", "", "read fields from other columns: `K=COL[.PATH],...` (final_state=world_after; in JSON Lines and logs, PATH is a member path inside COL: output=response.text)")
-	from := fs.String("from", "", "read .json inputs as logs of this harness `FORMAT`: inspect, tau-bench, tau2 or messages (messages: JSON Lines inputs as chat messages); .eval files are Inspect logs without it")
+	from := fs.String("from", "", "read .json inputs as logs of this harness `FORMAT`: inspect, tau-bench, tau2, messages, nemo-gym or atif (messages and nemo-gym: JSON Lines inputs; atif: trajectory*.json and JSON Lines); .eval files are Inspect logs without it")
 	var sets listFlag
 	fs.Var(&sets, "set", "add constant metadata `K=V` to every row (a string); repeatable")
 	keep := fs.String("keep", "", "metadata `COLS` copied into the rewards (default: those of model,run_id,sample present)")

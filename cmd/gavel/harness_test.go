@@ -51,6 +51,8 @@ func gradeFrom(t *testing.T, args ...string) (out string, code int, stderr strin
 
 func TestGradeFrom(t *testing.T) {
 	tau := filepath.Join(harnessData, "tau-bench", "tool-calling-gpt-4o-0.0_range_0--1.json")
+	gymRollouts := filepath.Join(harnessData, "nemo-gym", "run", "rollouts.jsonl")
+	atifBatch := filepath.Join(harnessData, "atif", "batch.jsonl")
 	eval := filepath.Join(harnessData, "inspect", "run.eval")
 	tests := []struct {
 		name string
@@ -119,6 +121,36 @@ func TestGradeFrom(t *testing.T) {
 				"weather-b": {"failed"},
 			},
 			kept: []string{"model", "recorded_reward"},
+		},
+		{
+			// A directory: the rollouts and the failures file, the
+			// materialized inputs joined (GYM-WEATHER reads their
+			// expected_city), not graded.
+			name: "nemo-gym",
+			args: []string{"--from", "nemo-gym", "--spec", filepath.Join(examples, "nemo-gym.yaml"), filepath.Join(harnessData, "nemo-gym", "run")},
+			code: 3,
+			want: map[string][2]string{
+				"rollouts/0/0":            {"passed"},
+				"rollouts/0/1":            {"failed"},
+				"rollouts/1/0":            {"passed"},
+				gymRollouts + "#2":        {"error", gymRollouts + ": line 3 (byte 1584): invalid JSON at byte 69 of the line"},
+				gymRollouts + "#4":        {"error", gymRollouts + ": line 5 (byte 2799): _ng_task_index is null"},
+				"rollouts_failures/2/0":   {"passed"},
+				"rollouts_failures/2/1/1": {"error", "response is missing, not an object (the rollout failed in NeMo Gym: timeout_exceeded)"},
+			},
+			kept: []string{"model", "recorded_reward"},
+		},
+		{
+			name: "atif",
+			args: []string{"--from", "atif", "--spec", filepath.Join(examples, "atif.yaml"), filepath.Join(harnessData, "atif")},
+			code: 3,
+			want: map[string][2]string{
+				"8c1f0e52-3b7d-4d0a-9a51-2f6c1b9e7d40": {"passed"},
+				"stock-run-17":                         {"passed"},
+				"traj-chart-0042":                      {"passed"},
+				atifBatch + "#1":                       {"error", atifBatch + ": line 2 (byte 654): invalid JSON"},
+			},
+			kept: []string{"model"},
 		},
 	}
 	for _, tt := range tests {

@@ -61,6 +61,44 @@ func FuzzMessages(f *testing.F) {
 	fuzzStream(f, Messages, plain, true, "\xef\xbb\xbf{\"rollout_id\": 5.0, \"output\": null, \"x\": 1, \"x\": 2}\r\n  \n[1]\n{\"rollout_id\": null, \"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"b\"}]}", "messages/chats.jsonl")
 }
 
+// FuzzNemoGym reads rollouts named fuzz; input is kept under 200 KiB, so
+// that the reader's buffer holds the first bytes the hint looks at whole.
+func FuzzNemoGym(f *testing.F) {
+	addSeeds(f, "nemo-gym/run/rollouts.jsonl", "nemo-gym/run/rollouts_failures.jsonl", "messages/chats.jsonl")
+	f.Add([]byte("\xef\xbb\xbf{\"responses_create_params\": {\"input\": [{\"role\": \"user\", \"content\": [{\"text\": \"q\"}, {\"text\": \"\"}]}]}, \"response\": {\"model\": 3, \"output\": [{\"type\": \"message\", \"content\": [{\"type\": \"output_text\", \"text\": \"\"}, {\"type\": \"output_text\", \"text\": \"a\\u00e9\"}]}, {\"type\": \"function_call\", \"call_id\": \"c\", \"name\": \"f\", \"arguments\": \"[1]\"}]}, \"_ng_task_index\": \"t\", \"_ng_rollout_index\": 1e2, \"_ng_attempt_index\": 2, \"_ng_failure_class\": {\"a\": 1}, \"error\": \"boom\", \"x\": 1, \"x\": 2}\r\n  \n[1]\n{\"response\": null, \"_ng_task_index\": 0, \"_ng_rollout_index\": 0, \"agent_ref\": {\"name\": \"\"}}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 200<<10 {
+			return
+		}
+		r, err := NewReader("fuzz", bytes.NewReader(data), NemoGym)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareReader(t, r, plainNemoGym("fuzz", data), true, true)
+	})
+}
+
+// FuzzATIF reads trajectories named t1/trajectory.json (the directory
+// gives the task t1); input is kept under 48 KiB, within the window the
+// reader looks at to tell JSON Lines from indented documents.
+func FuzzATIF(f *testing.F) {
+	addSeeds(f, "atif/job/hello-file__Xk3pQ9a/agent/trajectory.json", "atif/batch.jsonl", "tau2/results.json")
+	f.Add([]byte("{\"schema_version\": \"ATIF-v1.7\", \"trajectory_id\": \"t\", \"steps\": [{\"source\": \"agent\", \"message\": [{\"type\": \"text\", \"text\": \"x\"}]}, {\"source\": \"agent\", \"message\": \"\"}], \"extra\": {\"task_id\": 7}}\n\n{\"steps\": {}}\n"))
+	f.Add([]byte("{\n \"session_id\": \"\", \"steps\": [], \"agent\": {\"model_name\": \"m\"}, \"final_metrics\": null}\n[1]  {\"steps\": 1}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 48<<10 {
+			return
+		}
+		const name = "t1/trajectory.json"
+		r, err := NewReader(name, bytes.NewReader(data), ATIF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, valid := plainATIF(name, "t1", data)
+		compareReader(t, r, doc, valid, false)
+	})
+}
+
 // FuzzInspectSample fuzzes the sample member of an .eval archive (the
 // zip itself is the standard library's).
 func FuzzInspectSample(f *testing.F) {

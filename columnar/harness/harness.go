@@ -16,6 +16,11 @@
 //     simulations streamed.
 //   - messages: JSON Lines whose lines hold a task_id and OpenAI chat
 //     messages.
+//   - NeMo Gym: rollouts.jsonl and its _failures.jsonl, JSON Lines of
+//     verify responses, read line by line, with the task fields of the
+//     _materialized_inputs.jsonl beside them (nemogym.go).
+//   - ATIF: Harbor's trajectory documents (trajectory.json), read value by
+//     value, or JSON Lines of them (atif.go).
 //
 // A rollout is mapped as follows:
 //
@@ -39,7 +44,8 @@
 //	task row        input, target, choices,         info.task (user_id, actions,    the task definition (without    -
 //	                metadata, setup                 instruction, outputs)           its id)
 //
-// Absent values are left out. Texts are joined with a newline; a
+// NeMo Gym and ATIF rollouts are mapped as nemoGymRow and
+// atifTrajectory say. Absent values are left out. Texts are joined with a newline; a
 // message's content is a string or a list of parts, of which the text
 // parts count. Lists (messages, parts, tool calls) are JSON arrays: an
 // object in the place of one reads as an empty list. Log events (see logWriter) are, in order:
@@ -90,15 +96,20 @@ const (
 	Tau2 Format = "tau2"
 	// Messages is JSON Lines of OpenAI chat messages.
 	Messages Format = "messages"
+	// NemoGym is NeMo Gym's rollouts: JSON Lines of verify responses.
+	NemoGym Format = "nemo-gym"
+	// ATIF is Harbor's Agent Trajectory Interchange Format: one
+	// trajectory document per file, or JSON Lines of them.
+	ATIF Format = "atif"
 )
 
 // ParseFormat returns the Format named s.
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(s); f {
-	case Inspect, TauBench, Tau2, Messages:
+	case Inspect, TauBench, Tau2, Messages, NemoGym, ATIF:
 		return f, nil
 	}
-	return "", fmt.Errorf("unknown harness format %q (want inspect, tau-bench, tau2 or messages)", s)
+	return "", fmt.Errorf("unknown harness format %q (want inspect, tau-bench, tau2, messages, nemo-gym or atif)", s)
 }
 
 // IsEvalArchive reports whether path names an Inspect .eval archive.
@@ -204,29 +215,43 @@ func OpenFile(path string, file File, f Format) (*Reader, error) {
 			return r, nil
 		}
 	}
-	var in io.Reader = file
-	closer := io.Closer(file)
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".gz":
-		zr, err := gzip.NewReader(file)
-		if err != nil {
-			return nil, fmt.Errorf("open %s: gzip: %w", path, err)
-		}
-		in = zr
-	case ".zst":
-		zr, err := zstd.NewReader(file, zstd.WithDecoderMaxWindow(128<<20), zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, fmt.Errorf("open %s: zstd: %w", path, err)
-		}
-		in = zr.IOReadCloser()
-		closer = closers{zr.IOReadCloser(), file}
+	in, closer, err := decompress(path, file)
+	if err != nil {
+		return nil, err
 	}
 	r, err := NewReader(path, in, f)
 	if err != nil {
 		return nil, err
 	}
 	r.closer = closer
+	if f == NemoGym {
+		// The task fields of the run's materialized inputs, beside the
+		// file, fill those the rollouts lack.
+		if err := r.src.(*nemoGym).joinInputs(path); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// decompress returns the reader of file, named path: decompressed when
+// the name ends in .gz or .zst, and what closes it (and file).
+func decompress(path string, file io.ReadCloser) (io.Reader, io.Closer, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".gz":
+		zr, err := gzip.NewReader(file)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open %s: gzip: %w", path, err)
+		}
+		return zr, file, nil
+	case ".zst":
+		zr, err := zstd.NewReader(file, zstd.WithDecoderMaxWindow(128<<20), zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, nil, fmt.Errorf("open %s: zstd: %w", path, err)
+		}
+		return zr.IOReadCloser(), closers{zr.IOReadCloser(), file}, nil
+	}
+	return file, file, nil
 }
 
 type closers []io.Closer
@@ -255,6 +280,11 @@ func NewReader(name string, in io.Reader, f Format) (*Reader, error) {
 	case Messages:
 		br, _ := skipBOM(in)
 		r.src = &messages{br: br, maxLine: defaultMaxLine}
+	case NemoGym:
+		br, _ := skipBOM(in)
+		r.src = &nemoGym{lines: messages{br: br, maxLine: defaultMaxLine}, stem: fileStem(name)}
+	case ATIF:
+		r.src = newATIF(name, in)
 	default:
 		_, err := ParseFormat(string(f))
 		return nil, err
@@ -353,7 +383,7 @@ func fileStem(name string) string {
 		return stdinStem
 	}
 	base := filepath.Base(name)
-	for _, ext := range []string{".gz", ".zst", ".json", ".jsonl"} {
+	for _, ext := range []string{".gz", ".zst", ".json", ".jsonl", ".ndjson"} {
 		if len(base) > len(ext) && strings.EqualFold(base[len(base)-len(ext):], ext) {
 			base = base[:len(base)-len(ext)]
 		}

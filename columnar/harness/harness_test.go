@@ -73,6 +73,10 @@ func TestGolden(t *testing.T) {
 		{"tau2/results.json", Tau2},
 		{"tau2/tasks_last.json", Tau2},
 		{"messages/chats.jsonl", Messages},
+		{"nemo-gym/run/rollouts.jsonl", NemoGym},
+		{"nemo-gym/run/rollouts_failures.jsonl", NemoGym},
+		{"atif/job/hello-file__Xk3pQ9a/agent/trajectory.json", ATIF},
+		{"atif/batch.jsonl", ATIF},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -114,6 +118,7 @@ func TestTruncated(t *testing.T) {
 		{"tau2/results.json", Tau2, 5000, "truncated at byte 5000"},
 		{"inspect/log.json", Inspect, 4000, "truncated at byte 4000"},
 		{"inspect/run.eval", Inspect, 2000, "no zip directory at the end (byte 2000)"},
+		{"atif/job/hello-file__Xk3pQ9a/agent/trajectory.json", ATIF, 1500, "truncated at byte 1500"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

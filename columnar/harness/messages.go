@@ -89,6 +89,14 @@ func (m *messages) next(r *Reader) (Item, error) {
 		if root.Kind() != jsonview.Object {
 			return Item{Rollout: r.defaultID(index), Err: m.hint(index, fmt.Errorf("line %d: not a JSON object", index+1)), Where: where}, nil
 		}
+		if index == 0 && !root.Get("messages").Exists() && !root.Get("output").Exists() {
+			// A first line with nothing of a chat that is another
+			// format's (NeMo Gym rollouts, ATIF trajectories) fails
+			// the file: its rows would be graded with no output.
+			if looks, desc := otherFormat(Messages, root); looks != "" {
+				return Item{}, &FormatError{Err: fmt.Errorf("read %s: line 1: no messages or output", r.name), Looks: looks, Desc: desc}
+			}
+		}
 		return r.messagesLine(root, index, where), nil
 	}
 }
@@ -115,14 +123,19 @@ func (m *messages) hint(index int, err error) error {
 func (r *Reader) defaultID(index int) []byte {
 	var o object
 	o.begin(r.out[:0])
+	r.appendDefaultID(&o, index)
+	r.out = o.end()
+	return r.out
+}
+
+// appendDefaultID appends the member rollout_id, <name>#<index>.
+func (r *Reader) appendDefaultID(o *object, index int) {
 	o.key("rollout_id")
 	o.b = append(o.b, '"')
 	o.b = appendStringBody(o.b, r.name)
 	o.b = append(o.b, '#')
 	o.b = strconv.AppendInt(o.b, int64(index), 10)
 	o.b = append(o.b, '"')
-	r.out = o.end()
-	return r.out
 }
 
 // messagesLine maps one line: its rollout fields as they are (a missing

@@ -53,13 +53,17 @@ func (k keyList) has(key string) bool {
 }
 
 // looksByKeys guesses the format of a file whose top-level value is an
-// object with keys (or whose first line is, for messages).
+// object with keys (or whose first line is, for the JSON Lines formats).
 func looksByKeys(keys keyList) (Format, string) {
 	switch {
 	case keys.has("eval"):
 		return Inspect, "an Inspect log"
 	case keys.has("simulations"), keys.has("info") && (keys.has("tasks") || keys.has("timestamp")):
 		return Tau2, "a tau2 results file"
+	case keys.has("schema_version") && (keys.has("steps") || keys.has("agent")):
+		return ATIF, "an ATIF trajectory"
+	case keys.has("responses_create_params"), keys.has(gymTaskIndex) && keys.has("response"):
+		return NemoGym, "NeMo Gym rollouts"
 	case keys.has("messages"):
 		return Messages, "JSON Lines of chat messages"
 	}

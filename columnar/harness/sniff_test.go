@@ -33,12 +33,15 @@ func firstError(r *Reader) error {
 // says what the file looks like and which format to try.
 func TestWrongFormatHint(t *testing.T) {
 	const (
-		tauBench = "tau-bench/tool-calling-gpt-4o-0.0_range_0--1.json"
-		tau2     = "tau2/results.json"
-		tau2Last = "tau2/tasks_last.json"
-		logJSON  = "inspect/log.json"
-		archive  = "inspect/run.eval"
-		chats    = "messages/chats.jsonl"
+		tauBench  = "tau-bench/tool-calling-gpt-4o-0.0_range_0--1.json"
+		tau2      = "tau2/results.json"
+		tau2Last  = "tau2/tasks_last.json"
+		logJSON   = "inspect/log.json"
+		archive   = "inspect/run.eval"
+		chats     = "messages/chats.jsonl"
+		gym       = "nemo-gym/run/rollouts.jsonl"
+		atifDoc   = "atif/job/hello-file__Xk3pQ9a/agent/trajectory.json"
+		atifJSONL = "atif/batch.jsonl"
 	)
 	tests := []struct {
 		file  string
@@ -61,6 +64,28 @@ func TestWrongFormatHint(t *testing.T) {
 		{chats, TauBench, Messages, "(this looks like JSON Lines of chat messages; try --from messages)"},
 		{chats, Tau2, Messages, "data after the end at byte"},
 		{chats, Inspect, Messages, "data after the end at byte"},
+		{gym, Messages, NemoGym, "line 1: no messages or output (this looks like NeMo Gym rollouts; try --from nemo-gym)"},
+		{gym, ATIF, NemoGym, "line 1 (byte 0): no steps or schema_version (this looks like NeMo Gym rollouts; try --from nemo-gym)"},
+		{gym, TauBench, NemoGym, "(this looks like NeMo Gym rollouts; try --from nemo-gym)"},
+		{gym, Tau2, NemoGym, "data after the end at byte"},
+		{gym, Inspect, NemoGym, "data after the end at byte"},
+		{atifDoc, NemoGym, ATIF, "line 1 (byte 0): invalid JSON"},
+		{atifDoc, Messages, ATIF, "(this looks like an ATIF trajectory; try --from atif)"},
+		{atifDoc, TauBench, ATIF, "(this looks like an ATIF trajectory; try --from atif)"},
+		{atifDoc, Tau2, ATIF, "no simulations (this looks like an ATIF trajectory; try --from atif)"},
+		{atifDoc, Inspect, ATIF, "(this looks like an ATIF trajectory; try --from atif)"},
+		{atifJSONL, NemoGym, ATIF, "line 1 (byte 0): no response or responses_create_params"},
+		{atifJSONL, Messages, ATIF, "line 1: no messages or output"},
+		{tauBench, NemoGym, TauBench, "line 1 (byte 0): invalid JSON"},
+		{tauBench, ATIF, TauBench, "trajectory 1 (byte 0): not a JSON object"},
+		{logJSON, NemoGym, Inspect, "(this looks like an Inspect log; try --from inspect)"},
+		{logJSON, ATIF, Inspect, "no steps or schema_version (this looks like an Inspect log; try --from inspect)"},
+		{tau2, ATIF, Tau2, "no steps or schema_version (this looks like a tau2 results file; try --from tau2)"},
+		{tau2, NemoGym, Tau2, "(this looks like a tau2 results file; try --from tau2)"},
+		{archive, NemoGym, Inspect, "(this looks like an Inspect .eval archive; try --from inspect)"},
+		{archive, ATIF, Inspect, "(this looks like an Inspect .eval archive; try --from inspect)"},
+		{chats, NemoGym, Messages, "no response or responses_create_params (this looks like JSON Lines of chat messages; try --from messages)"},
+		{chats, ATIF, Messages, "no steps or schema_version (this looks like JSON Lines of chat messages; try --from messages)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file+" as "+string(tt.read), func(t *testing.T) {
@@ -112,6 +137,25 @@ func TestNoHint(t *testing.T) {
 				t.Errorf("read of %s as %s: error %v, want no hint", tt.data, tt.read, err)
 			}
 		})
+	}
+}
+
+// TestStdinStemNemoGym checks that NeMo Gym rollouts read from standard
+// input have ids stemmed stdin, and those of a file its stem.
+func TestStdinStemNemoGym(t *testing.T) {
+	line := `{"response": {"output": []}, "agent_ref": {"name": "a"}, "_ng_task_index": 4, "_ng_rollout_index": 1}`
+	for name, want := range map[string]string{"-": `"rollout_id":"stdin/4/1"`, "out/run.jsonl.zst": `"rollout_id":"run/4/1"`} {
+		r, err := NewReader(name, strings.NewReader(line), NemoGym)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := r.Next()
+		if err != nil || it.Err != nil {
+			t.Fatalf("Next() = %v, %v", err, it.Err)
+		}
+		if !strings.Contains(string(it.Rollout), want) || !strings.Contains(string(it.Rollout), `"task_id":"a/4"`) {
+			t.Errorf("rollout of %s = %s, want one holding %s and task a/4", name, it.Rollout, want)
+		}
 	}
 }
 
