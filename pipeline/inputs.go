@@ -230,7 +230,7 @@ func noInputs(args, skipped []string) string {
 		}
 		b.WriteString(")")
 	}
-	fmt.Fprintf(&b, "; want %s files, or .json logs with --from inspect, tau-bench or tau2", inputTypes)
+	fmt.Fprintf(&b, "; want %s files, or .json logs with --from inspect, tau-bench, tau2 or atif", inputTypes)
 	return b.String()
 }
 

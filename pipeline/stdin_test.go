@@ -167,7 +167,7 @@ func TestNoInputFiles(t *testing.T) {
 		os.WriteFile(p, nil, 0o644)
 	}
 	empty := filepath.Join(dir, "empty")
-	types := "; want .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow, .feather or .eval files, or .json logs with --from inspect, tau-bench or tau2"
+	types := "; want .parquet, .jsonl, .ndjson, .jsonl.zst, .jsonl.gz, .arrow, .feather or .eval files, or .json logs with --from inspect, tau-bench, tau2 or atif"
 	tests := []struct {
 		name string
 		args []string

@@ -65,7 +65,7 @@ class GradeOptions(TypedDict, total=False):
     map: Annotated[str | Mapping[str, str], Kind.PAIRS]
     """Read fields from other columns: ``{"final_state": "world_after", "output": "response.text"}``."""
     from_: Annotated[str, Kind.VALUE]
-    """Read ``.json`` inputs as logs of this harness: ``inspect``, ``tau-bench``, ``tau2`` or ``messages`` (``--from``)."""
+    """Read inputs as logs of this harness: ``inspect``, ``tau-bench``, ``tau2``, ``messages``, ``nemo-gym`` or ``atif`` (``--from``)."""
     set: Annotated[Mapping[str, str] | Sequence[str], Kind.REPEATED_PAIRS]
     """Constant metadata added to every row: ``{"model": "gpt-4o"}``."""
     keep: Annotated[str | Sequence[str], Kind.JOINED]
