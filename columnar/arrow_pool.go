@@ -114,8 +114,8 @@ type bodyAllocator struct {
 
 const (
 	bodyMinBytes = 1 << 20
-	bodyKeep     = 4
-	bodyMaxBytes = 512 << 20
+	bodyKeep     = 2
+	bodyMaxBytes = 384 << 20
 )
 
 // Allocate returns size zero bytes, 64-byte aligned.
