@@ -62,7 +62,14 @@ func (p *poolAllocator) Allocate(size int) []byte {
 }
 
 // Reallocate returns b resized to size, its bytes kept; new bytes are zero.
-func (p *poolAllocator) Reallocate(size int, b []byte) []byte {
+func (p *poolAllocator) Reallocate(size int, b []byte) []byte { return reallocate(p, size, b) }
+
+// reallocate is Reallocate of an allocator that hands out and takes back
+// buffers with Allocate and Free.
+func reallocate(p interface {
+	Allocate(int) []byte
+	Free([]byte)
+}, size int, b []byte) []byte {
 	if cap(b) >= size {
 		if size > len(b) {
 			clear(b[len(b):size])
@@ -144,18 +151,7 @@ func (p *bodyAllocator) Allocate(size int) []byte {
 }
 
 // Reallocate returns b resized to size, its bytes kept; new bytes are zero.
-func (p *bodyAllocator) Reallocate(size int, b []byte) []byte {
-	if cap(b) >= size {
-		if size > len(b) {
-			clear(b[len(b):size])
-		}
-		return b[:size]
-	}
-	nb := p.Allocate(size)
-	copy(nb, b)
-	p.Free(b)
-	return nb
-}
+func (p *bodyAllocator) Reallocate(size int, b []byte) []byte { return reallocate(p, size, b) }
 
 // Free keeps b for reuse when it is a body and there is room.
 func (p *bodyAllocator) Free(b []byte) {

@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"syscall"
 
 	"github.com/gavelhq/gavel/judge/call"
 	"github.com/openai/openai-go/v3"
@@ -144,22 +140,10 @@ func (j *Judge) classify(ctx, actx context.Context, err error) error {
 	if errors.Is(actx.Err(), context.DeadlineExceeded) {
 		return j.fail(KindTimeout, 0, fmt.Sprintf("no reply within %v", c.timeout))
 	}
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return j.fail(KindConnection, 0, "connection refused")
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		e := j.fail(KindConnection, 0, "connection reset")
-		e.retry = true
+	if what, retry, ok := call.Transport(err); ok {
+		e := j.fail(KindConnection, 0, c.red.Redact(what))
+		e.retry = retry
 		return e
-	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) {
-		return j.fail(KindConnection, 0, "cannot resolve "+call.Quote(dns.Name))
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		// url.Error's text holds the full URL; its cause does not.
-		return j.fail(KindConnection, 0, "request failed: "+c.red.Redact(ue.Err.Error()))
 	}
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) || strings.Contains(err.Error(), "unmarshal") || strings.Contains(err.Error(), "JSON") {

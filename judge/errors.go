@@ -1,8 +1,6 @@
 package judge
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gavelhq/gavel/judge/call"
@@ -60,18 +58,9 @@ type Error struct {
 	formatRejected bool          // a 400 naming response_format
 }
 
-// Error returns "judge: MSG (HTTP STATUS)".
+// Error returns "judge: MSG (HTTP STATUS) after N retries".
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("judge: ")
-	b.WriteString(e.Msg)
-	if e.HTTPStatus != 0 {
-		fmt.Fprintf(&b, " (HTTP %d)", e.HTTPStatus)
-	}
-	if e.Retries > 0 {
-		fmt.Fprintf(&b, " after %d retries", e.Retries)
-	}
-	return b.String()
+	return call.FailureText("judge: "+e.Msg, e.HTTPStatus, e.Retries)
 }
 
 // Retry reports whether the request may be sent again and the wait the

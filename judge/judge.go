@@ -21,7 +21,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -247,13 +246,9 @@ func New(cfg Config) (*Judge, error) {
 	ps := &peers{cfg: cfg, key: key, m: map[string]*core{}, n: &counters{}}
 	c := ps.newCore(cfg.BaseURL, mode)
 	if cfg.CacheDir != "off" {
-		dir := cfg.CacheDir
-		if dir == "" {
-			base, err := os.UserCacheDir()
-			if err != nil {
-				return nil, fmt.Errorf("judge cache: %w (set a cache directory, or off)", err)
-			}
-			dir = filepath.Join(base, "gavel", "judge")
+		dir, err := call.CacheDir(cfg.CacheDir, "judge")
+		if err != nil {
+			return nil, fmt.Errorf("judge cache: %w", err)
 		}
 		ch, err := call.Open[Verdict](dir, cacheLayout)
 		if err != nil {

@@ -26,16 +26,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gavelhq/gavel/judge/call"
@@ -115,13 +112,9 @@ func New(cfg Config) (*Caller, error) {
 	}
 	c := &Caller{cfg: cfg, clients: map[*verifiers.Verifier]*Client{}, sleep: call.SleepCtx, jitter: rand.Float64, now: time.Now}
 	if cfg.CacheDir != "off" {
-		dir := cfg.CacheDir
-		if dir == "" {
-			base, err := os.UserCacheDir()
-			if err != nil {
-				return nil, fmt.Errorf("remote cache: %w (set a cache directory, or off)", err)
-			}
-			dir = filepath.Join(base, "gavel", "remote")
+		dir, err := call.CacheDir(cfg.CacheDir, "remote")
+		if err != nil {
+			return nil, fmt.Errorf("remote cache: %w", err)
 		}
 		ch, err := call.Open[Answer](dir, cacheLayout)
 		if err != nil {
@@ -521,18 +514,9 @@ type Error struct {
 	retryAfter time.Duration
 }
 
-// Error returns "remote verifier ID at URL: MSG (HTTP STATUS)".
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Msg)
-	if e.HTTPStatus != 0 {
-		fmt.Fprintf(&b, " (HTTP %d)", e.HTTPStatus)
-	}
-	if e.Retries > 0 {
-		fmt.Fprintf(&b, " after %d retries", e.Retries)
-	}
-	return b.String()
-}
+// Error returns "remote verifier ID at URL: MSG (HTTP STATUS) after N
+// retries".
+func (e *Error) Error() string { return call.FailureText(e.Msg, e.HTTPStatus, e.Retries) }
 
 // Retry reports whether the request may be sent again (call.Retryable).
 func (e *Error) Retry() (bool, time.Duration) { return e.retry, e.retryAfter }
@@ -549,21 +533,10 @@ func (cl *Client) classify(ctx, actx context.Context, err error) error {
 	if errors.Is(actx.Err(), context.DeadlineExceeded) {
 		return cl.fail(KindTimeout, 0, fmt.Sprintf("no answer within %v", cl.timeout))
 	}
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return cl.fail(KindConnection, 0, "connection refused")
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		e := cl.fail(KindConnection, 0, "connection reset")
-		e.retry = true
+	if what, retry, ok := call.Transport(err); ok {
+		e := cl.fail(KindConnection, 0, cl.red.Redact(what))
+		e.retry = retry
 		return e
-	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) {
-		return cl.fail(KindConnection, 0, "cannot resolve "+call.Quote(dns.Name))
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return cl.fail(KindConnection, 0, "request failed: "+cl.red.Redact(ue.Err.Error()))
 	}
 	return cl.fail(KindConnection, 0, "request failed: "+cl.red.Redact(err.Error()))
 }

@@ -21,12 +21,18 @@ package call
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -253,3 +259,53 @@ func Quote(s string) string {
 }
 
 func defaultJitter() float64 { return rand.Float64() }
+
+// CacheDir returns the directory of a cache: dir, or, when it is "", sub
+// under gavel's directory of the user's cache (os.UserCacheDir).
+func CacheDir(dir, sub string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("%w (set a cache directory, or off)", err)
+	}
+	return filepath.Join(base, "gavel", sub), nil
+}
+
+// Transport describes a request's transport failure err (no response):
+// "connection refused", "connection reset" (which may be retried),
+// "cannot resolve NAME", or "request failed: CAUSE" (a url.Error's cause
+// only: its text holds the full URL). ok is false for an error that is
+// none of these, whose text the caller words itself; the caller removes
+// secrets from what.
+func Transport(err error) (what string, retry, ok bool) {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused", false, true
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection reset", true, true
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return "cannot resolve " + Quote(dns.Name), false, true
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return "request failed: " + ue.Err.Error(), false, true
+	}
+	return "", false, false
+}
+
+// FailureText returns msg followed by " (HTTP STATUS)" when there was a
+// response and " after N retries" when there were retries: how the judge
+// and remote verifiers end the text of a failure.
+func FailureText(msg string, status, retries int) string {
+	if status != 0 {
+		msg += fmt.Sprintf(" (HTTP %d)", status)
+	}
+	if retries > 0 {
+		msg += fmt.Sprintf(" after %d retries", retries)
+	}
+	return msg
+}
