@@ -478,7 +478,9 @@ func TestJudgeResumeAfterCrash(t *testing.T) {
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("Run = %v, want interrupted", err)
 	}
-	before := srv.Requests()
+	// A request the stopped run sent may reach the server after Run
+	// returned: count the first run's requests once they stop coming.
+	before := settled(srv.Requests)
 	srv.Script(nil)
 	cfg.Progress = nil
 	cfg.Resume = true
@@ -626,4 +628,18 @@ func TestJudgeGoVerifier(t *testing.T) {
 			t.Errorf("prompt lacks the row's prompt field:\n%s", r.User)
 		}
 	}
+}
+
+// settled returns count() once it has not changed for 200 ms (at most 10 s).
+func settled(count func() int) int {
+	n := count()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		m := count()
+		if m == n {
+			return n
+		}
+		n = m
+	}
+	return n
 }

@@ -118,7 +118,8 @@ func TestRemoteKill9Resume(t *testing.T) {
 	srv.mu.Lock()
 	srv.hang = nil
 	srv.mu.Unlock()
-	before := srv.requests.Load()
+	// A request sent just before the kill may reach the service after it.
+	before := settled(srv.requests.Load)
 	cmd, stderr = gavelCmd(t, dir, append([]string{args[0], "--resume"}, args[1:]...)...)
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
@@ -162,4 +163,18 @@ func TestRemoteKill9Resume(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// settled returns count() once it has not changed for 200 ms (at most 10 s).
+func settled(count func() int64) int64 {
+	n := count()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		m := count()
+		if m == n {
+			return n
+		}
+		n = m
+	}
+	return n
 }
