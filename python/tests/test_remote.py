@@ -382,7 +382,7 @@ def test_example_math_service(tmp_path: Path) -> None:
         "math-4": (200, 1.0),
         "math-5": (200, 1.0),
         "math-6": (422, {
-            "error": "ValueError: rollout math-6 has no meta.expected_answer",
+            "error": "ValueError: rollout math-6 has no expected_answer",
             "hint": "the function raised on this rollout: gavel records it as an error row, never a score",
         }),
     }

@@ -126,6 +126,12 @@ class GradeOptions(TypedDict, total=False):
     """Send at most this many judgements; the rubric checks beyond stay pending (0: no limit)."""
     judge_cache: Annotated[PathArg, Kind.VALUE]
     """Verdict cache directory, or ``"off"``."""
+    allow_impure: Annotated[bool, Kind.FLAG]
+    """Ask remote verifiers not declared stateless; their answers are neither cached nor reused."""
+    remote_cache: Annotated[PathArg, Kind.VALUE]
+    """Remote verifiers' answer cache directory, or ``"off"``."""
+    remote_max_requests: Annotated[int, Kind.VALUE]
+    """Send at most this many requests to remote verifiers; the rollouts beyond stay pending (0: no limit)."""
 
 
 MANAGED_FLAGS = frozenset({"checks-out", "input-format", "summary-out"})
