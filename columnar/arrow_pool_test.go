@@ -1,6 +1,8 @@
 package columnar
 
 import (
+	"os"
+	"runtime/debug"
 	"testing"
 	"unsafe"
 )
@@ -108,5 +110,30 @@ func TestBodyAllocator(t *testing.T) {
 	}
 	if len(p.free) != bodyKeep {
 		t.Errorf("%d bodies kept, want at most %d", len(p.free), bodyKeep)
+	}
+}
+
+// TestBodyAllocatorMemoryLimit: a body larger than the soft memory limit
+// allows for raises it to hold bodyLive of them, unless GOMEMLIMIT set it.
+func TestBodyAllocatorMemoryLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	os.Unsetenv("GOMEMLIMIT")
+	old := debug.SetMemoryLimit(64 << 20)
+	defer debug.SetMemoryLimit(old)
+	var p bodyAllocator
+	p.Allocate(8 << 20)
+	if got, want := debug.SetMemoryLimit(-1), int64(64<<20+bodyLive*8<<20); got != want {
+		t.Errorf("limit after an 8 MiB body: %d, want %d", got, want)
+	}
+	p.Allocate(4 << 20) // smaller: no change
+	if got, want := debug.SetMemoryLimit(-1), int64(64<<20+bodyLive*8<<20); got != want {
+		t.Errorf("limit after a smaller body: %d, want %d", got, want)
+	}
+	t.Setenv("GOMEMLIMIT", "100MiB")
+	debug.SetMemoryLimit(100 << 20)
+	var q bodyAllocator
+	q.Allocate(64 << 20)
+	if got := debug.SetMemoryLimit(-1); got != 100<<20 {
+		t.Errorf("limit set by GOMEMLIMIT changed to %d", got)
 	}
 }
