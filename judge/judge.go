@@ -66,9 +66,9 @@ const (
 	DefaultThreshold   = 0.8
 	DefaultConcurrency = 16
 	DefaultTimeout     = 2 * time.Minute
-	DefaultMaxRetries  = 4
-	DefaultBackoff     = 500 * time.Millisecond
-	DefaultMaxBackoff  = 30 * time.Second
+	DefaultMaxRetries  = call.DefaultMaxRetries
+	DefaultBackoff     = call.DefaultBackoff
+	DefaultMaxBackoff  = call.DefaultMaxBackoff
 )
 
 // MaxRetryAfter is the longest Retry-After a judge waits; a server asking
@@ -212,18 +212,8 @@ func New(cfg Config) (*Judge, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	switch {
-	case cfg.MaxRetries == 0:
-		cfg.MaxRetries = DefaultMaxRetries
-	case cfg.MaxRetries < 0:
-		cfg.MaxRetries = 0
-	}
-	if cfg.Backoff <= 0 {
-		cfg.Backoff = DefaultBackoff
-	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = DefaultMaxBackoff
-	}
+	pol := call.Policy{MaxRetries: cfg.MaxRetries, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff}.WithDefaults()
+	cfg.MaxRetries, cfg.Backoff, cfg.MaxBackoff = pol.MaxRetries, pol.Backoff, pol.MaxBackoff
 	mode := 0
 	switch cfg.ResponseMode {
 	case "", ModeAuto, ModeSchema:

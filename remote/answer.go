@@ -265,7 +265,7 @@ func readCheck(x any, i int, rows bool) (Check, string) {
 				*f.dst = text
 				continue
 			}
-			b, _ := jsonMarshal(v)
+			b, _ := json.Marshal(v)
 			*f.dst = string(b)
 		}
 	}
@@ -431,7 +431,7 @@ func plain(x any) string {
 	if s, ok := x.(string); ok {
 		return s
 	}
-	b, _ := jsonMarshal(x)
+	b, _ := json.Marshal(x)
 	return string(b)
 }
 
@@ -443,6 +443,3 @@ func jsonError(body []byte, err error) string {
 	}
 	return err.Error()
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-func jsonMarshal(v any) ([]byte, error)   { return json.Marshal(v) }

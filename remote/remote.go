@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,9 +50,6 @@ const (
 const (
 	DefaultTimeout     = time.Minute
 	DefaultConcurrency = 16
-	DefaultMaxRetries  = 4
-	DefaultBackoff     = 500 * time.Millisecond
-	DefaultMaxBackoff  = 30 * time.Second
 	// MaxRetryAfter is the longest Retry-After waited.
 	MaxRetryAfter = 5 * time.Minute
 	// maxAnswer bounds an answer's body.
@@ -67,7 +65,7 @@ type Config struct {
 	// are not cached.
 	AllowImpure bool
 	// MaxRetries (0: 4, negative: none), Backoff and MaxBackoff as the
-	// judge's.
+	// judge's (call.Policy.WithDefaults).
 	MaxRetries          int
 	Backoff, MaxBackoff time.Duration
 	// HTTPClient, if set, makes the requests (tests inject one).
@@ -98,18 +96,8 @@ var cacheLayout = call.Layout{Name: "remote cache", Magic: "GVREMOT1", Prefix: "
 
 // New returns a Caller. It opens the cache but makes no request.
 func New(cfg Config) (*Caller, error) {
-	switch {
-	case cfg.MaxRetries == 0:
-		cfg.MaxRetries = DefaultMaxRetries
-	case cfg.MaxRetries < 0:
-		cfg.MaxRetries = 0
-	}
-	if cfg.Backoff <= 0 {
-		cfg.Backoff = DefaultBackoff
-	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = DefaultMaxBackoff
-	}
+	pol := call.Policy{MaxRetries: cfg.MaxRetries, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff}.WithDefaults()
+	cfg.MaxRetries, cfg.Backoff, cfg.MaxBackoff = pol.MaxRetries, pol.Backoff, pol.MaxBackoff
 	c := &Caller{cfg: cfg, clients: map[*verifiers.Verifier]*Client{}, sleep: call.SleepCtx, jitter: rand.Float64, now: time.Now}
 	if cfg.CacheDir != "off" {
 		dir, err := call.CacheDir(cfg.CacheDir, "remote")
@@ -189,7 +177,6 @@ type Client struct {
 	// read from the cache until its probe said it is stateless.
 	unsure    bool
 	stateless atomic.Bool
-	modeSeen  string
 }
 
 // For returns the client of remote verifier v, made on first use. A
@@ -351,10 +338,9 @@ func (cl *Client) Probe(ctx context.Context) error {
 		return cl.probeError(cl.statusError(resp, body))
 	}
 	var mode string
-	if err := jsonUnmarshal(body, &mode); err != nil {
+	if err := json.Unmarshal(body, &mode); err != nil {
 		return cl.fail(KindInvalid, resp.StatusCode, "probe: GET /reverify_mode answered "+call.Quote(cl.red.Redact(string(body)))+", not a JSON string")
 	}
-	cl.modeSeen = mode
 	if !strings.EqualFold(mode, "stateless") {
 		if !c.cfg.AllowImpure {
 			e := cl.fail(KindImpure, resp.StatusCode, fmt.Sprintf("reverify_mode is %q, not stateless: its answers may change when asked again; run with --allow-impure to ask it anyway (its answers are then neither cached nor reused)", mode))
@@ -581,14 +567,14 @@ func (cl *Client) statusError(resp *http.Response, body []byte) *Error {
 // body, else the body's text.
 func errorText(body []byte) string {
 	var m map[string]any
-	if jsonUnmarshal(body, &m) == nil {
+	if json.Unmarshal(body, &m) == nil {
 		for _, k := range []string{"error", "detail", "message"} {
 			switch x := m[k].(type) {
 			case string:
 				return x
 			case nil:
 			default:
-				b, _ := jsonMarshal(x)
+				b, _ := json.Marshal(x)
 				return string(b)
 			}
 		}

@@ -62,6 +62,32 @@ type Policy struct {
 	Jitter func() float64
 }
 
+// The retry defaults of the judge and remote verifiers.
+const (
+	DefaultMaxRetries = 4
+	DefaultBackoff    = 500 * time.Millisecond
+	DefaultMaxBackoff = 30 * time.Second
+)
+
+// WithDefaults returns p with its defaults: MaxRetries 0 is
+// DefaultMaxRetries and a negative one none; Backoff and MaxBackoff not
+// positive are DefaultBackoff and DefaultMaxBackoff.
+func (p Policy) WithDefaults() Policy {
+	switch {
+	case p.MaxRetries == 0:
+		p.MaxRetries = DefaultMaxRetries
+	case p.MaxRetries < 0:
+		p.MaxRetries = 0
+	}
+	if p.Backoff <= 0 {
+		p.Backoff = DefaultBackoff
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = DefaultMaxBackoff
+	}
+	return p
+}
+
 // Outcome says how a request's retries went.
 type Outcome struct {
 	// Retries is the number of times the request was sent again.
