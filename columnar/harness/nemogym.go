@@ -210,7 +210,7 @@ func gymFailure(row jsonview.Value) []byte {
 	if !class.Exists() || class.IsNull() {
 		return nil
 	}
-	var b []byte
+	b := make([]byte, 0, 32) // not nil: an empty class is still a failure
 	if s, ok := body(class); ok {
 		b = append(b, s...)
 	} else {
