@@ -157,8 +157,8 @@ func (p *bodyAllocator) roomFor(size int) {
 
 const (
 	bodyMinBytes = 1 << 20
-	bodyKeep     = 2
-	bodyMaxBytes = 384 << 20
+	bodyKeep     = 3
+	bodyMaxBytes = 512 << 20
 )
 
 // Allocate returns size zero bytes, 64-byte aligned.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -133,6 +134,74 @@ func TestStdinArrowStream(t *testing.T) {
 		if _, err := in.Open(in.Units[0], Options{}); err == nil {
 			t.Errorf("standard input opened twice")
 		}
+	}
+}
+
+// TestStdinReadsAhead checks that the reader of a stream on standard input
+// reads the next record batch while the rows of the current one are being
+// graded (the writer's second record batch crosses the pipe with no Next
+// call after the first batch), but not the one after it (bounded memory);
+// and that Close returns while a read is blocked on the pipe.
+func TestStdinReadsAhead(t *testing.T) {
+	stream, offsets := stdinStream(t, 2, 2, 2)
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	wrote := make(chan int, 4) // bytes of the stream written so far, after each write
+	go func() {
+		// The schema message and the first record batch, then each
+		// record batch in its own write; the end-of-stream marker is
+		// never sent, so the last read blocks.
+		cuts := []int{offsets[1], offsets[2], len(stream) - 8}
+		at := 0
+		for _, c := range cuts {
+			if _, err := pw.Write(stream[at:c]); err != nil {
+				return
+			}
+			at = c
+			wrote <- c
+		}
+	}()
+	in, err := DescribeStdin("-", pr, InputArrowStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := in.Open(in.Units[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rd.Next(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Rows) != 2 || string(b.Rows[0].Task.Data) != "T0" {
+		t.Fatalf("first batch: %d rows; want T0 and T1", len(b.Rows))
+	}
+	if got := <-wrote; got != offsets[1] {
+		t.Fatalf("first write ends at %d, want %d", got, offsets[1])
+	}
+	select {
+	case got := <-wrote:
+		if got != offsets[2] {
+			t.Fatalf("second write ends at %d, want %d", got, offsets[2])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second record batch was not read while the first was held")
+	}
+	select {
+	case <-wrote:
+		t.Fatal("the third record batch was read before the reader took the second: more than one ahead")
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.Release()
+	closed := make(chan error, 1)
+	go func() { closed <- rd.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a read blocked on the pipe")
 	}
 }
 
