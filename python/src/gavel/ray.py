@@ -51,10 +51,12 @@ REFUSED: dict[str, str] = {
 MANAGED_MAP_ARGS = frozenset({"fn", "fn_args", "fn_kwargs", "batch_format", "zero_copy_batch"})
 """Arguments of ``Dataset.map_batches`` that :func:`grade` sets itself."""
 
-BATCH_SIZE = 10_000
+BATCH_SIZE = 25_000
 """Rows per run of the binary unless ``map_batches_args`` says otherwise:
-enough that starting a process is a small part of a task, and Ray bundles
-smaller blocks up to it."""
+enough that starting a process, and its first and last record batches,
+are a small part of a task (25,000 rows grade about a quarter faster than
+10,000 on 11 KB rollouts, measured), and Ray bundles smaller blocks up to
+it."""
 
 Batch = Any
 """A batch as ``Dataset.map_batches`` types it (a union of formats); with
