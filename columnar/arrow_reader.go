@@ -369,6 +369,14 @@ func readAhead(stream *ipc.Reader, in *countingReader, path string, a *streamAhe
 	}
 	idx := 0
 	at := in.n
+	// arrow-go recovers from panics while decoding a message; anything
+	// else that panics here is corrupt data too, and must not take the
+	// process down from a goroutine no caller can recover in.
+	defer func() {
+		if p := recover(); p != nil {
+			send(aheadRecord{err: fmt.Errorf("read %s: record batch %d at byte %d: corrupt data: %v", path, idx, at, p)})
+		}
+	}()
 	for stream.Next() {
 		at = in.n
 		idx++
