@@ -67,13 +67,14 @@ type streamAhead struct {
 	stop chan struct{}    // closed by Close
 }
 
-// aheadRecord is a non-empty record batch readAhead read, with its index
-// in the stream, or the error that ended the stream (rec nil), or its end
-// (rec and err nil).
+// aheadRecord is a non-empty record batch readAhead read, with the number
+// of record batches read up to it, itself included (the reader's recIdx),
+// or the error that ended the stream (rec nil), or its end (rec and err
+// nil).
 type aheadRecord struct {
-	rec arrow.RecordBatch
-	idx int
-	err error
+	rec  arrow.RecordBatch
+	read int
+	err  error
 }
 
 // arrowBatch is a batch of an ArrowReader; it holds the record batches
@@ -344,7 +345,7 @@ func (r *ArrowReader) nextAhead() (bool, error) {
 		r.ahead = nil
 		return false, x.err
 	}
-	r.recIdx = x.idx + 1
+	r.recIdx = x.read
 	r.setRecord(x.rec)
 	return true, nil
 }
@@ -385,7 +386,7 @@ func readAhead(stream *ipc.Reader, in *countingReader, path string, a *streamAhe
 			continue
 		}
 		rec.Retain()
-		if !send(aheadRecord{rec: rec, idx: idx - 1}) {
+		if !send(aheadRecord{rec: rec, read: idx}) {
 			return
 		}
 	}
