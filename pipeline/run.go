@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -204,6 +205,9 @@ var ErrInterrupted = errors.New("interrupted")
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Stdin == nil {
 		cfg.Stdin = os.Stdin
+	}
+	if f, ok := cfg.Stdin.(*os.File); ok && slices.Contains(cfg.Inputs, Stdin) {
+		growPipe(f)
 	}
 	in := newStopReader(cfg.Stdin)
 	defer in.stop()

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"io"
-	"os"
 	"sync"
 )
 
@@ -44,9 +43,6 @@ type readResult struct {
 }
 
 func newStopReader(r io.Reader) *stopReader {
-	if f, ok := r.(*os.File); ok {
-		growPipe(f)
-	}
 	s := &stopReader{r: r, stopped: make(chan struct{}), done: make(chan readResult, 1)}
 	s.stop = sync.OnceFunc(func() { close(s.stopped) })
 	return s
