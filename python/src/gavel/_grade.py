@@ -21,6 +21,7 @@ from ._binary import binary
 from ._client import json_default
 from ._errors import GavelError
 from ._options import GradeOptions, PathArg, option_args
+from ._pipe import PipeSink
 from ._results import Results, read
 
 if TYPE_CHECKING:
@@ -251,7 +252,10 @@ def run_stream(
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         failures: list[BaseException] = []
         stderr_chunks: list[bytes] = []
-        writer = threading.Thread(target=_write_stream, args=(reader, proc.stdin, failures), daemon=True)
+        # The sink outlives the binary: the pipe may refer to the buffers it
+        # holds until the binary has read them (gavel._pipe).
+        sink = PipeSink(proc.stdin.fileno())
+        writer = threading.Thread(target=_write_stream, args=(reader, proc.stdin, sink, failures), daemon=True)
         drainer = threading.Thread(target=_drain, args=(proc.stderr, stderr_chunks), daemon=True)
         writer.start()
         drainer.start()
@@ -300,8 +304,9 @@ def run_stream(
         return code, stderr, rewards, checks_table, summary_doc
 
 
-def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], failures: list[BaseException]) -> None:
-    """Writes reader's batches to the binary's standard input, then closes it.
+def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], sink: PipeSink, failures: list[BaseException]) -> None:
+    """Writes reader's batches to the binary's standard input through sink
+    (over stdin's file descriptor), then closes it.
 
     A closed pipe means the binary stopped reading (a usage error, a fatal
     error): its exit status and message say why, so it is not a failure
@@ -310,10 +315,12 @@ def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], failures: list
     stops on a truncated input rather than grading a part of the rows.
     """
     try:
-        w = ipc.new_stream(pa.PythonFile(cast(io.IOBase, stdin), mode="w"), reader.schema)
+        w = ipc.new_stream(pa.PythonFile(cast(io.IOBase, sink), mode="w"), reader.schema)
         for batch in reader:
-            w.write_batch(batch)
+            for piece in _pieces(batch):
+                w.write_batch(piece)
         w.close()
+        sink.flush()
     except OSError as e:
         if e.errno not in (errno.EPIPE, errno.ECONNRESET) and not isinstance(e, BrokenPipeError):
             failures.append(e)
@@ -324,6 +331,31 @@ def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], failures: list
             stdin.close()
         except OSError:
             pass
+
+
+PIECE_BYTES = 4 << 20
+"""The size of the record batches sent to the binary's standard input.
+
+Each batch is cut, without copying (``RecordBatch.slice``), into pieces of
+about this many bytes, never less than a row. The binary reads a record
+batch whole before grading its rows, and the pipe between the two holds
+1 MiB: with 112 MB batches (10,000 rollouts of 11 KB, as a Parquet file
+read by pyarrow gives), the binary's workers waited for each one to cross,
+and the body buffers they were read into outgrew the CPU's caches. 4 MiB
+pieces graded 200,000 such rollouts a quarter faster. The rows, their order
+and so every output are the same whatever the pieces."""
+
+
+def _pieces(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    """Cuts batch into slices of about PIECE_BYTES bytes (at least one row)."""
+    rows = batch.num_rows
+    size = batch.nbytes
+    if rows <= 1 or size <= PIECE_BYTES:
+        yield batch
+        return
+    step = max(1, rows * PIECE_BYTES // size)
+    for start in range(0, rows, step):
+        yield batch.slice(start, step)
 
 
 def _drain(f: IO[bytes], chunks: list[bytes]) -> None:
