@@ -387,3 +387,38 @@ func TestBodyLengthKnownOrNot(t *testing.T) {
 	}
 	memIdle(t, s)
 }
+
+// A stream's reader that waits for its own batches to be done is woken
+// when the last one leaves, not at its deadline: the memory they held may
+// have been given back before they left, waking it too early.
+func TestBatchLeavingWakesItsReader(t *testing.T) {
+	b := newMemBudget(100)
+	a := b.open(context.Background(), time.Now().Add(time.Minute))
+	if err := b.acquire(&a, 80); err != nil {
+		t.Fatal(err)
+	}
+	a.batch(+1)
+	got := make(chan error, 1)
+	go func() { got <- b.acquire(&a, 50) }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, waiting := b.state(); waiting == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reader's charge did not wait for its batch in flight")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	a.batch(-1)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("charge after the batch left: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reader still waits 5 s after its last batch left (until its deadline)")
+	}
+	if used, _ := b.state(); used != 130 {
+		t.Errorf("used %d, want 130 (80 held, then 50 more once no batch is in flight)", used)
+	}
+}

@@ -177,6 +177,12 @@ func (b *memBudget) release(a *memAccount, n int64) {
 	if a.held == 0 {
 		delete(b.holders, a)
 	}
+	b.wakeWaiters()
+}
+
+// wakeWaiters wakes the requests waiting in acquire, to ask again. b.mu
+// is held.
+func (b *memBudget) wakeWaiters() {
 	if b.waiting > 0 {
 		close(b.wake)
 		b.wake = make(chan struct{})
@@ -286,9 +292,17 @@ func (a *memAccount) drop(n int64) {
 }
 
 // batch records a stream's batch entering (+1) or leaving (-1) grading.
+// A batch leaving wakes the waiting requests: its stream's reader may be
+// waiting for its batches to be done, not for memory, and the memory the
+// batch held may have been given back (drop) before it left, with the
+// reader woken then, finding a batch still in flight, and waiting again.
+// Without this wake it waited until its deadline.
 func (a *memAccount) batch(d int) {
 	a.b.mu.Lock()
 	a.batches += d
+	if d < 0 {
+		a.b.wakeWaiters()
+	}
 	a.b.mu.Unlock()
 }
 
