@@ -88,7 +88,7 @@ class PipeSink:
         return True
 
     def write(self, data: Any) -> int:
-        if self._splice and isinstance(data, pa.Buffer) and data.size >= SPLICE_MIN:
+        if self._splice and isinstance(data, pa.Buffer) and data.is_cpu and data.size >= SPLICE_MIN:
             self.flush()
             if self._give(data):
                 return int(data.size)
