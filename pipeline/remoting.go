@@ -262,10 +262,14 @@ func (rs *remoting) send(ctx context.Context, group []*rask) error {
 		}
 		rs.probed[cl] = true
 	}
+	// The place in the client's queue is taken here, in input order: a
+	// later batch's requests, hanging, cannot take every slot ahead of an
+	// earlier one's whose goroutine happened to run late.
+	turn := cl.Enter()
 	rs.asks.Add(1)
 	go func() {
 		defer rs.asks.Done()
-		settle(cl.Ask(ctx, bodies, keys))
+		settle(cl.AskInTurn(ctx, turn, bodies, keys))
 	}()
 	return nil
 }

@@ -168,7 +168,7 @@ type Client struct {
 	shown   string // post without credentials or query, for messages
 	token   string
 	red     call.Redactor
-	lim     call.Limiter
+	lim     *call.Queue
 	timeout time.Duration
 	keyBase [32]byte
 	hc      *http.Client
@@ -204,7 +204,7 @@ func (c *Caller) For(v *verifiers.Verifier) (*Client, error) {
 	if s.Threshold <= 0 {
 		s.Threshold = 1
 	}
-	cl := &Client{c: c, v: v, s: s, post: s.URL, lim: call.NewLimiter(s.Concurrency), timeout: s.Timeout}
+	cl := &Client{c: c, v: v, s: s, post: s.URL, lim: call.NewQueue(s.Concurrency), timeout: s.Timeout}
 	if s.Protocol == ProtocolNemoGym {
 		cl.post = joinPath(s.URL, "verify")
 		cl.mode = joinPath(s.URL, "reverify_mode")
@@ -376,11 +376,22 @@ func (cl *Client) authorize(req *http.Request) {
 // is an *Error; when ctx ends, ctx's error. Answers that are not failures
 // are cached under keys.
 func (cl *Client) Ask(ctx context.Context, bodies [][]byte, keys []call.Key) ([]Answer, error) {
+	return cl.AskInTurn(ctx, cl.Enter(), bodies, keys)
+}
+
+// Enter takes the next place in the queue for the client's concurrency
+// slots: requests asked with AskInTurn are sent in the order of their
+// Enter, however their goroutines are scheduled.
+func (cl *Client) Enter() *call.Ticket { return cl.lim.Enter() }
+
+// AskInTurn is Ask waiting for the slot of t, a ticket of this client's
+// Enter, which it gives back.
+func (cl *Client) AskInTurn(ctx context.Context, t *call.Ticket, bodies [][]byte, keys []call.Key) ([]Answer, error) {
 	c := cl.c
-	if err := cl.lim.Acquire(ctx); err != nil {
+	if err := t.Wait(ctx); err != nil {
 		return nil, err
 	}
-	defer cl.lim.Release()
+	defer t.Done()
 	var payload []byte
 	if cl.s.Batch > 1 {
 		payload = append(payload, '[')
