@@ -1,7 +1,6 @@
 package columnar
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"math"
@@ -45,12 +44,11 @@ import (
 // rendering a value is a walk over concrete arrays appending to one buffer,
 // with no reflection and no intermediate values.
 
-// jsonEnc writes the JSON text of the values of one Arrow array, and
-// their index when the Builder makes one.
+// jsonEnc appends the JSON text of the values of one Arrow array.
 type jsonEnc interface {
-	// append writes value i to b. The error, a *nestedError, is a value
-	// JSON cannot hold; what b holds is then the caller's to abort.
-	append(b *jsonview.Builder, i int) error
+	// append appends the JSON text of value i to dst. The error, a
+	// *nestedError, is a value JSON cannot hold.
+	append(dst []byte, i int) ([]byte, error)
 }
 
 // nestedError is a value that JSON cannot hold, with the path to it.
@@ -270,61 +268,39 @@ type nullableEnc struct {
 	enc jsonEnc
 }
 
-func (e nullableEnc) append(b *jsonview.Builder, i int) error {
+func (e nullableEnc) append(dst []byte, i int) ([]byte, error) {
 	if e.arr.IsNull(i) {
-		return nullEnc{}.append(b, i)
+		return append(dst, "null"...), nil
 	}
-	return e.enc.append(b, i)
+	return e.enc.append(dst, i)
 }
 
 type nullEnc struct{}
 
-func (nullEnc) append(b *jsonview.Builder, _ int) error {
-	s := b.Begin()
-	b.Buf = append(b.Buf, "null"...)
-	b.End(jsonview.Null, s)
-	return nil
-}
+func (nullEnc) append(dst []byte, _ int) ([]byte, error) { return append(dst, "null"...), nil }
 
 type boolEnc struct{ a *array.Boolean }
 
-func (e boolEnc) append(b *jsonview.Builder, i int) error {
-	s := b.Begin()
-	if e.a.Value(i) {
-		b.Buf = append(b.Buf, "true"...)
-		b.End(jsonview.True, s)
-	} else {
-		b.Buf = append(b.Buf, "false"...)
-		b.End(jsonview.False, s)
-	}
-	return nil
+func (e boolEnc) append(dst []byte, i int) ([]byte, error) {
+	return strconv.AppendBool(dst, e.a.Value(i)), nil
 }
 
 type intEnc[T int8 | int16 | int32 | int64] struct{ v []T }
 
-func (e intEnc[T]) append(b *jsonview.Builder, i int) error {
-	s := b.Begin()
-	b.Buf = strconv.AppendInt(b.Buf, int64(e.v[i]), 10)
-	b.End(jsonview.Number, s)
-	return nil
+func (e intEnc[T]) append(dst []byte, i int) ([]byte, error) {
+	return strconv.AppendInt(dst, int64(e.v[i]), 10), nil
 }
 
 type uintEnc[T uint8 | uint16 | uint32 | uint64] struct{ v []T }
 
-func (e uintEnc[T]) append(b *jsonview.Builder, i int) error {
-	s := b.Begin()
-	b.Buf = strconv.AppendUint(b.Buf, uint64(e.v[i]), 10)
-	b.End(jsonview.Number, s)
-	return nil
+func (e uintEnc[T]) append(dst []byte, i int) ([]byte, error) {
+	return strconv.AppendUint(dst, uint64(e.v[i]), 10), nil
 }
 
 type intFuncEnc struct{ v func(int) int64 }
 
-func (e intFuncEnc) append(b *jsonview.Builder, i int) error {
-	s := b.Begin()
-	b.Buf = strconv.AppendInt(b.Buf, e.v(i), 10)
-	b.End(jsonview.Number, s)
-	return nil
+func (e intFuncEnc) append(dst []byte, i int) ([]byte, error) {
+	return strconv.AppendInt(dst, e.v(i), 10), nil
 }
 
 type floatEnc[T float32 | float64] struct {
@@ -332,25 +308,14 @@ type floatEnc[T float32 | float64] struct {
 	bits int
 }
 
-func (e floatEnc[T]) append(b *jsonview.Builder, i int) error {
-	return appendFloatValue(b, float64(e.v[i]), e.bits)
+func (e floatEnc[T]) append(dst []byte, i int) ([]byte, error) {
+	return appendJSONFloat(dst, float64(e.v[i]), e.bits)
 }
 
 type float16Enc struct{ a *array.Float16 }
 
-func (e float16Enc) append(b *jsonview.Builder, i int) error {
-	return appendFloatValue(b, float64(e.a.Value(i).Float32()), 32)
-}
-
-// appendFloatValue writes f as a number (appendJSONFloat).
-func appendFloatValue(b *jsonview.Builder, f float64, bits int) error {
-	s := b.Begin()
-	var err error
-	if b.Buf, err = appendJSONFloat(b.Buf, f, bits); err != nil {
-		return err
-	}
-	b.End(jsonview.Number, s)
-	return nil
+func (e float16Enc) append(dst []byte, i int) ([]byte, error) {
+	return appendJSONFloat(dst, float64(e.a.Value(i).Float32()), 32)
 }
 
 // appendJSONFloat appends f (of the given bit size) as encoding/json
@@ -387,11 +352,8 @@ type decimalEnc struct {
 	scale int
 }
 
-func (e decimalEnc) append(b *jsonview.Builder, i int) error {
-	s := b.Begin()
-	b.Buf = appendDecimalDigits(b.Buf, e.v(i), e.scale)
-	b.End(jsonview.Number, s)
-	return nil
+func (e decimalEnc) append(dst []byte, i int) ([]byte, error) {
+	return appendDecimalDigits(dst, e.v(i), e.scale), nil
 }
 
 // appendDecimalDigits appends unscaled×10^-scale with all the digits of
@@ -425,31 +387,24 @@ func appendDecimalDigits(dst []byte, unscaled *big.Int, scale int) []byte {
 
 type stringEnc[A interface{ Value(int) string }] struct{ a A }
 
-func (e stringEnc[A]) append(b *jsonview.Builder, i int) error {
-	b.String(e.a.Value(i))
-	return nil
+func (e stringEnc[A]) append(dst []byte, i int) ([]byte, error) {
+	return jsonview.AppendJSONString(dst, e.a.Value(i)), nil
 }
 
 type binaryEnc[A interface{ Value(int) []byte }] struct{ a A }
 
-func (e binaryEnc[A]) append(b *jsonview.Builder, i int) error {
-	s := b.Begin()
-	b.Buf = append(b.Buf, '"')
-	b.Buf = base64.StdEncoding.AppendEncode(b.Buf, e.a.Value(i))
-	b.Buf = append(b.Buf, '"')
-	b.End(jsonview.String, s)
-	return nil
+func (e binaryEnc[A]) append(dst []byte, i int) ([]byte, error) {
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, e.a.Value(i))
+	return append(dst, '"'), nil
 }
 
 type dateEnc struct{ sec func(int) int64 }
 
-func (e dateEnc) append(b *jsonview.Builder, i int) error {
-	s := b.Begin()
-	b.Buf = append(b.Buf, '"')
-	b.Buf = time.Unix(e.sec(i), 0).UTC().AppendFormat(b.Buf, "2006-01-02")
-	b.Buf = append(b.Buf, '"')
-	b.End(jsonview.String, s)
-	return nil
+func (e dateEnc) append(dst []byte, i int) ([]byte, error) {
+	dst = append(dst, '"')
+	dst = time.Unix(e.sec(i), 0).UTC().AppendFormat(dst, "2006-01-02")
+	return append(dst, '"'), nil
 }
 
 type timeEnc struct {
@@ -458,56 +413,45 @@ type timeEnc struct {
 	layout string
 }
 
-func (e timeEnc) append(b *jsonview.Builder, i int) error {
+func (e timeEnc) append(dst []byte, i int) ([]byte, error) {
 	v := e.v(i)
 	per := int64(e.unit.Multiplier()) // nanoseconds per unit
 	perSec := int64(time.Second) / per
 	sec, frac := floorDiv(v, perSec), v-floorDiv(v, perSec)*perSec
-	s := b.Begin()
-	b.Buf = append(b.Buf, '"')
-	b.Buf = time.Unix(sec, frac*per).UTC().AppendFormat(b.Buf, e.layout)
-	b.Buf = append(b.Buf, '"')
-	b.End(jsonview.String, s)
-	return nil
-}
-
-// appendIntMember writes the member "name": n of an open object.
-func appendIntMember(b *jsonview.Builder, name string, n int64) {
-	b.Key(name)
-	s := b.Begin()
-	b.Buf = strconv.AppendInt(b.Buf, n, 10)
-	b.End(jsonview.Number, s)
+	dst = append(dst, '"')
+	dst = time.Unix(sec, frac*per).UTC().AppendFormat(dst, e.layout)
+	return append(dst, '"'), nil
 }
 
 type dayTimeEnc struct{ a *array.DayTimeInterval }
 
-func (e dayTimeEnc) append(b *jsonview.Builder, i int) error {
+func (e dayTimeEnc) append(dst []byte, i int) ([]byte, error) {
 	v := e.a.Value(i)
-	b.Open(jsonview.Object)
-	appendIntMember(b, "days", int64(v.Days))
-	appendIntMember(b, "milliseconds", int64(v.Milliseconds))
-	b.Close(jsonview.Object)
-	return nil
+	dst = append(dst, `{"days":`...)
+	dst = strconv.AppendInt(dst, int64(v.Days), 10)
+	dst = append(dst, `,"milliseconds":`...)
+	dst = strconv.AppendInt(dst, int64(v.Milliseconds), 10)
+	return append(dst, '}'), nil
 }
 
 type monthDayNanoEnc struct{ a *array.MonthDayNanoInterval }
 
-func (e monthDayNanoEnc) append(b *jsonview.Builder, i int) error {
+func (e monthDayNanoEnc) append(dst []byte, i int) ([]byte, error) {
 	v := e.a.Value(i)
-	b.Open(jsonview.Object)
-	appendIntMember(b, "months", int64(v.Months))
-	appendIntMember(b, "days", int64(v.Days))
-	appendIntMember(b, "nanoseconds", v.Nanoseconds)
-	b.Close(jsonview.Object)
-	return nil
+	dst = append(dst, `{"months":`...)
+	dst = strconv.AppendInt(dst, int64(v.Months), 10)
+	dst = append(dst, `,"days":`...)
+	dst = strconv.AppendInt(dst, int64(v.Days), 10)
+	dst = append(dst, `,"nanoseconds":`...)
+	dst = strconv.AppendInt(dst, v.Nanoseconds, 10)
+	return append(dst, '}'), nil
 }
 
 // structEnc renders a struct as an object; keys holds each field's quoted
-// name.
+// name and colon, the comma before every field but the first included.
 type structEnc struct {
 	names  []string
 	keys   [][]byte
-	esc    []bool // keys[k] holds an escape
 	fields []jsonEnc
 }
 
@@ -515,8 +459,12 @@ func newStructEnc(a *array.Struct) structEnc {
 	st := a.DataType().(*arrow.StructType)
 	e := structEnc{}
 	for k, f := range st.Fields() {
-		key := jsonview.AppendJSONString(nil, f.Name)
-		e.esc = append(e.esc, bytes.IndexByte(key[1:len(key)-1], '\\') >= 0)
+		var key []byte
+		if k > 0 {
+			key = append(key, ',')
+		}
+		key = jsonview.AppendJSONString(key, f.Name)
+		key = append(key, ':')
 		e.names = append(e.names, f.Name)
 		e.keys = append(e.keys, key)
 		e.fields = append(e.fields, newJSONEnc(a.Field(k)))
@@ -524,16 +472,16 @@ func newStructEnc(a *array.Struct) structEnc {
 	return e
 }
 
-func (e structEnc) append(b *jsonview.Builder, i int) error {
-	b.Open(jsonview.Object)
+func (e structEnc) append(dst []byte, i int) ([]byte, error) {
+	dst = append(dst, '{')
 	for k, f := range e.fields {
-		b.KeyQuoted(e.keys[k], e.esc[k])
-		if err := f.append(b, i); err != nil {
-			return within(err, "."+e.names[k])
+		dst = append(dst, e.keys[k]...)
+		var err error
+		if dst, err = f.append(dst, i); err != nil {
+			return dst, within(err, "."+e.names[k])
 		}
 	}
-	b.Close(jsonview.Object)
-	return nil
+	return append(dst, '}'), nil
 }
 
 type listEnc struct {
@@ -541,26 +489,28 @@ type listEnc struct {
 	elem jsonEnc
 }
 
-func (e listEnc) append(b *jsonview.Builder, i int) error {
+func (e listEnc) append(dst []byte, i int) ([]byte, error) {
 	start, end := e.a.ValueOffsets(i)
-	b.Open(jsonview.Array)
+	dst = append(dst, '[')
 	for j := start; j < end; j++ {
-		if err := e.elem.append(b, int(j)); err != nil {
-			return within(err, "["+strconv.FormatInt(j-start, 10)+"]")
+		if j > start {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = e.elem.append(dst, int(j)); err != nil {
+			return dst, within(err, "["+strconv.FormatInt(j-start, 10)+"]")
 		}
 	}
-	b.Close(jsonview.Array)
-	return nil
+	return append(dst, ']'), nil
 }
 
-// mapEnc renders a map as an object. A string key is written as text
-// only; a key that is not a string is rendered into scratch, then written
-// as a string of that text.
+// mapEnc renders a map as an object. A key that is not a string is
+// rendered into scratch, then written as a string of that text.
 type mapEnc struct {
 	a          *array.Map
 	keys, vals jsonEnc
 	strKeys    bool
-	scratch    *jsonview.Builder
+	scratch    *[]byte
 }
 
 func newMapEnc(a *array.Map) mapEnc {
@@ -575,44 +525,36 @@ func newMapEnc(a *array.Map) mapEnc {
 			str = true
 		}
 	}
-	return mapEnc{a: a, keys: newJSONEnc(a.Keys()), vals: newJSONEnc(a.Items()), strKeys: str, scratch: jsonview.NewBuilder(nil, false)}
+	return mapEnc{a: a, keys: newJSONEnc(a.Keys()), vals: newJSONEnc(a.Items()), strKeys: str, scratch: new([]byte)}
 }
 
-func (e mapEnc) append(b *jsonview.Builder, i int) error {
+func (e mapEnc) append(dst []byte, i int) ([]byte, error) {
 	start, end := e.a.ValueOffsets(i)
-	b.Open(jsonview.Object)
+	dst = append(dst, '{')
 	for j := start; j < end; j++ {
+		if j > start {
+			dst = append(dst, ',')
+		}
+		k := len(dst)
 		var err error
-		var name []byte
 		if e.strKeys {
-			b.KeyComma()
-			k := len(b.Buf)
-			was := b.Pause()
-			err = e.keys.append(b, int(j))
-			b.Resume(was)
-			name = b.Buf[k:]
-			if err == nil {
-				b.KeyText(k)
-			}
+			dst, err = e.keys.append(dst, int(j))
 		} else {
-			sc := e.scratch
-			sc.Buf = sc.Buf[:0]
-			sc.Start()
-			if err = e.keys.append(sc, int(j)); err == nil {
-				k := len(b.Buf)
-				b.KeyBytes(sc.Buf)
-				name = b.Buf[k : len(b.Buf)-1]
-			}
+			var kt []byte
+			kt, err = e.keys.append((*e.scratch)[:0], int(j))
+			*e.scratch = kt
+			dst = jsonview.AppendJSONString(dst, kt)
 		}
 		if err != nil {
-			return within(err, "[key "+strconv.FormatInt(j-start, 10)+"]")
+			return dst, within(err, "[key "+strconv.FormatInt(j-start, 10)+"]")
 		}
-		if err = e.vals.append(b, int(j)); err != nil {
-			return within(err, "."+memberName(name))
+		name := dst[k:]
+		dst = append(dst, ':')
+		if dst, err = e.vals.append(dst, int(j)); err != nil {
+			return dst, within(err, "."+memberName(name))
 		}
 	}
-	b.Close(jsonview.Object)
-	return nil
+	return append(dst, '}'), nil
 }
 
 // memberName returns the text of a quoted member name, for paths in
@@ -644,12 +586,12 @@ func newUnionEnc(a interface {
 	return e
 }
 
-func (e unionEnc) append(b *jsonview.Builder, i int) error {
+func (e unionEnc) append(dst []byte, i int) ([]byte, error) {
 	j := i
 	if e.dense != nil {
 		j = int(e.dense.ValueOffset(i))
 	}
-	return e.fields[e.a.ChildID(i)].append(b, j)
+	return e.fields[e.a.ChildID(i)].append(dst, j)
 }
 
 type reeEnc struct {
@@ -657,8 +599,8 @@ type reeEnc struct {
 	values jsonEnc
 }
 
-func (e reeEnc) append(b *jsonview.Builder, i int) error {
-	return e.values.append(b, e.a.GetPhysicalIndex(i))
+func (e reeEnc) append(dst []byte, i int) ([]byte, error) {
+	return e.values.append(dst, e.a.GetPhysicalIndex(i))
 }
 
 type dictEnc struct {
@@ -666,8 +608,8 @@ type dictEnc struct {
 	dict jsonEnc
 }
 
-func (e dictEnc) append(b *jsonview.Builder, i int) error {
-	return e.dict.append(b, e.a.GetValueIndex(i))
+func (e dictEnc) append(dst []byte, i int) ([]byte, error) {
+	return e.dict.append(dst, e.a.GetValueIndex(i))
 }
 
 // arrowCol reads one column of Arrow record batches as cells, or a field
@@ -746,59 +688,25 @@ func colCell[H any](c *arrowCol, cb *chunkBatch[H], i int, copyStrings bool) (Ce
 			return Cell{Kind: CellJSON, Stable: true, Data: text}, nil
 		}
 	}
-	// The value is written into the arena and indexed as it is written:
-	// its cell carries the index (V), which nothing parses again.
-	b := &cb.build
-	b.Buf = cb.arena
-	start := len(b.Buf)
-	b.Start()
-	if err := c.enc.append(b, i); err != nil {
-		b.Abort()
-		cb.arena = b.Buf
+	start := len(cb.arena)
+	var err error
+	cb.arena, err = c.enc.append(cb.arena, i)
+	if err != nil {
+		cb.arena = cb.arena[:start]
 		if e, ok := err.(*nestedError); ok {
 			e.column = c.name
 		}
 		return Cell{}, err
 	}
-	v := b.Finish(cb.docs.next())
-	cb.arena = b.Buf
 	text := cb.arena[start:len(cb.arena):len(cb.arena)]
 	if memo {
 		if own := c.memo.admit(h, text); own != nil {
-			b.Abort()
-			cb.docs.drop()
-			cb.arena = b.Buf
+			cb.arena = cb.arena[:start]
 			return Cell{Kind: CellJSON, Stable: true, Data: own}, nil
 		}
 	}
-	return Cell{Kind: CellJSON, Data: text, V: v}, nil
+	return Cell{Kind: CellJSON, Data: text}, nil
 }
-
-// docStore hands out the Docs of a batch's nested values, in blocks that
-// never move, so that a Value stays valid until the batch is reused.
-type docStore struct {
-	blocks [][]jsonview.Doc
-	n      int // Docs handed out
-}
-
-const docBlock = 256
-
-// next returns a Doc not handed out since reset.
-func (s *docStore) next() *jsonview.Doc {
-	k := s.n / docBlock
-	if k == len(s.blocks) {
-		s.blocks = append(s.blocks, make([]jsonview.Doc, docBlock))
-	}
-	d := &s.blocks[k][s.n%docBlock]
-	s.n++
-	return d
-}
-
-// drop takes back the Doc next returned last.
-func (s *docStore) drop() { s.n-- }
-
-// reset takes back every Doc, for a batch being reused.
-func (s *docStore) reset() { s.n = 0 }
 
 // fillCols fills rows from rows first.. of the record batch the columns
 // are bound to. A value JSON cannot hold is the row's Err (the first one).

@@ -1,9 +1,7 @@
 package columnar
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -14,70 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/gavelhq/gavel/columnar/jsonview"
 )
-
-// renderValue renders value i of enc's array twice, as text only and as
-// text with its index, and panics unless the texts are the same bytes and
-// the index is the one jsonview.Doc.Parse builds from the text (every
-// value's kind, span, offset, count, member name and string). It returns
-// the text, or the error of a value JSON cannot hold, which both ways
-// must report alike.
-func renderValue(enc jsonEnc, i int) ([]byte, error) {
-	text := jsonview.NewBuilder([]byte("prefix"), false)
-	text.Start()
-	errText := enc.append(text, i)
-	var idx jsonview.Builder
-	idx.Buf = []byte("[1,2]") // values begin anywhere in the buffer
-	idx.Start()
-	errIdx := enc.append(&idx, i)
-	if (errText == nil) != (errIdx == nil) || errText != nil && errText.Error() != errIdx.Error() {
-		panic(fmt.Sprintf("text only: %v; indexed: %v", errText, errIdx))
-	}
-	if errText != nil {
-		return nil, errText
-	}
-	got := text.Buf[len("prefix"):]
-	if s := idx.Buf[len("[1,2]"):]; !bytes.Equal(s, got) {
-		panic(fmt.Sprintf("text only %s, indexed %s", got, s))
-	}
-	var built, parsed jsonview.Doc
-	bv := idx.Finish(&built)
-	pv, err := parsed.Parse(got)
-	if err != nil {
-		panic(fmt.Sprintf("rendered text %s: %v", got, err))
-	}
-	if msg := sameView(bv, pv, "$"); msg != "" {
-		panic(fmt.Sprintf("%s: index of the builder differs from Parse's: %s", got, msg))
-	}
-	return got, nil
-}
-
-// sameView compares two indexed values through the public API; it returns
-// what differs, or "".
-func sameView(a, b jsonview.Value, path string) string {
-	if a.Kind() != b.Kind() || !bytes.Equal(a.Raw(), b.Raw()) || a.Offset() != b.Offset() || a.Len() != b.Len() {
-		return fmt.Sprintf("%s: %s %q at %d (%d children) vs %s %q at %d (%d children)", path,
-			a.Kind(), a.Raw(), a.Offset(), a.Len(), b.Kind(), b.Raw(), b.Offset(), b.Len())
-	}
-	if !bytes.Equal(a.RawMember(), b.RawMember()) || !bytes.Equal(a.Key(), b.Key()) {
-		return fmt.Sprintf("%s: member %q (key %q) vs %q (key %q)", path, a.RawMember(), a.Key(), b.RawMember(), b.Key())
-	}
-	as, aok := a.Str()
-	bs, bok := b.Str()
-	if aok != bok || !bytes.Equal(as, bs) {
-		return fmt.Sprintf("%s: string %q vs %q", path, as, bs)
-	}
-	ac, bc := a.First(), b.First()
-	for k := 0; ac.Exists() || bc.Exists(); k++ {
-		if msg := sameView(ac, bc, path+"/"+strconv.Itoa(k)); msg != "" {
-			return msg
-		}
-		ac, bc = ac.Next(), bc.Next()
-	}
-	return ""
-}
 
 // renderAll renders every value of arr as nestedJSON would, "ERR: ..." for
 // a value JSON cannot hold.
@@ -85,7 +20,7 @@ func renderAll(arr arrow.Array) []string {
 	enc := newJSONEnc(arr)
 	var out []string
 	for i := range arr.Len() {
-		b, err := renderValue(enc, i)
+		b, err := enc.append(nil, i)
 		if err != nil {
 			if e, ok := err.(*nestedError); ok {
 				e.column = "col"
@@ -427,7 +362,7 @@ func FuzzNestedJSON(f *testing.F) {
 		defer arr.Release()
 		enc := newJSONEnc(arr)
 		for i, w := range want {
-			got, err := renderValue(enc, i)
+			got, err := enc.append(nil, i)
 			if err != nil {
 				t.Fatalf("row %d of %s: %v", i, dt, err)
 			}

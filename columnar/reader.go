@@ -6,8 +6,6 @@ import (
 	"io"
 	"strconv"
 	"sync"
-
-	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
 // Reader reads one input unit (a file, or standard input) as a sequence of
@@ -107,11 +105,7 @@ type chunkReader[H any] struct {
 // chunkBatch is a Batch with the buffers a chunkReader reuses with it.
 type chunkBatch[H any] struct {
 	b     Batch
-	arena []byte // formatted numbers, UUIDs, nested values' JSON text
-	// build indexes nested values as they are rendered into the arena;
-	// docs holds their indexes.
-	build jsonview.Builder
-	docs  docStore
+	arena []byte // formatted numbers, UUIDs
 	meta  []Cell // one run of len(MetaNames) cells per row
 	held  []H    // what the cells point into, kept until Release
 	gen   uint64 // generation: distinct for every hand-out
@@ -226,8 +220,6 @@ func (c *chunkReader[H]) getBatch(n int) *chunkBatch[H] {
 		cb.meta = make([]Cell, m)
 	}
 	cb.arena = cb.arena[:0]
-	cb.build.Reset()
-	cb.docs.reset()
 	return cb
 }
 

@@ -55,10 +55,7 @@ type Cell struct {
 	// identify its bytes (jsonview.Cache.ParseStable).
 	Stable bool
 	Data   []byte
-	// V is set for CellJSON cells of JSON Lines (the value indexed in
-	// place in its line) and of nested columns (the index of Data, built
-	// as the value was rendered; a Stable cell's may be Missing). It is
-	// valid until the batch is released.
+	// V is set for CellJSON cells: the value indexed in place in its line.
 	V jsonview.Value
 }
 

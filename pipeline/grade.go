@@ -355,11 +355,6 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 	var initErr error
 	cached := false // r.Initial is held by the cache
 	switch {
-	case row.Initial.Kind == columnar.CellJSON && !b.JSONLines && !row.Initial.Stable && row.Initial.V.Exists():
-		// A nested column's value, indexed as it was rendered. (A stable
-		// one, which repeats, goes through the cache below, whose shared
-		// index lets the verifiers' memos per world hit.)
-		r.Initial = row.Initial.V
 	case g.plan.initials != nil && (row.Initial.Kind == columnar.CellString || row.Initial.Kind == columnar.CellJSON && !b.JSONLines):
 		if row.Initial.Stable {
 			r.Initial, cached, initErr = g.plan.initials.ParseStable(&g.initial, row.Initial.Data)
@@ -447,8 +442,6 @@ func (g *grader) state(c columnar.Cell, doc *jsonview.Doc, field string, jsonLin
 	switch {
 	case c.Kind == columnar.CellNull:
 		return jsonview.Value{}, nil
-	case c.Kind == columnar.CellJSON && !jsonLines && c.V.Exists():
-		return c.V, nil // a nested column's value, indexed as it was rendered
 	case c.Kind == columnar.CellString, c.Kind == columnar.CellJSON && !jsonLines:
 		v, err := doc.Parse(c.Data)
 		if err != nil {
