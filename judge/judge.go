@@ -172,7 +172,7 @@ type core struct {
 	server     string        // BaseURL without credentials, for messages
 	keyEnv     string        // the key's variable, for messages
 	red        call.Redactor // removes the key from any text leaving the package
-	sem        call.Limiter
+	sem        *call.Queue
 	cache      *call.Cache[Verdict] // nil when off
 	auto       bool
 	mode       atomic.Int32 // index in modes
@@ -270,7 +270,7 @@ func (ps *peers) newCore(url string, mode int) *core {
 		server:     call.RedactURL(url),
 		keyEnv:     cfg.APIKeyEnv,
 		red:        call.Redactor(ps.key),
-		sem:        call.NewLimiter(cfg.Concurrency),
+		sem:        call.NewQueue(cfg.Concurrency),
 		auto:       cfg.ResponseMode == "" || cfg.ResponseMode == ModeAuto,
 		timeout:    cfg.Timeout,
 		maxRetries: cfg.MaxRetries,
@@ -509,11 +509,26 @@ func (j *Judge) Ask(ctx context.Context, r *Request) (Verdict, error) {
 	if v, ok := j.Cached(r); ok {
 		return v, nil
 	}
+	return j.AskInTurn(ctx, j.Enter(), r)
+}
+
+// Enter takes the next place in the queue for the server's slots:
+// requests asked with AskInTurn are sent in the order of their Enter,
+// however their goroutines are scheduled.
+func (j *Judge) Enter() *call.Ticket { return j.c.sem.Enter() }
+
+// AskInTurn is Ask waiting for the slot of t, a ticket of this judge's
+// Enter, which it gives back (at once when the cache answers).
+func (j *Judge) AskInTurn(ctx context.Context, t *call.Ticket, r *Request) (Verdict, error) {
+	if v, ok := j.Cached(r); ok {
+		t.Cancel()
+		return v, nil
+	}
 	c := j.c
-	if err := c.sem.Acquire(ctx); err != nil {
+	if err := t.Wait(ctx); err != nil {
 		return Verdict{}, err
 	}
-	defer c.sem.Release()
+	defer t.Done()
 	v, mode, err := j.ask(ctx, r)
 	if err != nil {
 		if ctx.Err() == nil {

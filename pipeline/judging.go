@@ -727,10 +727,13 @@ func (js *judging) start(ctx context.Context, res *results) error {
 			c := &call{done: make(chan struct{})}
 			s.c, s.owner = c, true
 			js.inflight[s.key] = c
+			// The place in the server's queue is taken here, in input
+			// order (see remoting.send).
+			turn := s.j.Enter()
 			js.asks.Add(1)
 			go func(j *judge.Judge, req *judge.Request) {
 				defer js.asks.Done()
-				c.v, c.err = j.Ask(ctx, req)
+				c.v, c.err = j.AskInTurn(ctx, turn, req)
 				close(c.done)
 			}(s.j, s.req)
 		}

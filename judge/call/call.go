@@ -2,7 +2,8 @@
 // something that decides a row: the judge's chat completions and remote
 // verifiers' answers alike. One mechanism, used by both:
 //
-//   - Limiter bounds the requests in flight to one server;
+//   - Queue bounds the requests in flight to one server, granting its
+//     slots in the order they were asked for;
 //   - Policy sends a request again after a failure it may retry (429,
 //     5xx, a reset connection), waiting what the server's Retry-After
 //     asks or an exponential backoff with full jitter, a bounded number
@@ -155,25 +156,6 @@ func SleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
-
-// Limiter bounds the requests in flight to one server.
-type Limiter chan struct{}
-
-// NewLimiter returns a limiter of n slots.
-func NewLimiter(n int) Limiter { return make(Limiter, n) }
-
-// Acquire waits for a slot, or returns ctx's error.
-func (l Limiter) Acquire(ctx context.Context) error {
-	select {
-	case l <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Release returns a slot.
-func (l Limiter) Release() { <-l }
 
 // Counters count the work of one kind of caller (a run's judge, its remote
 // verifiers); safe for concurrent use.

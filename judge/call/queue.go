@@ -48,18 +48,24 @@ func (t *Ticket) Wait(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
+	t.Cancel()
+	return ctx.Err()
+}
+
+// Cancel gives up the ticket's place, or its slot when it was granted:
+// for a ticket that will not Wait (its answer was found elsewhere).
+func (t *Ticket) Cancel() {
 	q := t.q
 	q.mu.Lock()
 	for i, w := range q.waiting {
 		if w == t {
 			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
 			q.mu.Unlock()
-			return ctx.Err()
+			return
 		}
 	}
 	q.mu.Unlock()
-	t.Done() // granted as ctx ended
-	return ctx.Err()
+	t.Done() // granted
 }
 
 // Done returns the slot of a granted ticket: to the first waiting

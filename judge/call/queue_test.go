@@ -73,3 +73,20 @@ func TestQueueCancel(t *testing.T) {
 		t.Fatalf("%d free, %d waiting; want 1 and 0", q.free, len(q.waiting))
 	}
 }
+
+// TestQueueCancelGranted: cancelling a granted ticket gives its slot to
+// the next one.
+func TestQueueCancelGranted(t *testing.T) {
+	q := NewQueue(1)
+	granted, next := q.Enter(), q.Enter()
+	granted.Cancel()
+	select {
+	case <-next.ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slot of a cancelled granted ticket was not passed on")
+	}
+	next.Done()
+	if q.free != 1 || len(q.waiting) != 0 {
+		t.Fatalf("%d free, %d waiting; want 1 and 0", q.free, len(q.waiting))
+	}
+}
