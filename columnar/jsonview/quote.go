@@ -17,44 +17,9 @@ const hexDigits = "0123456789abcdef"
 // (U+2028 and U+2029 escaped too), invalid UTF-8 replaced by U+FFFD. It is
 // the one JSON string encoder of the project; it reads s in place.
 func AppendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
-	b, _ = appendJSONString(b, s)
-	return b
-}
-
-// Word masks of the plain-byte test: a word of 8 bytes needs no attention
-// when none of its bytes is below 0x20, a quote, a backslash or non-ASCII.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// plainWord reports whether the 8 bytes of w (little endian or not) all go
-// into a JSON string as they are.
-func plainWord(w uint64) bool {
-	quote := w ^ (ones * '"')
-	slash := w ^ (ones * '\\')
-	// With every byte below 0x80 (w's high bits clear), a byte below 0x20,
-	// or a zero byte of quote or slash, is one whose subtraction borrows
-	// and sets its high bit; a borrow leaves only such a byte.
-	t := (w - ones*0x20) | (quote - ones) | (slash - ones) | w
-	return t&highs == 0
-}
-
-// appendJSONString is AppendJSONString, reporting whether it wrote an
-// escape (a backslash).
-func appendJSONString[S ~string | ~[]byte](b []byte, s S) ([]byte, bool) {
 	b = append(b, '"')
-	esc := false
 	start := 0 // s[start:i] is still to be copied
 	for i := 0; i < len(s); {
-		// Eight plain bytes at a time, where most strings stay.
-		for i+8 <= len(s) && plainWord(uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
-			uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56) {
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if jsonSafe[c] {
@@ -62,7 +27,6 @@ func appendJSONString[S ~string | ~[]byte](b []byte, s S) ([]byte, bool) {
 				continue
 			}
 			b = append(b, s[start:i]...)
-			esc = true
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
@@ -93,7 +57,6 @@ func appendJSONString[S ~string | ~[]byte](b []byte, s S) ([]byte, bool) {
 			b = append(b, "\ufffd"...)
 		case r == '\u2028' || r == '\u2029':
 			b = append(b, s[start:i]...)
-			esc = true
 			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
 		default:
 			i += size
@@ -103,5 +66,5 @@ func appendJSONString[S ~string | ~[]byte](b []byte, s S) ([]byte, bool) {
 		start = i
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"'), esc
+	return append(b, '"')
 }
