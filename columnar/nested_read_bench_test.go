@@ -2,6 +2,7 @@ package columnar_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -87,8 +88,11 @@ func BenchmarkNestedRead(b *testing.B) {
 					pages := cc.Pages()
 					for {
 						pg, err := pages.ReadPage()
-						if err != nil {
+						if err == io.EOF {
 							break
+						}
+						if err != nil {
+							b.Fatal(err)
 						}
 						_, _ = pg.DefinitionLevels(), pg.RepetitionLevels()
 						if d := pg.Data(); d.Kind() == pgenc.ByteArray {

@@ -509,7 +509,7 @@ func (j *Judge) Ask(ctx context.Context, r *Request) (Verdict, error) {
 	if v, ok := j.Cached(r); ok {
 		return v, nil
 	}
-	return j.AskInTurn(ctx, j.Enter(), r)
+	return j.askInSlot(ctx, j.Enter(), r)
 }
 
 // Enter takes the next place in the queue for the server's slots:
@@ -524,6 +524,12 @@ func (j *Judge) AskInTurn(ctx context.Context, t *call.Ticket, r *Request) (Verd
 		t.Cancel()
 		return v, nil
 	}
+	return j.askInSlot(ctx, t, r)
+}
+
+// askInSlot asks the server for r, not in the cache, in the slot of t,
+// and caches the verdict.
+func (j *Judge) askInSlot(ctx context.Context, t *call.Ticket, r *Request) (Verdict, error) {
 	c := j.c
 	if err := t.Wait(ctx); err != nil {
 		return Verdict{}, err
