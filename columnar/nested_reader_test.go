@@ -347,17 +347,23 @@ func TestNestedParquetDictionaries(t *testing.T) {
 	}
 	f.Close()
 
-	rows := cellValues(t, path, Options{})
-	if len(rows) != len(states) {
-		t.Errorf("%d rows, want %d", len(rows), len(states))
-	}
-	for i, row := range rows {
-		want, err := decodeJSON(states[i])
-		if err != nil {
-			t.Fatal(err)
+	// Through the page reader, then through pqarrow, whose dictionary
+	// arrays are checked below.
+	defer func() { pgOff = false }()
+	for _, off := range []bool{false, true} {
+		pgOff = off
+		rows := cellValues(t, path, Options{})
+		if len(rows) != len(states) {
+			t.Errorf("pqarrow %v: %d rows, want %d", off, len(rows), len(states))
 		}
-		if !reflect.DeepEqual(row["initial"], want) || !reflect.DeepEqual(row["final"], want) {
-			t.Errorf("row %d: initial %v, final %v, want %v", i, row["initial"], row["final"], want)
+		for i, row := range rows {
+			want, err := decodeJSON(states[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(row["initial"], want) || !reflect.DeepEqual(row["final"], want) {
+				t.Errorf("pqarrow %v: row %d: initial %v, final %v, want %v", off, i, row["initial"], row["final"], want)
+			}
 		}
 	}
 

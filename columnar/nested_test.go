@@ -261,6 +261,41 @@ func (z *fuzzGen) value(b array.Builder, canNull bool) string {
 		v := uint64(z.next()) << (z.next() % 57)
 		b.Append(v)
 		return strconv.FormatUint(v, 10)
+	case *array.Int8Builder:
+		v := int8(z.next())
+		b.Append(v)
+		return strconv.Itoa(int(v))
+	case *array.Int16Builder:
+		v := int16(z.next()-128) << (z.next() % 8)
+		b.Append(v)
+		return strconv.Itoa(int(v))
+	case *array.Int32Builder:
+		v := int32(z.next()-128) << (z.next() % 24)
+		b.Append(v)
+		return strconv.Itoa(int(v))
+	case *array.Uint8Builder:
+		v := uint8(z.next())
+		b.Append(v)
+		return strconv.Itoa(int(v))
+	case *array.Uint16Builder:
+		v := uint16(z.next()) << (z.next() % 9)
+		b.Append(v)
+		return strconv.Itoa(int(v))
+	case *array.Uint32Builder:
+		v := uint32(z.next()) << (z.next() % 25)
+		b.Append(v)
+		return strconv.FormatUint(uint64(v), 10)
+	case *array.Float32Builder:
+		v := float32(z.next()-128) * float32(math.Pow(10, float64(z.next()%20)-10)) / 7
+		b.Append(v)
+		return marshal(v)
+	case *array.LargeStringBuilder:
+		s := make([]byte, z.next()%6)
+		for i := range s {
+			s[i] = byte(z.next())
+		}
+		b.Append(string(s))
+		return marshal(string(s))
 	case *array.Float64Builder:
 		v := float64(z.next()-128) * math.Pow(10, float64(z.next()%50)-25) / 7
 		b.Append(v)
@@ -289,7 +324,7 @@ func (z *fuzzGen) value(b array.Builder, canNull bool) string {
 		st := b.Type().(*arrow.StructType)
 		parts := make([]string, st.NumFields())
 		for k, f := range st.Fields() {
-			parts[k] = marshal(f.Name) + ":" + z.value(b.FieldBuilder(k), true)
+			parts[k] = marshal(f.Name) + ":" + z.value(b.FieldBuilder(k), f.Nullable)
 		}
 		return "{" + strings.Join(parts, ",") + "}"
 	case *array.MapBuilder:
@@ -322,8 +357,12 @@ func (z *fuzzGen) value(b array.Builder, canNull bool) string {
 		b.Append(true)
 		n := z.next() % 4
 		parts := make([]string, n)
+		elemNull := true
+		if lt, ok := b.Type().(arrow.ListLikeType); ok {
+			elemNull = lt.ElemField().Nullable
+		}
 		for k := range parts {
-			parts[k] = z.value(b.ValueBuilder(), true)
+			parts[k] = z.value(b.ValueBuilder(), elemNull)
 		}
 		return "[" + strings.Join(parts, ",") + "]"
 	}

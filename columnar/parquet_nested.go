@@ -12,6 +12,7 @@ import (
 	pqarrowfmt "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqgo "github.com/parquet-go/parquet-go"
 )
 
 // pqNested reads the nested columns of a Parquet file (groups and
@@ -38,6 +39,14 @@ type pqNested struct {
 	tops   []int                  // the top-level field each column is in, by cols index
 	fields []*pqarrow.SchemaField // each column's field, by cols index
 	leaves []int                  // leaf columns to read
+
+	// The page reader, when it reads every column (pgPlan): then the
+	// pqarrow fields below stay unused. pgFile and pgGroups are the
+	// ParquetReader's parquet-go file and row groups.
+	pg       *pgNested
+	pgFile   *pqgo.File
+	pgGroups []pqgo.RowGroup
+	started  bool
 
 	rr   pqarrow.RecordReader // nil before the first fill
 	recs chan pqRecord        // from readAhead; closed after the last
@@ -195,6 +204,12 @@ func (n *pqNested) start(first, end int) error {
 	for i, c := range n.cols {
 		c.index, _ = slices.BinarySearch(tops, n.tops[i])
 	}
+	n.started = true
+	if n.pgFile != nil {
+		if n.pg = pgPlan(n.pgFile, n, n.pgGroups[first:end]); n.pg != nil {
+			return nil
+		}
+	}
 	if err := n.readDict(first, end); err != nil {
 		return err
 	}
@@ -249,6 +264,9 @@ func (n *pqNested) readAhead() {
 
 // fill fills the nested columns of rows, the next rows of the file.
 func (n *pqNested) fill(rows []Row, cb *pqBatch) error {
+	if n.pg != nil {
+		return n.pg.fill(rows, cb)
+	}
 	for done := 0; done < len(rows); {
 		if n.rec == nil || n.pos == n.rec.NumRows() {
 			if n.rec != nil {
@@ -278,6 +296,10 @@ func (n *pqNested) fill(rows []Row, cb *pqBatch) error {
 // close ends readAhead and releases the record batches and the record
 // reader.
 func (n *pqNested) close() {
+	if n.pg != nil {
+		n.pg.close()
+		n.pg = nil
+	}
 	if n.rr == nil {
 		return
 	}

@@ -276,6 +276,7 @@ func (r *ParquetReader) planColumns(fields FieldNames, size int64, only []string
 			if err != nil {
 				return nil, fmt.Errorf("read the schema of nested columns: %w", err)
 			}
+			n.pgFile, n.pgGroups = r.file, r.groups
 			r.nested = n
 		}
 		return r.nested, nil
@@ -453,7 +454,7 @@ func (r *ParquetReader) fill(rows []Row, pb *pqBatch) (int, error) {
 		}
 	}
 	if n := r.nested; n != nil {
-		if n.rr == nil {
+		if !n.started {
 			if err := n.start(r.rg, r.rgEnd); err != nil {
 				return 0, fmt.Errorf("read %s row group %d: %w", r.path, r.rg, err)
 			}

@@ -106,10 +106,13 @@ type chunkReader[H any] struct {
 type chunkBatch[H any] struct {
 	b     Batch
 	arena []byte // formatted numbers, UUIDs
-	meta  []Cell // one run of len(MetaNames) cells per row
-	held  []H    // what the cells point into, kept until Release
-	gen   uint64 // generation: distinct for every hand-out
-	out   bool   // handed out and not yet released
+	// side holds more arenas, for readers that fill columns in parallel
+	// (pgNested).
+	side [][]byte
+	meta []Cell // one run of len(MetaNames) cells per row
+	held []H    // what the cells point into, kept until Release
+	gen  uint64 // generation: distinct for every hand-out
+	out  bool   // handed out and not yet released
 }
 
 // Rows returns the number of rows the reader reads when the input records
@@ -220,6 +223,9 @@ func (c *chunkReader[H]) getBatch(n int) *chunkBatch[H] {
 		cb.meta = make([]Cell, m)
 	}
 	cb.arena = cb.arena[:0]
+	for i := range cb.side {
+		cb.side[i] = cb.side[i][:0]
+	}
 	return cb
 }
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
@@ -98,6 +101,54 @@ func TestChatDatasetsNested(t *testing.T) {
 	for _, in := range []string{pq, arrowPath} {
 		if diff := cmp.Diff(want, results(in)); diff != "" {
 			t.Errorf("%s graded differently from JSON Lines (-jsonl +nested):\n%s", filepath.Base(in), diff)
+		}
+	}
+}
+
+// TestNestedReadersSameOutputs grades generated nested datasets (unique
+// and repeated worlds, bad rows among them) with nested columns read by
+// parquet-go's pages and by pqarrow (GAVEL_NESTED_PQARROW), with one
+// worker and two: every rewards and checks file is byte-identical.
+func TestNestedReadersSameOutputs(t *testing.T) {
+	for _, unique := range []bool{false, true} {
+		dir := t.TempDir()
+		data := filepath.Join(dir, "rollouts.parquet")
+		cfg := gen.Config{Out: data, Rollouts: 1200, Seed: 5, BadShare: 0.05, Nested: true, UniqueWorlds: unique, RowGroupRows: 300}
+		if _, err := gen.Run(context.Background(), cfg); err != nil {
+			t.Fatalf("gen: %v", err)
+		}
+		var want map[string][]byte
+		for _, arrowPath := range []bool{false, true} {
+			for _, workers := range []int{1, 2} {
+				if arrowPath {
+					t.Setenv("GAVEL_NESTED_PQARROW", "1")
+				} else {
+					t.Setenv("GAVEL_NESTED_PQARROW", "")
+				}
+				out := filepath.Join(dir, fmt.Sprintf("out-%v-%d", arrowPath, workers))
+				grade(t, Config{Inputs: []string{data}, Out: out, Format: columnar.FormatJSONL, Workers: workers, BatchSize: 64})
+				got := map[string][]byte{}
+				for _, sub := range []string{"rewards", "checks"} {
+					files, err := filepath.Glob(filepath.Join(out, sub, "*"))
+					if err != nil || len(files) == 0 {
+						t.Fatalf("no %s files in %s: %v", sub, out, err)
+					}
+					for _, f := range files {
+						b, err := os.ReadFile(f)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got[sub+"/"+filepath.Base(f)] = b
+					}
+				}
+				if want == nil {
+					want = got
+					continue
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("unique worlds %v, pqarrow %v, %d workers: outputs differ from the page reader's with one worker", unique, arrowPath, workers)
+				}
+			}
 		}
 	}
 }

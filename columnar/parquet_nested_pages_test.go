@@ -1,0 +1,293 @@
+package columnar
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/cespare/xxhash/v2"
+)
+
+// rawCells reads every row of the Parquet file at path and returns, per
+// row, its cells' kinds and texts and its error; pages reports whether
+// its nested columns were read by the page reader (pgNested) rather than
+// pqarrow.
+func rawCells(t *testing.T, path string, opts Options) (rows []string, pages bool) {
+	t.Helper()
+	r, err := OpenParquet(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for {
+		b, err := r.Next(5)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range b.Rows {
+			row := &b.Rows[i]
+			var s strings.Builder
+			for _, c := range append([]Cell{row.ID, row.Task, row.Final, row.Initial, row.Output, row.Log}, row.Meta...) {
+				fmt.Fprintf(&s, "%d:%s|", c.Kind, c.Data)
+			}
+			if row.Err != nil {
+				fmt.Fprintf(&s, "err:%v", row.Err)
+			}
+			rows = append(rows, s.String())
+		}
+		b.Release()
+	}
+	return rows, r.nested != nil && r.nested.pg != nil
+}
+
+// bothPaths reads path through the page reader and through pqarrow and
+// fails unless every row's cells and error are the same. It returns
+// whether the page reader read it.
+func bothPaths(t *testing.T, path string, opts Options) bool {
+	t.Helper()
+	got, pages := rawCells(t, path, opts)
+	pgOff = true
+	want, arrowPages := rawCells(t, path, opts)
+	pgOff = false
+	if arrowPages {
+		t.Fatal("pgOff did not turn the page reader off")
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d rows through pages, %d through pqarrow", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("row %d:\npages   %s\npqarrow %s", i, got[i], want[i])
+		}
+	}
+	return pages
+}
+
+// writeNestedParquet writes rec with pqarrow, in row groups of at most
+// groupRows rows and data pages of about pageBytes.
+func writeNestedParquet(t testing.TB, path string, rec arrow.RecordBatch, groupRows int64, pageBytes int64, dict bool) {
+	t.Helper()
+	if err := tryWriteNestedParquet(path, rec, groupRows, pageBytes, dict); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryWriteNestedParquet is writeNestedParquet returning pqarrow's error.
+func tryWriteNestedParquet(path string, rec arrow.RecordBatch, groupRows int64, pageBytes int64, dict bool) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), f,
+		parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(groupRows), parquet.WithDataPageSize(pageBytes),
+			parquet.WithBatchSize(3), parquet.WithDictionaryDefault(dict)),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return err
+	}
+	if err := fw.Write(rec); err != nil {
+		fw.Close()
+		return err
+	}
+	return fw.Close()
+}
+
+// TestNestedPagesTwins reads the nested twins (every shape of
+// nestedSchema, nulls at every level) through both readers, also with
+// fields mapped inside a struct column. The schema has a fixed-size list
+// and a map with integer keys, which the page reader leaves to pqarrow;
+// without them it reads the file itself.
+func TestNestedPagesTwins(t *testing.T) {
+	_, pqPath, _ := writeNestedTwins(t, t.TempDir())
+	for _, opts := range []Options{{}, {Fields: FieldNames{Final: "world.after", Initial: "world.before"}}} {
+		if bothPaths(t, pqPath, opts) {
+			t.Errorf("%+v: the page reader read a fixed-size list", opts.Fields)
+		}
+	}
+	// Without final_state's fixed-size list and integer-keyed map.
+	mem := memory.NewGoAllocator()
+	rec := nestedRecord(t, mem)
+	defer rec.Release()
+	var cols []arrow.Array
+	var fields []arrow.Field
+	for i, f := range rec.Schema().Fields() {
+		if f.Name != "final_state" {
+			cols, fields = append(cols, rec.Column(i)), append(fields, f)
+		}
+	}
+	sub := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+	defer sub.Release()
+	path := filepath.Join(t.TempDir(), "sub.parquet")
+	writeNestedParquet(t, path, sub, 2, 1<<20, true)
+	for _, opts := range []Options{{Fields: FieldNames{Final: "world.after", Initial: "world.before"}}, {Fields: FieldNames{Final: "world"}}} {
+		if !bothPaths(t, path, opts) {
+			t.Errorf("%+v: the page reader did not read the file", opts.Fields)
+		}
+	}
+}
+
+// pagedTypes are the shapes and leaf types the page reader reads: for
+// each, random values are written and read through both readers.
+var pagedTypes = func() []arrow.DataType {
+	s := func(fs ...arrow.Field) arrow.DataType { return arrow.StructOf(fs...) }
+	f := func(name string, dt arrow.DataType, nullable bool) arrow.Field {
+		return arrow.Field{Name: name, Type: dt, Nullable: nullable}
+	}
+	leaf := s(f("b", arrow.FixedWidthTypes.Boolean, true), f("i8", arrow.PrimitiveTypes.Int8, true),
+		f("i16", arrow.PrimitiveTypes.Int16, false), f("i32", arrow.PrimitiveTypes.Int32, true),
+		f("i64", arrow.PrimitiveTypes.Int64, true), f("u8", arrow.PrimitiveTypes.Uint8, true),
+		f("u16", arrow.PrimitiveTypes.Uint16, true), f("u32", arrow.PrimitiveTypes.Uint32, true),
+		f("u64", arrow.PrimitiveTypes.Uint64, true), f("f32", arrow.PrimitiveTypes.Float32, true),
+		f("f64", arrow.PrimitiveTypes.Float64, true), f("s", arrow.BinaryTypes.String, true),
+		f("ls", arrow.BinaryTypes.LargeString, true), f("bin", arrow.BinaryTypes.Binary, true))
+	return []arrow.DataType{
+		leaf,
+		arrow.ListOf(arrow.BinaryTypes.String),
+		arrow.ListOfNonNullable(arrow.PrimitiveTypes.Int64),
+		arrow.LargeListOf(arrow.ListOf(arrow.PrimitiveTypes.Float64)),
+		arrow.MapOf(arrow.BinaryTypes.String, arrow.ListOf(leaf)),
+		arrow.MapOf(arrow.BinaryTypes.String, arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32)),
+		s(f("a", arrow.ListOf(s(f("x", arrow.ListOf(arrow.BinaryTypes.String), true), f("y", leaf, true))), true),
+			f("m", arrow.MapOf(arrow.BinaryTypes.String, s(f("z", arrow.PrimitiveTypes.Int64, false))), true),
+			f("req", s(f("w", arrow.BinaryTypes.String, true)), false)),
+	}
+}()
+
+// randomRecord draws rows of a record of columns rollout_id, task_id and
+// final_state of type dt, from a stream of pseudo-random bytes seeded by
+// seed.
+func randomRecord(t testing.TB, dt arrow.DataType, rows int, seed uint64) arrow.RecordBatch {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "rollout_id", Type: arrow.BinaryTypes.String},
+		{Name: "task_id", Type: arrow.BinaryTypes.String},
+		{Name: "final_state", Type: dt, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	src := rand.New(rand.NewPCG(seed, 0))
+	z := &fuzzGen{}
+	for i := range rows {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprint("r", i))
+		b.Field(1).(*array.StringBuilder).Append("T")
+		if len(z.b)-z.i < 4096 {
+			z.b, z.i = make([]byte, 1<<14), 0
+			for k := range z.b {
+				z.b[k] = byte(src.Uint32())
+			}
+			// Strings with quotes, backslashes, controls and multi-byte
+			// UTF-8 (valid and not) now and then.
+			copy(z.b[100:], "\"\\\x01\xc3\xa9\xff\xe2\x82")
+		}
+		z.value(b.Field(2), true)
+	}
+	return b.NewRecordBatch()
+}
+
+// TestNestedPagesRandom writes random values of every shape the page
+// reader reads, with nulls, empty lists and maps, strings with escapes and
+// invalid UTF-8, in small row groups and pages (so that a row's values
+// cross pages), plain and dictionary-encoded, and reads them through both
+// readers.
+func TestNestedPagesRandom(t *testing.T) {
+	dir := t.TempDir()
+	for k, dt := range pagedTypes {
+		for _, dict := range []bool{false, true} {
+			name := fmt.Sprintf("type%d-dict%v", k, dict)
+			t.Run(name, func(t *testing.T) {
+				rec := randomRecord(t, dt, 300, uint64(k))
+				defer rec.Release()
+				path := filepath.Join(dir, name+".parquet")
+				writeNestedParquet(t, path, rec, 37, 128, dict)
+				if !bothPaths(t, path, Options{}) {
+					t.Fatalf("%s: read through pqarrow, want the page reader", dt)
+				}
+			})
+		}
+	}
+}
+
+// TestNestedPagesBadNumbers checks that NaN and infinities deep in a
+// nested value fail their row with the same error, naming the same path,
+// through both readers, and that the rows after them read on.
+func TestNestedPagesBadNumbers(t *testing.T) {
+	dt := arrow.StructOf(
+		arrow.Field{Name: "rates", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64), Nullable: true},
+		arrow.Field{Name: "accounts", Type: arrow.ListOf(arrow.StructOf(arrow.Field{Name: "balance", Type: arrow.PrimitiveTypes.Float32, Nullable: true})), Nullable: true})
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "rollout_id", Type: arrow.BinaryTypes.String}, {Name: "final_state", Type: dt, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	st := b.Field(1).(*array.StructBuilder)
+	rates := st.FieldBuilder(0).(*array.MapBuilder)
+	accounts := st.FieldBuilder(1).(*array.ListBuilder)
+	balance := accounts.ValueBuilder().(*array.StructBuilder)
+	for i, v := range []float64{1, math.NaN(), math.Inf(1), math.Inf(-1), 0.5} {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprint("r", i))
+		st.Append(true)
+		rates.Append(true)
+		rates.KeyBuilder().(*array.StringBuilder).Append("ok")
+		rates.ItemBuilder().(*array.Float64Builder).Append(0.25)
+		rates.KeyBuilder().(*array.StringBuilder).Append("usd")
+		rates.ItemBuilder().(*array.Float64Builder).Append(v)
+		accounts.Append(true)
+		balance.Append(true)
+		balance.FieldBuilder(0).(*array.Float32Builder).Append(float32(-v))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	path := filepath.Join(t.TempDir(), "bad.parquet")
+	writeNestedParquet(t, path, rec, 3, 1<<20, false)
+	if !bothPaths(t, path, Options{}) {
+		t.Fatal("read through pqarrow, want the page reader")
+	}
+	rows, _ := rawCells(t, path, Options{})
+	for i, want := range []string{"", "final_state.rates.usd: NaN is not a JSON number", "final_state.rates.usd: +Inf is not a JSON number", "final_state.rates.usd: -Inf is not a JSON number", ""} {
+		if !strings.Contains(rows[i], want) || want == "" && strings.Contains(rows[i], "err:") {
+			t.Errorf("row %d: %s, want the error %q", i, rows[i], want)
+		}
+	}
+}
+
+// FuzzNestedPages draws a nested type and its values from the input,
+// writes them with pqarrow in small row groups and pages, and requires
+// the same cells from both readers, whichever reads the type.
+func FuzzNestedPages(f *testing.F) {
+	f.Add([]byte{6, 2, 0, 1, 3, 8, 1, 11, 2, 9, 4, 10, 2, 5})
+	f.Add([]byte{11, 7, 1, 0, 0, 200, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte("a longer seed that draws many things at once, 0123456789"))
+	f.Add([]byte{8, 11, 6, 2, 8, 1, 0, 0, 7, 7, 7, 14, 21, 0, 1, 2, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		z := &fuzzGen{b: data}
+		dt := z.typ(0)
+		if !isNestedType(dt) {
+			dt = arrow.StructOf(arrow.Field{Name: "v", Type: dt, Nullable: true})
+		}
+		rec := randomRecord(t, dt, 1+int(data[0])%40, xxhash.Sum64(data))
+		defer rec.Release()
+		path := filepath.Join(t.TempDir(), "fuzz.parquet")
+		if err := tryWriteNestedParquet(path, rec, 1+int64(data[len(data)-1]%9), 64+int64(data[0]), data[0]%2 == 0); err != nil {
+			t.Skipf("pqarrow cannot write %s: %v", dt, err) // a limit of the writer, not of the readers
+		}
+		bothPaths(t, path, Options{})
+	})
+}
