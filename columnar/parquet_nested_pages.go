@@ -2,13 +2,18 @@ package columnar
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -63,6 +68,11 @@ type pgCol struct {
 	leaves []*pgLeaf
 	fatal  error   // a read error or levels out of step; ends the reader
 	errs   []error // the rows' errors, of the last fill
+	// memo keeps the texts of values that repeat, for the initial state's
+	// column (nil for the others); ends is memoKey's scratch.
+	memo      *nestedMemo
+	memoGroup int // the row group the memo's keys are of
+	ends      []int
 }
 
 // pgKind is what a pgNode renders.
@@ -108,6 +118,8 @@ type pgNode struct {
 // levels, across the pages of the row groups read.
 type pgLeaf struct {
 	index  int // leaf column index
+	kind   pgKind
+	maxDef int16
 	groups []parquet.RowGroup
 	g      int // next row group to open
 
@@ -115,6 +127,7 @@ type pgLeaf struct {
 	page     parquet.Page
 	values   parquet.ValueReader
 	pageDone bool // values has ended; page is released at the next load
+	dict     bool // page is dictionary-encoded: its byte arrays point into the dictionary
 	buf      []parquet.Value
 	i, n     int
 }
@@ -161,6 +174,9 @@ func pgPlan(file *parquet.File, n *pqNested, groups []parquet.RowGroup) *pgNeste
 			return nil
 		}
 		pc.node = node
+		if slices.Contains(c.slots, slotInitial) {
+			pc.memo = newNestedMemo()
+		}
 		p.cols = append(p.cols, pc)
 	}
 	return p
@@ -258,7 +274,7 @@ func (p *pgCol) build(sf *pqarrow.SchemaField, col *parquet.Column, groups []par
 		}
 		nd.kind = kind
 		nd.leaves = []int{len(p.leaves)}
-		p.leaves = append(p.leaves, &pgLeaf{index: col.Index(), groups: groups, buf: make([]parquet.Value, pqValueChunk)})
+		p.leaves = append(p.leaves, &pgLeaf{index: col.Index(), kind: kind, maxDef: nd.def, groups: groups, buf: make([]parquet.Value, pqValueChunk)})
 		return nd, true
 	}
 	for _, k := range nd.kids {
@@ -349,7 +365,7 @@ func (l *pgLeaf) load() error {
 		if err != nil {
 			return err
 		}
-		l.page, l.values = page, page.Values()
+		l.page, l.values, l.dict = page, page.Values(), page.Dictionary() != nil
 	}
 }
 
@@ -428,6 +444,14 @@ func (p *pgCol) cell(arena *[]byte) (Cell, error) {
 		p.skip(nd, nd.def)
 		return Cell{}, nil
 	}
+	var h uint64
+	memo := false
+	if p.memo != nil {
+		var text []byte
+		if text, h, memo = p.lookup(); text != nil {
+			return Cell{Kind: CellJSON, Stable: true, Data: text}, nil
+		}
+	}
 	start := len(*arena)
 	text, err := p.write(*arena, nd)
 	if p.fatal != nil || err != nil {
@@ -439,7 +463,101 @@ func (p *pgCol) cell(arena *[]byte) (Cell, error) {
 		return Cell{}, nil
 	}
 	*arena = text
+	if memo {
+		if own := p.memo.admit(h, text[start:]); own != nil {
+			*arena = text[:start]
+			return Cell{Kind: CellJSON, Stable: true, Data: own}, nil
+		}
+	}
 	return Cell{Kind: CellJSON, Data: text[start:len(text):len(text)]}, nil
+}
+
+// lookup returns the memoized text of the value of the row at the
+// leaves' cursors, and moves them past it; or nil with try reporting
+// whether the row was keyed (then h is the key's hash, for admit).
+//
+// The key is every entry the row has in each leaf: its levels, and its
+// value where it has one. A string or binary value read from a
+// dictionary-encoded page is keyed by where it lies in the dictionary
+// (its address and length), which names one value of that row group's
+// dictionary, so the key begins with the row group, and the memo is
+// emptied when the row group changes; other values are keyed by their
+// bytes. Two rows have the same key only if they hold the same value. A
+// row is keyed only when all its entries are among the values its leaves
+// have read from their pages (and the next row's first entry too, which
+// tells where the row ends): the others are rendered, as are rows once
+// the memo has stopped finding any (nestedMemo).
+func (p *pgCol) lookup() (text []byte, h uint64, try bool) {
+	m := p.memo
+	m.rows++
+	if m.misses >= memoMissRun && m.rows%memoReprobe != 0 {
+		return nil, 0, false
+	}
+	g := p.leaves[0].g
+	if g != p.memoGroup {
+		p.memoGroup = g
+		clear(m.texts)
+		m.bytes = 0
+	}
+	key := binary.LittleEndian.AppendUint32(m.key[:0], uint32(g))
+	p.ends = p.ends[:0]
+	for _, l := range p.leaves {
+		if l.i >= l.n || l.g != g {
+			return nil, 0, false
+		}
+		j := l.i + 1
+		for j < l.n && l.buf[j].RepetitionLevel() != 0 {
+			j++
+		}
+		if j == l.n {
+			return nil, 0, false // the row may go on in the next values
+		}
+		key = binary.LittleEndian.AppendUint32(key, uint32(j-l.i))
+		for _, v := range l.buf[l.i:j] {
+			d := int16(v.DefinitionLevel())
+			key = append(key, byte(d), byte(v.RepetitionLevel()))
+			if d != l.maxDef {
+				continue
+			}
+			switch l.kind {
+			case pgString, pgBinary:
+				b := v.ByteArray()
+				key = binary.LittleEndian.AppendUint32(key, uint32(len(b)))
+				if l.dict {
+					key = append(key, 'd')
+					key = binary.LittleEndian.AppendUint64(key, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))))
+				} else {
+					key = append(key, 'v')
+					key = append(key, b...)
+				}
+			case pgBool:
+				if v.Boolean() {
+					key = append(key, 1)
+				} else {
+					key = append(key, 0)
+				}
+			case pgInt32, pgUint32:
+				key = binary.LittleEndian.AppendUint32(key, uint32(v.Int32()))
+			case pgFloat:
+				key = binary.LittleEndian.AppendUint32(key, math.Float32bits(v.Float()))
+			case pgDouble:
+				key = binary.LittleEndian.AppendUint64(key, math.Float64bits(v.Double()))
+			default:
+				key = binary.LittleEndian.AppendUint64(key, uint64(v.Int64()))
+			}
+		}
+		p.ends = append(p.ends, j)
+	}
+	m.key = key
+	h = maphash.Bytes(m.seed, key)
+	if text := m.find(h); text != nil {
+		m.misses = 0
+		for k, l := range p.leaves {
+			l.i = p.ends[k]
+		}
+		return text, h, true
+	}
+	return nil, h, true
 }
 
 // readFailed records err, from a leaf's peek, as p.fatal: the end of a

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -290,4 +291,76 @@ func FuzzNestedPages(f *testing.F) {
 		}
 		bothPaths(t, path, Options{})
 	})
+}
+
+// TestNestedPagesMemo reads initial states that repeat, in row groups of
+// their own, with dictionary-encoded and plain leaves: every state reads
+// back as written, through both readers, and the page reader hands most
+// repeated ones out of its memo (Stable cells, which the initial-state
+// cache recognizes by address).
+func TestNestedPagesMemo(t *testing.T) {
+	const typ = "struct<names: list<string>, n: int64, m: map<string, float64>>"
+	states := []string{
+		`{"names":["a","b"],"n":1,"m":{"x":0.5}}`, `{"names":["b"],"n":2,"m":{}}`,
+		`{"names":["b","a"],"n":1,"m":{"x":0.5}}`, `{"names":["a"],"n":3,"m":{"x":0.5,"y":null}}`, `{"names":[],"n":null,"m":null}`,
+	}
+	for _, dict := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "memo.parquet")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols := []DatasetColumn{
+			{Name: "rollout_id", Type: DatasetString},
+			{Name: "initial_state", Type: DatasetNested, Nested: typ, Dictionary: dict},
+		}
+		w, err := NewDatasetWriter(f, DatasetParquet, cols, DatasetOptions{RowGroupRows: 150})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const rows = 600
+		for i := range rows {
+			s := states[(i*7/3)%len(states)]
+			if err := w.Write([]DatasetValue{{Kind: DatasetText, Bytes: fmt.Appendf(nil, "r%d", i)}, {Kind: DatasetRaw, Bytes: []byte(s)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if !bothPaths(t, path, Options{}) {
+			t.Fatal("read through pqarrow, want the page reader")
+		}
+		r, err := OpenParquet(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stable, i := 0, 0
+		for {
+			b, err := r.Next(64)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range b.Rows {
+				want, _ := decodeJSON(states[(i*7/3)%len(states)])
+				got, err := decodeJSON(string(row.Initial.Data))
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Fatalf("dictionary %v, row %d: %s, want %s", dict, i, row.Initial.Data, states[(i*7/3)%len(states)])
+				}
+				if row.Initial.Stable {
+					stable++
+				}
+				i++
+			}
+			b.Release()
+		}
+		r.Close()
+		if stable < rows/2 {
+			t.Errorf("dictionary %v: %d of %d initial states from the memo, want most", dict, stable, rows)
+		}
+	}
 }
