@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -362,5 +365,88 @@ func TestNestedPagesMemo(t *testing.T) {
 		if stable < rows/2 {
 			t.Errorf("dictionary %v: %d of %d initial states from the memo, want most", dict, stable, rows)
 		}
+	}
+}
+
+// TestNestedPagesGoroutines checks that the nested leaves' prefetch
+// goroutines end with the file, and with Close when reading stops early.
+func TestNestedPagesGoroutines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.parquet")
+	rec := randomRecord(t, pagedTypes[6], 40, 9)
+	defer rec.Release()
+	writeNestedParquet(t, path, rec, 15, 256, false)
+	settle := func(want int) int {
+		n := runtime.NumGoroutine()
+		for i := 0; i < 200 && n > want; i++ {
+			time.Sleep(5 * time.Millisecond)
+			n = runtime.NumGoroutine()
+		}
+		return n
+	}
+	base := runtime.NumGoroutine()
+	for _, stop := range []int{1, 20, 40} {
+		r, err := OpenParquet(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for read := 0; read < stop; {
+			b, err := r.Next(7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read += len(b.Rows)
+			b.Release()
+		}
+		if r.nested == nil || r.nested.pg == nil {
+			t.Fatal("read through pqarrow, want the page reader")
+		}
+		r.Close()
+		if n := settle(base); n > base {
+			t.Errorf("after Close at row %d: %d goroutines, want at most %d", stop, n, base)
+		}
+	}
+}
+
+// TestNestedPagesCorrupt damages the pages of a nested file byte by byte
+// (every 97th byte of its data, one at a time): reading it through the
+// page reader must end, with rows or with an error, never with a panic
+// or a hang.
+func TestNestedPagesCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.parquet")
+	rec := randomRecord(t, pagedTypes[4], 60, 4)
+	defer rec.Release()
+	writeNestedParquet(t, good, rec, 20, 512, false)
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := 0
+	for at := 4; at < len(data)-2000; at += 97 {
+		bad := slices.Clone(data)
+		bad[at] ^= 0x5a
+		path := filepath.Join(dir, "bad.parquet")
+		if err := os.WriteFile(path, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := OpenParquet(path, Options{})
+		if err != nil {
+			errs++
+			continue
+		}
+		for {
+			b, err := r.Next(16)
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					errs++
+				}
+				break
+			}
+			b.Release()
+		}
+		r.Close()
+	}
+	if errs == 0 {
+		t.Error("no damaged file was refused")
 	}
 }
