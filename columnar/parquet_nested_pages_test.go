@@ -9,11 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -375,36 +373,11 @@ func TestNestedPagesGoroutines(t *testing.T) {
 	rec := randomRecord(t, pagedTypes[6], 40, 9)
 	defer rec.Release()
 	writeNestedParquet(t, path, rec, 15, 256, false)
-	settle := func(want int) int {
-		n := runtime.NumGoroutine()
-		for i := 0; i < 200 && n > want; i++ {
-			time.Sleep(5 * time.Millisecond)
-			n = runtime.NumGoroutine()
-		}
-		return n
-	}
-	base := runtime.NumGoroutine()
-	for _, stop := range []int{1, 20, 40} {
-		r, err := OpenParquet(path, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for read := 0; read < stop; {
-			b, err := r.Next(7)
-			if err != nil {
-				t.Fatal(err)
-			}
-			read += len(b.Rows)
-			b.Release()
-		}
+	readerGoroutinesEnd(t, path, 40, func(r *ParquetReader) {
 		if r.nested == nil || r.nested.pg == nil {
 			t.Fatal("read through pqarrow, want the page reader")
 		}
-		r.Close()
-		if n := settle(base); n > base {
-			t.Errorf("after Close at row %d: %d goroutines, want at most %d", stop, n, base)
-		}
-	}
+	})
 }
 
 // TestNestedPagesCorrupt damages the pages of a nested file byte by byte

@@ -467,6 +467,9 @@ func (r *ParquetReader) fill(rows []Row, pb *pqBatch) (int, error) {
 	r.rgRead += k
 	if r.left -= k; r.left == 0 {
 		r.closeRowGroup() // end the prefetch goroutines now
+		if r.nested != nil && r.nested.pg != nil {
+			r.nested.pg.close() // and the nested leaves'
+		}
 	}
 	return int(k), nil
 }

@@ -732,6 +732,15 @@ func TestParquetReaderBatchReuse(t *testing.T) {
 func TestParquetReaderGoroutines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.parquet")
 	writePGO(t, path, testRollouts(40), parquet.MaxRowsPerRowGroup(15))
+	readerGoroutinesEnd(t, path, 40, nil)
+}
+
+// readerGoroutinesEnd reads the first 1, 20 and all rows of the Parquet
+// file at path, which has all of them, and checks that the reader's
+// goroutines have ended after the last row and after Close. check, when
+// not nil, looks at the reader before Close.
+func readerGoroutinesEnd(t *testing.T, path string, all int, check func(*ParquetReader)) {
+	t.Helper()
 	// A goroutine of an earlier test may still be ending when base is
 	// taken: the count must come back to base or below, never stay above.
 	settle := func(want int) int {
@@ -743,7 +752,7 @@ func TestParquetReaderGoroutines(t *testing.T) {
 		return n
 	}
 	base := runtime.NumGoroutine()
-	for _, stop := range []int{1, 20, 40} {
+	for _, stop := range []int{1, 20, all} {
 		r, err := OpenParquet(path, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -756,10 +765,13 @@ func TestParquetReaderGoroutines(t *testing.T) {
 			read += len(b.Rows)
 			b.Release()
 		}
-		if stop == 40 {
+		if stop == all {
 			if n := settle(base); n > base {
 				t.Errorf("after the last row: %d goroutines, want at most %d", n, base)
 			}
+		}
+		if check != nil {
+			check(r)
 		}
 		r.Close()
 		if n := settle(base); n > base {
