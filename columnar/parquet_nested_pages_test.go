@@ -423,3 +423,57 @@ func TestNestedPagesCorrupt(t *testing.T) {
 		t.Error("no damaged file was refused")
 	}
 }
+
+// TestNestedPagesUnits reads a nested file by units of row groups (as
+// sharded and parallel runs do): the rows of the units, in order, are the
+// rows of the whole file, through the page reader.
+func TestNestedPagesUnits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "units.parquet")
+	rec := randomRecord(t, pagedTypes[6], 70, 12)
+	defer rec.Release()
+	writeNestedParquet(t, path, rec, 9, 256, false) // 8 row groups
+	whole, pages := rawCells(t, path, Options{})
+	if !pages {
+		t.Fatal("read through pqarrow, want the page reader")
+	}
+	for _, per := range []int{1, 3} {
+		in, err := Describe(path, DescribeOptions{RowGroupsPerUnit: per})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, u := range in.Units {
+			r, err := in.Open(u, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				b, err := r.Next(4)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range b.Rows {
+					row := &b.Rows[i]
+					var s strings.Builder
+					for _, c := range append([]Cell{row.ID, row.Task, row.Final, row.Initial, row.Output, row.Log}, row.Meta...) {
+						fmt.Fprintf(&s, "%d:%s|", c.Kind, c.Data)
+					}
+					got = append(got, s.String())
+				}
+				b.Release()
+			}
+			r.Close()
+		}
+		if len(got) != len(whole) {
+			t.Fatalf("%d row groups a unit: %d rows, want %d", per, len(got), len(whole))
+		}
+		for i := range got {
+			if got[i] != whole[i] {
+				t.Fatalf("%d row groups a unit, row %d:\nunits %s\nwhole %s", per, i, got[i], whole[i])
+			}
+		}
+	}
+}
