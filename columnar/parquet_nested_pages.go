@@ -50,12 +50,13 @@ import (
 // Each leaf column chunk's pages are decoded ahead in a goroutine of its
 // own (pqPrefetch), as the flat columns' are. Rendering copies every value
 // into the arena, so a page is released as soon as its values are read.
+// The initial state's column keeps the texts of values that repeat
+// (pgCol.lookup), as the Arrow path does (nestedMemo).
 //
 // Setting the environment variable GAVEL_NESTED_PQARROW to a non-empty
 // value reads every nested column through pqarrow instead: for debugging,
 // and to compare the two.
 type pgNested struct {
-	file *parquet.File
 	cols []*pgCol
 }
 
@@ -69,7 +70,7 @@ type pgCol struct {
 	fatal  error   // a read error or levels out of step; ends the reader
 	errs   []error // the rows' errors, of the last fill
 	// memo keeps the texts of values that repeat, for the initial state's
-	// column (nil for the others); ends is memoKey's scratch.
+	// column (nil for the others); ends is lookup's scratch.
 	memo      *nestedMemo
 	memoGroup int // the row group the memo's keys are of
 	ends      []int
@@ -141,13 +142,13 @@ var pgOff bool
 
 // pgPlan returns the page reader of the columns of n, or nil when one of
 // them has a shape or a leaf type it does not know (or when pgForced): those
-// files are read through pqarrow, with the same result. root holds the
-// file's top-level parquet-go columns.
+// files are read through pqarrow, with the same result. file is the
+// Parquet file as parquet-go reads it; groups are the row groups to read.
 func pgPlan(file *parquet.File, n *pqNested, groups []parquet.RowGroup) *pgNested {
 	if pgForced() {
 		return nil
 	}
-	p := &pgNested{file: file}
+	p := &pgNested{}
 	roots := file.Root().Columns()
 	for i, c := range n.cols {
 		if !c.nested {
