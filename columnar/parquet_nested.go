@@ -72,7 +72,13 @@ const (
 
 // openPQNested reads the footer of the Parquet file f, of size bytes, for
 // pqarrow, and its Arrow schema.
-func openPQNested(f io.ReaderAt, size int64) (*pqNested, error) {
+func openPQNested(f io.ReaderAt, size int64) (n *pqNested, err error) {
+	// arrow-go panics on some damaged footers (an invalid logical type).
+	defer func() {
+		if p := recover(); p != nil {
+			n, err = nil, fmt.Errorf("corrupt parquet footer: %v", p)
+		}
+	}()
 	props := pqarrowfmt.NewReaderProperties(memory.DefaultAllocator)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 256 << 10

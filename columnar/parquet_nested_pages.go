@@ -84,8 +84,12 @@ const (
 	pgList
 	pgMap
 	pgBool
-	pgInt32  // INT32: int8, int16, int32
-	pgUint32 // INT32: uint8, uint16, uint32
+	pgInt8   // INT32 read as int8, as pqarrow converts it
+	pgInt16  // INT32 read as int16
+	pgInt32  // INT32
+	pgUint8  // INT32 read as uint8
+	pgUint16 // INT32 read as uint16
+	pgUint32 // INT32 read as uint32
 	pgInt64
 	pgUint64
 	pgFloat
@@ -292,9 +296,17 @@ func pgLeafKind(dt arrow.DataType, pk parquet.Kind) (pgKind, bool) {
 	switch dt.ID() {
 	case arrow.BOOL:
 		return pgBool, pk == parquet.Boolean
-	case arrow.INT8, arrow.INT16, arrow.INT32:
+	case arrow.INT8:
+		return pgInt8, pk == parquet.Int32
+	case arrow.INT16:
+		return pgInt16, pk == parquet.Int32
+	case arrow.INT32:
 		return pgInt32, pk == parquet.Int32
-	case arrow.UINT8, arrow.UINT16, arrow.UINT32:
+	case arrow.UINT8:
+		return pgUint8, pk == parquet.Int32
+	case arrow.UINT16:
+		return pgUint16, pk == parquet.Int32
+	case arrow.UINT32:
 		return pgUint32, pk == parquet.Int32
 	case arrow.INT64:
 		return pgInt64, pk == parquet.Int64
@@ -413,7 +425,17 @@ func (p *pgNested) fill(rows []Row, cb *pqBatch) error {
 
 // fill reads the column's values of rows into their cells, and their
 // errors into p.errs, rendering into *arena.
+//
+// A panic of the decoder on a corrupt page (parquet-go's value readers do
+// not check dictionary indices) is the column's fatal error: it must not
+// end the process from a goroutine of fill's, nor leave the other columns
+// writing into a batch the caller has given up.
 func (p *pgCol) fill(rows []Row, arena *[]byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.fatal = fmt.Errorf("corrupt page: %v", r)
+		}
+	}()
 	p.errs = p.errs[:0]
 	for j := range rows {
 		row := &rows[j]
@@ -537,7 +559,7 @@ func (p *pgCol) lookup() (text []byte, h uint64, try bool) {
 				} else {
 					key = append(key, 0)
 				}
-			case pgInt32, pgUint32:
+			case pgInt8, pgInt16, pgInt32, pgUint8, pgUint16, pgUint32:
 				key = binary.LittleEndian.AppendUint32(key, uint32(v.Int32()))
 			case pgFloat:
 				key = binary.LittleEndian.AppendUint32(key, math.Float32bits(v.Float()))
@@ -675,8 +697,18 @@ func (p *pgCol) write(dst []byte, nd *pgNode) ([]byte, error) {
 	switch nd.kind {
 	case pgBool:
 		return strconv.AppendBool(dst, v.Boolean()), nil
+	// A value out of the narrow type's range (a writer that breaks the
+	// format) is cut to it, as pqarrow's conversion does.
+	case pgInt8:
+		return strconv.AppendInt(dst, int64(int8(v.Int32())), 10), nil
+	case pgInt16:
+		return strconv.AppendInt(dst, int64(int16(v.Int32())), 10), nil
 	case pgInt32:
 		return strconv.AppendInt(dst, int64(v.Int32()), 10), nil
+	case pgUint8:
+		return strconv.AppendUint(dst, uint64(uint8(v.Int32())), 10), nil
+	case pgUint16:
+		return strconv.AppendUint(dst, uint64(uint16(v.Int32())), 10), nil
 	case pgUint32:
 		return strconv.AppendUint(dst, uint64(uint32(v.Int32())), 10), nil
 	case pgInt64:

@@ -383,44 +383,52 @@ func TestNestedPagesGoroutines(t *testing.T) {
 // TestNestedPagesCorrupt damages the pages of a nested file byte by byte
 // (every 97th byte of its data, one at a time): reading it through the
 // page reader must end, with rows or with an error, never with a panic
-// or a hang.
+// or a hang. The file has two nested columns, so that one is assembled on
+// a goroutine of its own, and is written plain and dictionary-encoded
+// (parquet-go's value readers do not check dictionary indices, and panic
+// on a bad one).
 func TestNestedPagesCorrupt(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "good.parquet")
-	rec := randomRecord(t, pagedTypes[4], 60, 4)
+	one := randomRecord(t, pagedTypes[4], 60, 4)
+	defer one.Release()
+	fields := append(one.Schema().Fields(), arrow.Field{Name: "initial_state", Type: one.Schema().Field(2).Type, Nullable: true})
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), append(one.Columns(), one.Column(2)), one.NumRows())
 	defer rec.Release()
-	writeNestedParquet(t, good, rec, 20, 512, false)
-	data, err := os.ReadFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	errs := 0
-	for at := 4; at < len(data)-2000; at += 97 {
-		bad := slices.Clone(data)
-		bad[at] ^= 0x5a
-		path := filepath.Join(dir, "bad.parquet")
-		if err := os.WriteFile(path, bad, 0o644); err != nil {
+	for _, dict := range []bool{false, true} {
+		good := filepath.Join(dir, "good.parquet")
+		writeNestedParquet(t, good, rec, 20, 512, dict)
+		data, err := os.ReadFile(good)
+		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := OpenParquet(path, Options{})
-		if err != nil {
-			errs++
-			continue
-		}
-		for {
-			b, err := r.Next(16)
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					errs++
-				}
-				break
+		errs := 0
+		for at := 4; at < len(data)-2000; at += 97 {
+			bad := slices.Clone(data)
+			bad[at] ^= 0x5a
+			path := filepath.Join(dir, "bad.parquet")
+			if err := os.WriteFile(path, bad, 0o644); err != nil {
+				t.Fatal(err)
 			}
-			b.Release()
+			r, err := OpenParquet(path, Options{})
+			if err != nil {
+				errs++
+				continue
+			}
+			for {
+				b, err := r.Next(16)
+				if err != nil {
+					if !errors.Is(err, io.EOF) {
+						errs++
+					}
+					break
+				}
+				b.Release()
+			}
+			r.Close()
 		}
-		r.Close()
-	}
-	if errs == 0 {
-		t.Error("no damaged file was refused")
+		if errs == 0 {
+			t.Errorf("dictionary %v: no damaged file was refused", dict)
+		}
 	}
 }
 
@@ -475,5 +483,38 @@ func TestNestedPagesUnits(t *testing.T) {
 				t.Fatalf("%d row groups a unit, row %d:\nunits %s\nwhole %s", per, i, got[i], whole[i])
 			}
 		}
+	}
+}
+
+// TestNestedPagesPanic makes the assembly of a column that runs on a
+// goroutine of its own panic (a node of no kind, as a decoder's panic on
+// a corrupt page would): Next returns an error naming the column, and the
+// process goes on.
+func TestNestedPagesPanic(t *testing.T) {
+	one := randomRecord(t, pagedTypes[0], 40, 2)
+	defer one.Release()
+	fields := append(one.Schema().Fields(), arrow.Field{Name: "initial_state", Type: one.Schema().Field(2).Type, Nullable: true})
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), append(one.Columns(), one.Column(2)), one.NumRows())
+	defer rec.Release()
+	path := filepath.Join(t.TempDir(), "two.parquet")
+	writeNestedParquet(t, path, rec, 100, 1<<20, false)
+	r, err := OpenParquet(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := r.Next(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	if r.nested == nil || r.nested.pg == nil || len(r.nested.pg.cols) != 2 {
+		t.Fatal("want two nested columns through the page reader")
+	}
+	second := r.nested.pg.cols[1]
+	second.node.kids[0].kind = 0 // its first member, a leaf: no kind to render
+	_, err = r.Next(4)
+	if err == nil || !strings.Contains(err.Error(), "corrupt page") || !strings.Contains(err.Error(), second.c.name) {
+		t.Fatalf("Next after a panic in %s: %v, want an error naming it", second.c.name, err)
 	}
 }
