@@ -32,10 +32,16 @@ func rawCells(t *testing.T, path string, opts Options) (rows []string, pages boo
 		t.Fatal(err)
 	}
 	defer r.Close()
+	return appendRawCells(t, nil, r), r.nested != nil && r.nested.pg != nil
+}
+
+// appendRawCells appends the rows r reads, as rawCells gives them.
+func appendRawCells(t *testing.T, rows []string, r Reader) []string {
+	t.Helper()
 	for {
 		b, err := r.Next(5)
 		if errors.Is(err, io.EOF) {
-			break
+			return rows
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -53,7 +59,6 @@ func rawCells(t *testing.T, path string, opts Options) (rows []string, pages boo
 		}
 		b.Release()
 	}
-	return rows, r.nested != nil && r.nested.pg != nil
 }
 
 // bothPaths reads path through the page reader and through pqarrow and
@@ -455,24 +460,7 @@ func TestNestedPagesUnits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for {
-				b, err := r.Next(4)
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i := range b.Rows {
-					row := &b.Rows[i]
-					var s strings.Builder
-					for _, c := range append([]Cell{row.ID, row.Task, row.Final, row.Initial, row.Output, row.Log}, row.Meta...) {
-						fmt.Fprintf(&s, "%d:%s|", c.Kind, c.Data)
-					}
-					got = append(got, s.String())
-				}
-				b.Release()
-			}
+			got = appendRawCells(t, got, r)
 			r.Close()
 		}
 		if len(got) != len(whole) {
