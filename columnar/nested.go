@@ -459,17 +459,22 @@ func newStructEnc(a *array.Struct) structEnc {
 	st := a.DataType().(*arrow.StructType)
 	e := structEnc{}
 	for k, f := range st.Fields() {
-		var key []byte
-		if k > 0 {
-			key = append(key, ',')
-		}
-		key = jsonview.AppendJSONString(key, f.Name)
-		key = append(key, ':')
 		e.names = append(e.names, f.Name)
-		e.keys = append(e.keys, key)
+		e.keys = append(e.keys, structKey(k, f.Name))
 		e.fields = append(e.fields, newJSONEnc(a.Field(k)))
 	}
 	return e
+}
+
+// structKey returns what precedes field k, named name, in a struct's
+// JSON text: its quoted name and a colon, after a comma unless k is 0.
+func structKey(k int, name string) []byte {
+	var key []byte
+	if k > 0 {
+		key = append(key, ',')
+	}
+	key = jsonview.AppendJSONString(key, name)
+	return append(key, ':')
 }
 
 func (e structEnc) append(dst []byte, i int) ([]byte, error) {

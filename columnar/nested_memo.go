@@ -99,9 +99,22 @@ func (m *nestedMemo) bind(arr arrow.Array) {
 		m.prefix = binary.LittleEndian.AppendUint64(m.prefix, id)
 	}
 	if fresh && m.bytes > 0 {
-		clear(m.texts)
-		m.bytes = 0
+		m.empty()
 	}
+}
+
+// empty forgets every text.
+func (m *nestedMemo) empty() {
+	clear(m.texts)
+	m.bytes = 0
+}
+
+// resting counts a row and reports whether it is not to be looked up: the
+// memo has found nothing for memoMissRun rows in a row, and the row is
+// not one of the one in memoReprobe still probed.
+func (m *nestedMemo) resting() bool {
+	m.rows++
+	return m.misses >= memoMissRun && m.rows%memoReprobe != 0
 }
 
 // dictID returns the id of the dictionary whose content is content, and
@@ -140,10 +153,11 @@ func collectDicts(dst *[]*array.Dictionary, arr arrow.Array) {
 }
 
 // find returns the text of the value whose key m.key holds, or nil; h is
-// the key's hash.
+// the key's hash. A text found ends a run of misses.
 func (m *nestedMemo) find(h uint64) []byte {
 	for _, e := range m.texts[h] {
 		if bytes.Equal(e.key, m.key) {
+			m.misses = 0
 			return e.text
 		}
 	}
@@ -154,11 +168,7 @@ func (m *nestedMemo) find(h uint64) []byte {
 // when it is not memoized; then h is the key's hash for admit, and try
 // false when the row was not looked up at all.
 func (m *nestedMemo) lookup(arr arrow.Array, i int) (text []byte, h uint64, try bool) {
-	m.rows++
-	if m.misses >= memoMissRun && m.rows%memoReprobe != 0 {
-		return nil, 0, false
-	}
-	if m.off {
+	if m.resting() || m.off {
 		return nil, 0, false
 	}
 	var ok bool
@@ -167,11 +177,7 @@ func (m *nestedMemo) lookup(arr arrow.Array, i int) (text []byte, h uint64, try 
 		return nil, 0, false
 	}
 	h = maphash.Bytes(m.seed, m.key)
-	if text := m.find(h); text != nil {
-		m.misses = 0
-		return text, h, true
-	}
-	return nil, h, true
+	return m.find(h), h, true
 }
 
 // admit keeps a copy of text as the text of the key lookup left in m.key,

@@ -211,14 +211,8 @@ func (p *pgCol) build(sf *pqarrow.SchemaField, col *parquet.Column, groups []par
 			if !ok {
 				return nil, false
 			}
-			var key []byte
-			if k > 0 {
-				key = append(key, ',')
-			}
-			key = jsonview.AppendJSONString(key, ksf.Field.Name)
-			key = append(key, ':')
 			nd.kids = append(nd.kids, kn)
-			nd.keys = append(nd.keys, key)
+			nd.keys = append(nd.keys, structKey(k, ksf.Field.Name))
 			nd.names = append(nd.names, ksf.Field.Name)
 		}
 	case arrow.LIST, arrow.LARGE_LIST:
@@ -512,15 +506,13 @@ func (p *pgCol) cell(arena *[]byte) (Cell, error) {
 // the memo has stopped finding any (nestedMemo).
 func (p *pgCol) lookup() (text []byte, h uint64, try bool) {
 	m := p.memo
-	m.rows++
-	if m.misses >= memoMissRun && m.rows%memoReprobe != 0 {
+	if m.resting() {
 		return nil, 0, false
 	}
 	g := p.leaves[0].g
 	if g != p.memoGroup {
 		p.memoGroup = g
-		clear(m.texts)
-		m.bytes = 0
+		m.empty()
 	}
 	key := binary.LittleEndian.AppendUint32(m.key[:0], uint32(g))
 	p.ends = p.ends[:0]
@@ -574,7 +566,6 @@ func (p *pgCol) lookup() (text []byte, h uint64, try bool) {
 	m.key = key
 	h = maphash.Bytes(m.seed, key)
 	if text := m.find(h); text != nil {
-		m.misses = 0
 		for k, l := range p.leaves {
 			l.i = p.ends[k]
 		}

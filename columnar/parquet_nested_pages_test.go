@@ -207,6 +207,17 @@ func randomRecord(t testing.TB, dt arrow.DataType, rows int, seed uint64) arrow.
 	return b.NewRecordBatch()
 }
 
+// twoStates is randomRecord with its final state also as the initial
+// state: two nested columns, the second assembled on a goroutine of its
+// own.
+func twoStates(t testing.TB, dt arrow.DataType, rows int, seed uint64) arrow.RecordBatch {
+	t.Helper()
+	one := randomRecord(t, dt, rows, seed)
+	defer one.Release()
+	fields := append(slices.Clone(one.Schema().Fields()), arrow.Field{Name: "initial_state", Type: dt, Nullable: true})
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), append(slices.Clone(one.Columns()), one.Column(2)), one.NumRows())
+}
+
 // TestNestedPagesRandom writes random values of every shape the page
 // reader reads, with nulls, empty lists and maps, strings with escapes and
 // invalid UTF-8, in small row groups and pages (so that a row's values
@@ -394,10 +405,7 @@ func TestNestedPagesGoroutines(t *testing.T) {
 // on a bad one).
 func TestNestedPagesCorrupt(t *testing.T) {
 	dir := t.TempDir()
-	one := randomRecord(t, pagedTypes[4], 60, 4)
-	defer one.Release()
-	fields := append(one.Schema().Fields(), arrow.Field{Name: "initial_state", Type: one.Schema().Field(2).Type, Nullable: true})
-	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), append(one.Columns(), one.Column(2)), one.NumRows())
+	rec := twoStates(t, pagedTypes[4], 60, 4)
 	defer rec.Release()
 	for _, dict := range []bool{false, true} {
 		good := filepath.Join(dir, "good.parquet")
@@ -479,10 +487,7 @@ func TestNestedPagesUnits(t *testing.T) {
 // a corrupt page would): Next returns an error naming the column, and the
 // process goes on.
 func TestNestedPagesPanic(t *testing.T) {
-	one := randomRecord(t, pagedTypes[0], 40, 2)
-	defer one.Release()
-	fields := append(one.Schema().Fields(), arrow.Field{Name: "initial_state", Type: one.Schema().Field(2).Type, Nullable: true})
-	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), append(one.Columns(), one.Column(2)), one.NumRows())
+	rec := twoStates(t, pagedTypes[0], 40, 2)
 	defer rec.Release()
 	path := filepath.Join(t.TempDir(), "two.parquet")
 	writeNestedParquet(t, path, rec, 100, 1<<20, false)
