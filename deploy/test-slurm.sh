@@ -43,7 +43,9 @@ TEST_SLURM_TIMEOUT=${TEST_SLURM_TIMEOUT:-300}
 deadline=$((SECONDS + TEST_SLURM_TIMEOUT))
 
 say() { echo "test-slurm: $*"; }
+failed=""   # why the test failed, said again after the logs
 fail() {
+	failed=$*
 	echo "test-slurm: FAIL: $*" >&2
 	exit 1
 }
@@ -86,6 +88,10 @@ stop() {
 			for f in "$tmp"/log/*; do
 				[ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }
 			done
+			if [ -n "$jobs" ]; then
+				echo "--- the jobs"
+				for j in $jobs; do timeout 5 scontrol show job "$j" 2>&1 || true; done
+			fi
 			TEST_SLURM_KEEP=1
 		fi
 		if [ -n "$jobs" ]; then
@@ -114,6 +120,7 @@ stop() {
 	else
 		rm -rf "$tmp"
 	fi
+	[ -z "$failed" ] || echo "test-slurm: FAIL: $failed" >&2
 	exit "$status"
 }
 trap stop EXIT
@@ -147,13 +154,17 @@ until_true() {
 	done
 }
 
-# free_port prints a TCP port nothing listens on at 127.0.0.1.
+# free_port prints a TCP port below the kernel's ephemeral range (so no
+# outgoing connection takes it meanwhile) that no socket uses, in any state:
+# slurmctld cannot bind a port a closed connection still holds (TIME_WAIT).
 free_port() {
-	local p
+	local p low _high
+	read -r low _high </proc/sys/net/ipv4/ip_local_port_range
+	[ "$low" -gt 12000 ] || low=32768
 	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 30000))
+		p=$((10000 + RANDOM % (low - 10000)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
-			! ss -Htln "sport = :$p" | grep -q .; then
+			! ss -Htan "( sport = :$p or dport = :$p )" | grep -q .; then
 			echo "$p"
 			return
 		fi
@@ -295,11 +306,26 @@ requeued() {
 }
 until_true "task $task to be requeued" requeued
 # Slurm delays the start of a requeued job by two minutes (its BeginTime),
-# and holds one requeued while suspended (JobHeldAdmin): let it start now.
-scontrol update JobId="$task" StartTime=now
-if scontrol show job "$task" | grep -q 'Reason=JobHeld'; then
-	scontrol release "$task"
-fi
+# and holds one requeued while suspended (JobHeldAdmin, priority 0): let it
+# start now. The hold and the delay may show a moment after the job is
+# pending again, so this looks until the task runs, not once.
+restarted() {
+	local info begin
+	info=$(scontrol show job "$task" 2>/dev/null) || return 1
+	case $(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<<"$info" | head -n 1) in
+	RUNNING | COMPLETING | COMPLETED) return 0 ;;
+	esac
+	if grep -q -e 'Reason=JobHeld' -e 'Priority=0 ' <<<"$info"; then
+		scontrol release "$task" 2>/dev/null || true
+	fi
+	begin=$(sed -n 's/.*BeginTime=\([0-9T:-]*\).*/\1/p' <<<"$info" | head -n 1)
+	if grep -q 'Reason=BeginTime' <<<"$info" ||
+		{ [ -n "$begin" ] && [ "$(date -d "$begin" +%s 2>/dev/null || echo 0)" -gt "$(date +%s)" ]; }; then
+		scontrol update JobId="$task" StartTime=now 2>/dev/null || true
+	fi
+	return 1
+}
+until_true "task $task to run again" restarted
 done_() {
 	local s
 	s=$(state_of "$commit")
