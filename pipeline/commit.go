@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,6 +114,13 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 	merged := *base
 	merged.Shard = ""
 	merged.Config.Shards = 0
+	// A remote verifier found impure by any shard is impure for the run:
+	// a later --reuse must not take its rows.
+	var impure []string
+	for i := 0; i < count; i++ {
+		impure = append(impure, manifests[i].ImpureVerifiers...)
+	}
+	merged.ImpureVerifiers = sortedSet(impure)
 	merged.Inputs = make([]ManifestInput, len(base.Inputs))
 	var stats []*partStats
 	incomplete := map[int][]string{}
@@ -152,6 +160,7 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 
 	var skipped []string
 	var elapsed float64
+	var counters Summary // the shards' judge, remote and reuse counters, summed
 	for i := 0; i < count; i++ {
 		path := filepath.Join(dir, shardsDir, shardBase(Shard{Index: i, Count: count})+".summary.json")
 		data, err := os.ReadFile(path)
@@ -166,6 +175,7 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 			skipped = s.FilesSkipped
 		}
 		elapsed = max(elapsed, s.ElapsedSeconds)
+		counters.addCounters(&s)
 	}
 	format := strings.TrimPrefix(filepath.Ext(base.Inputs[0].Part), ".")
 	s := mergeStats(stats, skipped)
@@ -173,6 +183,8 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", name, err)
 	}
+	s.Judge, s.Remote, s.Reuse = counters.Judge, counters.Remote, counters.Reuse
+	s.ImpureVerifiers = sortedSet(counters.ImpureVerifiers)
 	s.ElapsedSeconds = elapsed
 	if elapsed > 0 {
 		s.RowsPerSecond = float64(s.Rollouts) / elapsed
@@ -194,4 +206,59 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 		}
 	}
 	return s, nil
+}
+
+// addCounters adds the judge, remote and reuse counters of a shard's
+// summary o to s's, and its impure verifiers to s's list (unsorted, with
+// repeats). A counter object stays nil while no shard has one. Each shard
+// counts its own process's work: probes are one a shard that asked, and
+// requests and cache hits add up to what one process would have made.
+func (s *Summary) addCounters(o *Summary) {
+	if j := o.Judge; j != nil {
+		if s.Judge == nil {
+			s.Judge = &JudgeSummary{}
+		}
+		s.Judge.Probes += j.Probes
+		s.Judge.Requests += j.Requests
+		s.Judge.CacheHits += j.CacheHits
+		s.Judge.Retries += j.Retries
+		s.Judge.Failures += j.Failures
+		s.Judge.PromptTokens += j.PromptTokens
+		s.Judge.CompletionTokens += j.CompletionTokens
+		s.Judge.PendingBudget += j.PendingBudget
+	}
+	if r := o.Remote; r != nil {
+		if s.Remote == nil {
+			s.Remote = &RemoteSummary{}
+		}
+		s.Remote.Probes += r.Probes
+		s.Remote.Requests += r.Requests
+		s.Remote.CacheHits += r.CacheHits
+		s.Remote.Retries += r.Retries
+		s.Remote.Failures += r.Failures
+		s.Remote.PendingBudget += r.PendingBudget
+	}
+	if r := o.Reuse; r != nil {
+		if s.Reuse == nil {
+			s.Reuse = &ReuseSummary{}
+		}
+		s.Reuse.Reused += r.Reused
+		s.Reuse.Graded += r.Graded
+		s.Reuse.CopiedParts += r.CopiedParts
+		if s.Reuse.Note == "" {
+			s.Reuse.Note = r.Note
+		}
+	}
+	s.ImpureVerifiers = append(s.ImpureVerifiers, o.ImpureVerifiers...)
+}
+
+// sortedSet returns the distinct strings of ids, sorted, or nil when
+// there are none.
+func sortedSet(ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }

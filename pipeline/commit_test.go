@@ -1,13 +1,18 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -86,5 +91,110 @@ func TestCommitOtherRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCommitCounters grades judged rows in two shards and commits them:
+// the joined summary carries the shards' judge and reuse counters, summed
+// (the same requests, tokens and reused rollouts as one process, a probe
+// per shard), and a remote verifier one shard found impure is impure in
+// the joined manifest and summary, so that a later --reuse leaves its rows.
+func TestCommitCounters(t *testing.T) {
+	srv := judgetest.New(t)
+	dir := t.TempDir()
+	var inputs []string
+	for i := range 4 {
+		in := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", i))
+		writeJudgedRows(t, in, i*10, 10)
+		inputs = append(inputs, in)
+	}
+	vs := parseSpec(t, judgedSpec)
+	cfg := func(out, cache, reuse string, shard Shard) Config {
+		return Config{Inputs: inputs, Out: filepath.Join(dir, out), Format: columnar.FormatJSONL, Verifiers: vs,
+			Judge: judgeCfg(srv, filepath.Join(dir, cache)), Workers: 2, BatchSize: 4, Reuse: reuse, Shard: shard}
+	}
+	one := grade(t, cfg("one", "cache-one", "", Shard{})).Summary
+	if one.Judge == nil || one.Judge.Requests != 40 || one.Judge.Probes != 1 || one.Judge.PromptTokens == 0 {
+		t.Fatalf("one process: judge %+v, want 40 requests after 1 probe", one.Judge)
+	}
+	commitShards := func(out, cache, reuse string, edit func(out string)) *Summary {
+		t.Helper()
+		for i := range 2 {
+			grade(t, cfg(out, cache, reuse, Shard{i, 2}))
+		}
+		if edit != nil {
+			edit(filepath.Join(dir, out))
+		}
+		s, err := Commit(filepath.Join(dir, out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// Shard 1 found VER-R impure: its manifest and summary say so.
+	impure := func(out string) {
+		for _, name := range []string{shardBase(Shard{1, 2}) + ".manifest.json", shardBase(Shard{1, 2}) + ".summary.json"} {
+			path := filepath.Join(out, shardsDir, name)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["impure_verifiers"] = []string{"VER-R"}
+			if data, err = json.Marshal(m); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s := commitShards("sharded", "cache-sharded", "", impure)
+	want := *one.Judge
+	want.Probes = 2
+	if s.Judge == nil || *s.Judge != want {
+		t.Errorf("committed judge %+v, want %+v (one process's, a probe per shard)", s.Judge, want)
+	}
+	if s.Reuse != nil || s.Remote != nil {
+		t.Errorf("committed reuse %+v, remote %+v; want none", s.Reuse, s.Remote)
+	}
+	m, err := readManifest(filepath.Join(dir, "sharded", manifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(m.ImpureVerifiers) != "[VER-R]" || fmt.Sprint(s.ImpureVerifiers) != "[VER-R]" {
+		t.Errorf("committed impure verifiers: manifest %v, summary %v; want [VER-R] in both", m.ImpureVerifiers, s.ImpureVerifiers)
+	}
+	written, err := os.ReadFile(filepath.Join(dir, "sharded", summaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Summary
+	if err := json.Unmarshal(written, &back); err != nil || back.Judge == nil || *back.Judge != want {
+		t.Errorf("summary.json judge %+v (%v), want %+v", back.Judge, err, want)
+	}
+
+	// Reusing the one process's results: all is reused, from the cache's
+	// answers or the parts, as one process with --reuse would count it.
+	oneReuse := grade(t, cfg("one-reuse", "cache-one", filepath.Join(dir, "one"), Shard{})).Summary
+	s = commitShards("sharded-reuse", "cache-one", filepath.Join(dir, "one"), nil)
+	if s.Reuse == nil || oneReuse.Reuse == nil || *s.Reuse != *oneReuse.Reuse || s.Reuse.Reused != 40 || s.Reuse.CopiedParts != 4 {
+		t.Errorf("committed reuse %+v, want one process's %+v: 40 reused, 4 parts copied whole", s.Reuse, oneReuse.Reuse)
+	}
+	// Whichever way they were made, the parts are the one process's.
+	for _, out := range []string{"sharded", "one-reuse", "sharded-reuse"} {
+		for _, sub := range []string{"rewards", "checks"} {
+			for u := range 4 {
+				name := columnar.PartName(u, columnar.FormatJSONL)
+				a, _ := os.ReadFile(filepath.Join(dir, "one", sub, name))
+				b, _ := os.ReadFile(filepath.Join(dir, out, sub, name))
+				if len(a) == 0 || !bytes.Equal(a, b) {
+					t.Errorf("%s/%s/%s differs from the one process's", out, sub, name)
+				}
+			}
+		}
 	}
 }

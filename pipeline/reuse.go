@@ -912,11 +912,16 @@ func (rs *reuseSource) unchanged(u *Unit, cur *ManifestInput) *ManifestInput {
 // sameSetup reports whether the earlier run is the run m describes but
 // for its inputs' state and its verifiers' fingerprints: the same gavel,
 // verifiers (ids and tasks) and configuration, and no tasks table (whose
-// content the manifest does not identify).
+// content the manifest does not identify). The shard count is not part of
+// the setup: a unit's part is the same whichever process graded it, so a
+// sharded run copies whole the unchanged parts of its units from a
+// committed or single run, and the other way round.
 func (rs *reuseSource) sameSetup(m *Manifest) bool {
 	o := rs.manifest
+	oc := o.Config
+	oc.Shards = m.Config.Shards
 	if o.Version != m.Version || o.Config.TasksFile != "" || len(o.Verifiers) != len(m.Verifiers) ||
-		len(m.Config.differences(&o.Config)) > 0 {
+		len(m.Config.differences(&oc)) > 0 {
 		return false
 	}
 	for i, v := range m.Verifiers {
