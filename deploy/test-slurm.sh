@@ -124,6 +124,9 @@ stop() {
 	exit "$status"
 }
 trap stop EXIT
+# A command that fails outside fail (set -e) is named too.
+set -E
+trap 'rc=$?; [ -n "$failed" ] || failed="line $LINENO: $BASH_COMMAND exited $rc"' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -249,13 +252,15 @@ IN=s3://gavel/in/
 OUT=s3://gavel/results
 GOT=$tmp/got          # the results as local files, once get_results ran
 REF=$tmp/reference    # the reference run's results
-put_inputs() { "$BLOBCP_BIN" "$tmp/in" "$IN"; }
+# Every call of the S3 server is bounded in time: a request that hangs
+# fails the test, naming the command, rather than running into the bound.
+put_inputs() { timeout 60 "$BLOBCP_BIN" "$tmp/in" "$IN"; }
 # parts_of I prints the parts task I has written so far, each with its size
 # and the time the server stored it (to the millisecond): a part graded and
 # uploaded again would have a new time.
 parts_of() {
 	local name size mtime n
-	"$BLOBCP_BIN" -l "$OUT/rewards/" | while read -r name size mtime; do
+	timeout 30 "$BLOBCP_BIN" -l "$OUT/rewards/" | while read -r name size mtime; do
 		case $name in part-*.parquet) ;; *) continue ;; esac
 		n=${name#part-}
 		n=$((10#${n%.parquet}))
@@ -264,7 +269,7 @@ parts_of() {
 		fi
 	done
 }
-get_results() { "$BLOBCP_BIN" "$OUT" "$GOT"; }
+get_results() { timeout 60 "$BLOBCP_BIN" "$OUT" "$GOT"; }
 
 # --- Data, and the reference: one process grading everything from the S3
 # server into a local directory.

@@ -5,8 +5,10 @@
 package s3test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -176,6 +178,12 @@ func (s *Server) take(r *http.Request) (Fault, bool) {
 
 func (s *Server) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		done, err := readBody(r)
+		if err != nil {
+			http.Error(w, "s3test: reading the request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		defer done()
 		switch {
 		case r.Method == http.MethodGet && strings.Count(strings.Trim(r.URL.Path, "/"), "/") == 0:
 			s.lists.Add(1)
@@ -207,6 +215,49 @@ func (s *Server) wrap(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 		}
 	})
+}
+
+// bodyInMemory is the largest request body readBody keeps in memory; a
+// larger one goes to a temporary file.
+const bodyInMemory = 32 << 20
+
+// readBody reads r's body whole before gofakes3 sees it, and returns what
+// releases it once the request is served. gofakes3's directory backend
+// copies an upload into its object while holding the one lock every
+// request takes: a client stopped in the middle of an upload (a Slurm task
+// suspended by make test-slurm) would stall every other request until the
+// server exits. Read first, the wait is that request's alone.
+func readBody(r *http.Request) (func(), error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return func() {}, nil
+	}
+	var buf bytes.Buffer
+	n, err := io.CopyN(&buf, r.Body, bodyInMemory+1)
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	if n <= bodyInMemory {
+		r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+		return func() {}, nil
+	}
+	f, err := os.CreateTemp("", "s3test-body-*")
+	if err != nil {
+		return nil, err
+	}
+	done := func() {
+		f.Close()
+		os.Remove(f.Name())
+	}
+	if _, err := io.Copy(f, io.MultiReader(&buf, r.Body)); err != nil {
+		done()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		done()
+		return nil, err
+	}
+	r.Body = f
+	return done, nil
 }
 
 // resetWriter passes on the status and headers and half of the body (at
