@@ -497,3 +497,62 @@ func TestRemoteTimeoutAndMix(t *testing.T) {
 	sameParts(t, outs[0], outs[1])
 	sameParts(t, outs[0], outs[2])
 }
+
+// TestReuseRemoteRetries: --reuse grades again the rollouts whose remote
+// verifier failed (an HTTP error after the retries, a reply that is not an
+// answer) or was not asked (the request budget), whichever path the unit
+// takes, and reuses the others; once the service answers them, the parts
+// are those of a run without --reuse.
+func TestReuseRemoteRetries(t *testing.T) {
+	t.Setenv("GAVEL_TEST_REMOTE_TOKEN", remoteToken)
+	srv := newRemoteSrv(t)
+	var broken atomic.Bool
+	broken.Store(true)
+	srv.answer = func(body any) (int, http.Header, string) {
+		out, _ := body.(map[string]any)["output"].(string)
+		switch {
+		case broken.Load() && out == "fail":
+			return 500, nil, `{"error":"down"}`
+		case broken.Load() && out == "shape":
+			return 200, nil, `"yes"`
+		}
+		return 200, nil, "1"
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	remoteRows(t, in, []string{"ok", "fail", "shape", "ok", "ok", "ok", "ok", "ok"})
+	cfg := func(out, reuse string, budget int64, path reusePath) Config {
+		return Config{Inputs: []string{in}, Out: filepath.Join(dir, out), Format: columnar.FormatJSONL, Workers: 1, BatchSize: 2,
+			Verifiers: parseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 1)), Reuse: reuse, reusePath: path,
+			Remote: &RemoteConfig{Config: remote.Config{CacheDir: "off", MaxRetries: 1, Backoff: time.Millisecond}, MaxRequests: budget}}
+	}
+	failed := grade(t, cfg("failed", "", 0, reuseAuto)).Summary
+	if failed.Error != 2 {
+		t.Fatalf("first run: %d errors, want 2 (the service's 500 and its reply that is not an answer)", failed.Error)
+	}
+	// Six rollouts are remote (remoteRows): four asked, the last two left.
+	short := grade(t, cfg("short", "", 4, reuseAuto)).Summary
+	if short.Pending != 2 || short.Error != 2 {
+		t.Fatalf("budget of 4 requests: %d pending and %d errors, want 2 and 2", short.Pending, short.Error)
+	}
+	broken.Store(false)
+	want := filepath.Join(dir, "want")
+	grade(t, cfg("want", "", 0, reuseAuto))
+	for _, tt := range []struct {
+		from   string
+		path   reusePath
+		graded int64
+	}{{"failed", reuseAuto, 2}, {"failed", reuseRows, 2}, {"short", reuseAuto, 4}, {"short", reuseRows, 4}} {
+		name := fmt.Sprintf("%s-%d", tt.from, tt.path)
+		before := srv.posts.Load()
+		s := grade(t, cfg(name, filepath.Join(dir, tt.from), 0, tt.path)).Summary
+		if s.Error != 0 || s.Pending != 0 || s.Reuse == nil || s.Reuse.Graded != tt.graded || s.Reuse.Reused != 8-tt.graded || s.Reuse.CopiedParts != 0 {
+			t.Errorf("%s: %+v, reuse %+v; want no error or pending, %d graded again, the rest reused, no part copied whole",
+				name, s.Counts, s.Reuse, tt.graded)
+		}
+		if asked := srv.posts.Load() - before; asked < tt.graded {
+			t.Errorf("%s: %d requests, want the %d rollouts asked again", name, asked, tt.graded)
+		}
+		sameParts(t, want, filepath.Join(dir, name))
+	}
+}

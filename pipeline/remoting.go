@@ -160,11 +160,18 @@ func (g *grader) askRow(v *verifiers.Verifier, out *results, row, check int) (ve
 }
 
 // placeholder is the pending check of a rollout whose service has not
-// answered yet (and stays so when the budget leaves it).
+// answered yet (and stays so when the budget leaves it); a failed request
+// turns it into a check in error (retryRow knows both by id and label).
 func placeholder(v *verifiers.Verifier, cl *remote.Client) verifiers.Check {
-	return verifiers.Check{ID: "remote", Label: "remote verifier " + v.ID, Required: true, Status: verifiers.Pending,
+	return verifiers.Check{ID: remoteCheckID, Label: remoteCheckLabel(v), Required: true, Status: verifiers.Pending,
 		Detail: "not asked of " + cl.Server() + " (the request budget ran out)"}
 }
+
+// remoteCheckID is the id of placeholder's check.
+const remoteCheckID = "remote"
+
+// remoteCheckLabel is the label of placeholder's check for v.
+func remoteCheckLabel(v *verifiers.Verifier) string { return "remote verifier " + v.ID }
 
 // answerFormula is the reward formula of an answer: the verifier's own,
 // else, for a single reward, the reward.

@@ -213,9 +213,12 @@ func (p *prevRow) reusable(pl *plan, v *verifiers.Verifier) bool {
 // again with the same input and verifier v, checks being its check rows
 // and js the run's judging: its verifier timed out or panicked
 // (grader.verify, verifiers.Run), a judge call failed (the check's detail
-// is the judge's error), or, when js judges v's rubric checks, a check was
-// left pending (by the request budget). Any remote call
-// added later whose failure is written into a row belongs here too. Every
+// is the judge's error), when js judges v's rubric checks a check was
+// left pending (by the request budget), or v is a remote verifier whose
+// service was not asked (the budget) or failed: no answer, an HTTP error
+// after the retries, or a reply that is not an answer (its placeholder
+// check, in error or pending; remoting.finish). Any remote call added
+// later whose failure is written into a row belongs here too. Every
 // other row gives the same result again: an input error, no verifier, a
 // verifier's own error, a check in error, a verdict.
 //
@@ -245,6 +248,9 @@ func retryRow(rw *columnar.RewardRow, checks []columnar.CheckRow, js *judging, v
 		case c.Status != verifiers.CheckError && js.partial() && partialFailure(c.Detail):
 			return true
 		case c.Status == verifiers.CheckPending && js.judges(v):
+			return true
+		case v.Remote != nil && (c.Status == verifiers.CheckError || c.Status == verifiers.CheckPending) &&
+			c.CheckID == remoteCheckID && c.Label == remoteCheckLabel(v):
 			return true
 		}
 	}
