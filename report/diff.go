@@ -451,8 +451,12 @@ func (df *differ) pair(p *join.Pair) error {
 	cIn, cok := df.curIn[string(c[rSource].Data)]
 	sameTask := bytes.Equal(b[rTask].Data, c[rTask].Data)
 	inputChanged := !bok || !cok || bIn != cIn || !sameTask
-	// Another task binds another verifier: that is the input's doing.
-	verifierChanged := df.baseFP[string(b[rVerifier].Data)] != df.curFP[string(c[rVerifier].Data)] ||
+	// A verifier changed when its fingerprint did, the verifier of either
+	// side's row (a verifier in one manifest only changed), or when the
+	// same task binds another verifier. Another task binding another
+	// verifier is the input's doing.
+	fpChanged := func(id []byte) bool { return len(id) > 0 && df.baseFP[string(id)] != df.curFP[string(id)] }
+	verifierChanged := fpChanged(b[rVerifier].Data) || fpChanged(c[rVerifier].Data) ||
 		(sameTask && !bytes.Equal(b[rVerifier].Data, c[rVerifier].Data))
 	cause := CauseUnexplained
 	switch {

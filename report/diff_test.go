@@ -266,3 +266,40 @@ func TestManifestInputs(t *testing.T) {
 		t.Errorf("b: %+v, want %+v", got["b"], want)
 	}
 }
+
+// TestCompareTaskChanged: a rollout whose task_id changed is bound to
+// another verifier; that is a change of input, and of the verifier too
+// only when a fingerprint changed (either side's verifier).
+func TestCompareTaskChanged(t *testing.T) {
+	base := writeResults(t, []rr{
+		{"r1", "T1", "V1", verifiers.StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass"}},
+		{"r2", "T1", "V1", verifiers.StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass"}},
+		{"r3", "T1", "V1", verifiers.StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass"}},
+		{"r4", "T3", "V3", verifiers.StatusPassed, 1.0, "a.jsonl", "", []string{"e1=pass"}},
+	}, map[string]string{"V1": "sha256:one", "V2": "sha256:two", "V3": "sha256:three"}, map[string]int64{"a.jsonl": 100})
+	cur := writeResults(t, []rr{
+		{"r1", "T2", "V2", verifiers.StatusFailed, 0.0, "a.jsonl", "", []string{"d1=fail"}},
+		{"r2", "T9", "", verifiers.StatusError, nil, "a.jsonl", "", nil},
+		{"r3", "T3", "V3", verifiers.StatusFailed, 0.0, "a.jsonl", "", []string{"e1=fail"}},
+		{"r4", "T3", "V3", verifiers.StatusFailed, 0.0, "a.jsonl", "", []string{"e1=fail"}},
+	}, map[string]string{"V1": "sha256:one", "V2": "sha256:two", "V3": "sha256:THREE"}, map[string]int64{"a.jsonl": 100})
+	d, err := Compare(base, cur, DiffConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	causes := map[string]string{}
+	for _, e := range d.Examples {
+		causes[e.RolloutID] = e.Cause
+	}
+	want := map[string]string{
+		"r1": CauseInput, // T1 -> T2: V1 and V2 unchanged
+		"r2": CauseInput, // T1 -> T9, bound to no verifier
+		"r3": CauseBoth,  // T1 -> T3, and V3 changed
+		"r4": CauseVerifier,
+	}
+	for id, c := range want {
+		if causes[id] != c {
+			t.Errorf("%s: cause %q, want %q", id, causes[id], c)
+		}
+	}
+}
