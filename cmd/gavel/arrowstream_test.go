@@ -552,7 +552,8 @@ func TestGradeStreamClosedStdout(t *testing.T) {
 	dir := t.TempDir()
 	jsonl := genRollouts(t, dir, 400, "0")
 	batches := loadRolloutBatches(t, jsonl, 100)
-	g := startStreaming(t, "-")
+	checksOut := filepath.Join(dir, "checks.arrow")
+	g := startStreaming(t, "--checks-out", checksOut, "-")
 	w := ipc.NewWriter(g.stdin, ipc.WithSchema(batches.schema))
 	if err := w.Write(batches.recs[0]); err != nil {
 		t.Fatal(err)
@@ -574,6 +575,13 @@ func TestGradeStreamClosedStdout(t *testing.T) {
 	}
 	if msg := g.stderr.String(); !strings.Contains(msg, "standard output was closed by its reader") || !strings.Contains(msg, "broken pipe") {
 		t.Errorf("stderr %q, want it to say that standard output was closed (broken pipe)", msg)
+	}
+	// The summary says where the results are not.
+	if msg, want := g.stderr.String(), "results in the stream on standard output, cut short ("+checksOut+" not written)"; !strings.Contains(msg, want) {
+		t.Errorf("stderr %q, want %q", msg, want)
+	}
+	if _, err := os.Stat(checksOut); !os.IsNotExist(err) {
+		t.Errorf("the checks file of a stream cut short: stat %v, want none", err)
 	}
 	g.stdin.Close()
 }

@@ -199,6 +199,14 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if ru := res.Summary.Reuse; ru != nil && ru.Note != "" {
 			fmt.Fprintf(stderr, "gavel: --reuse: %s\n", ru.Note)
 		}
+		if streaming && err != nil {
+			// A stream that ended in an error is cut short, and the
+			// checks file is removed, not written.
+			outName = "the stream on standard output, cut short"
+			if *checksOut != "" {
+				outName += " (" + *checksOut + " not written)"
+			}
+		}
 		printSummary(summaryOut, "graded", res.Summary, outName)
 	}
 	if err != nil {
