@@ -189,6 +189,9 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 	if elapsed > 0 {
 		s.RowsPerSecond = float64(s.Rollouts) / elapsed
 	}
+	if err := removeStale(dir, base.Inputs, remote); err != nil {
+		return nil, fmt.Errorf("commit %s: %w", name, err)
+	}
 	if err := writeJSON(filepath.Join(dir, manifestFile), &merged, true); err != nil {
 		return nil, err
 	}
@@ -261,4 +264,65 @@ func sortedSet(ids []string) []string {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	return slices.Compact(ids)
+}
+
+// removeStale removes the parts, statistics and judgements in the output
+// directory that belong to no unit of the run whose inputs are ins: an
+// earlier run's, left in a directory the shards reused, which a single
+// process would have cleared (clearOut) and which leaderboard and diff
+// would read as this run's. For an output URL they are deleted from the
+// listing (rewards first, so that no part looks complete while the others
+// go); dir is then the staging directory, which holds none of them.
+func removeStale(dir string, ins []ManifestInput, remote *remoteOut) error {
+	keep := map[string]bool{}
+	for u, in := range ins {
+		for _, sub := range []string{"rewards", "checks", judgementsDir} {
+			keep[sub+"/"+in.Part] = true
+		}
+		keep[fmt.Sprintf("%s/part-%05d.json", statsDir, u)] = true
+		keep[fmt.Sprintf("%s/part-%05d.ids", statsDir, u)] = true
+	}
+	stale := func(sub, name string) bool {
+		return (strings.HasPrefix(name, "part-") || strings.HasPrefix(name, ".part-")) && !keep[sub+"/"+name]
+	}
+	subs := []string{"rewards", "checks", judgementsDir, statsDir}
+	if remote != nil {
+		var rels []string
+		for rel := range remote.keys {
+			sub, name, ok := strings.Cut(rel, "/")
+			if ok && slices.Contains(subs, sub) && !strings.Contains(name, "/") && stale(sub, name) {
+				rels = append(rels, rel)
+			}
+		}
+		sort.Slice(rels, func(i, j int) bool {
+			ri, rj := strings.HasPrefix(rels[i], "rewards/"), strings.HasPrefix(rels[j], "rewards/")
+			if ri != rj {
+				return ri
+			}
+			return rels[i] < rels[j]
+		})
+		for _, rel := range rels {
+			if err := remote.del(rel); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, sub := range subs {
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if stale(sub, e.Name()) {
+				if err := removeIfExists(filepath.Join(dir, sub, e.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -198,3 +198,28 @@ func TestCommitCounters(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitStaleParts: shards of a run over fewer inputs, into the
+// directory of an earlier run over more, leave its extra parts behind;
+// commit removes them, so that the directory is the one a single process
+// writes.
+func TestCommitStaleParts(t *testing.T) {
+	dir := t.TempDir()
+	inputs := faultInputs(t, dir, 4)
+	v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
+	out := filepath.Join(dir, "out")
+	grade(t, Config{Inputs: inputs, Out: out, Verifiers: v})
+	if _, err := os.Stat(filepath.Join(out, "rewards", columnar.PartName(3, columnar.FormatParquet))); err != nil {
+		t.Fatalf("the earlier run's last part: %v", err)
+	}
+	for i := range 2 {
+		grade(t, Config{Inputs: inputs[:2], Out: out, Verifiers: v, Shard: Shard{i, 2}})
+	}
+	if _, err := Commit(out); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(out, shardsDir))
+	want := filepath.Join(dir, "want")
+	grade(t, Config{Inputs: inputs[:2], Out: want, Verifiers: v})
+	sameOutput(t, want, out)
+}
