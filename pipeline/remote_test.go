@@ -556,3 +556,62 @@ func TestReuseRemoteRetries(t *testing.T) {
 		sameParts(t, want, filepath.Join(dir, name))
 	}
 }
+
+// TestRemoteFirstRolloutFails: the first request of a gavel service is its
+// probe, but a failure that is the rollout's (a server error after the
+// retries, no answer within the timeout) makes that rollout's row an error
+// and the run goes on; a service that has no such route stops it.
+func TestRemoteFirstRolloutFails(t *testing.T) {
+	t.Setenv("GAVEL_TEST_REMOTE_TOKEN", remoteToken)
+	for _, tc := range []struct {
+		name, first string
+		probeFails  bool
+	}{
+		{"server error", "boom", false},
+		{"timeout", "slow", false},
+		{"no such route", "gone", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newRemoteSrv(t)
+			release := make(chan struct{})
+			defer close(release)
+			srv.answer = func(body any) (int, http.Header, string) {
+				switch out, _ := body.(map[string]any)["output"].(string); out {
+				case "boom":
+					return 500, nil, `{"error":"crashed on this one"}`
+				case "slow":
+					select {
+					case <-release:
+					case <-time.After(5 * time.Second):
+					}
+				case "gone":
+					return 404, nil, `{"error":"no route"}`
+				}
+				return 200, nil, "1"
+			}
+			dir := t.TempDir()
+			in := filepath.Join(dir, "in.jsonl")
+			remoteRows(t, in, []string{tc.first, "ok", "ok", "ok", "ok"})
+			spec := strings.Replace(fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 1), "batch: 1,", "batch: 1, timeout: 200ms,", 1)
+			cfg := Config{Inputs: []string{in}, Out: filepath.Join(dir, "out"), Format: columnar.FormatJSONL, Workers: 1,
+				Verifiers: parseSpec(t, spec),
+				Remote:    &RemoteConfig{Config: remote.Config{CacheDir: "off", MaxRetries: 1, Backoff: time.Millisecond}}}
+			res, err := Run(context.Background(), cfg)
+			if tc.probeFails {
+				var pe *ProbeError
+				var ce *ConfigError
+				if !errors.As(err, &pe) && !errors.As(err, &ce) {
+					t.Fatalf("Run = %v, want the probe's failure", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Run = %v, want the run to go on", err)
+			}
+			rw := rewardRows(t, cfg.Out)
+			if res.Summary.Error != 1 || rw["r000"]["status"] != "error" || rw["r001"]["status"] != "passed" || rw["r004"]["status"] != "passed" {
+				t.Errorf("summary %+v, r000 %v, r001 %v; want r000 alone in error", res.Summary.Counts, rw["r000"]["status"], rw["r001"]["status"])
+			}
+		})
+	}
+}

@@ -252,14 +252,18 @@ func (rs *remoting) send(ctx context.Context, group []*rask) error {
 		}
 		if cl.Settings().Protocol == remote.ProtocolGavel {
 			// The first request is the probe: sent alone, and a service
-			// that cannot be reached stops the run.
+			// that cannot be reached, refuses the token or has no such
+			// route stops the run. Any other failure is its rollouts'
+			// (a server error or a timeout after the retries, a refusal,
+			// an answer that is not one): their rows are errors, as any
+			// request's are, and the run goes on.
 			as, err := cl.Ask(ctx, bodies, keys)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
 				var e *remote.Error
-				if errors.As(err, &e) && e.Kind != remote.KindRefused && e.Kind != remote.KindInvalid {
+				if errors.As(err, &e) && probeFailure(e.Kind) {
 					return &ProbeError{Err: err}
 				}
 			}
@@ -279,6 +283,18 @@ func (rs *remoting) send(ctx context.Context, group []*rask) error {
 		settle(cl.AskInTurn(ctx, turn, bodies, keys))
 	}()
 	return nil
+}
+
+// probeFailure reports whether a failure of a gavel service's first
+// request says that the service is not there for the run: it cannot be
+// reached, refuses the token, has no such route or answers with a status
+// no service of the protocol gives.
+func probeFailure(k remote.Kind) bool {
+	switch k {
+	case remote.KindConnection, remote.KindAuth, remote.KindNotFound, remote.KindStatus:
+		return true
+	}
+	return false
 }
 
 // waitingRemote returns the done channel of a batch's first unfinished
