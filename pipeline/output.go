@@ -320,6 +320,22 @@ func (m *Manifest) sameRun(o *Manifest) error {
 	return nil
 }
 
+// sameModTimes reports, as an error naming the first, a local input whose
+// modification time differs from the one o records: a file rewritten in
+// place may keep its size and the bytes the digest reads (its first and
+// last MiB), but not its time. --resume checks it; gavel commit does not,
+// as shards on other machines may read copies of a file made at other
+// times.
+func (m *Manifest) sameModTimes(o *Manifest) error {
+	for i := range min(len(m.Inputs), len(o.Inputs)) {
+		a, b := o.Inputs[i], m.Inputs[i]
+		if a.ModTime != "" && b.ModTime != "" && a.ModTime != b.ModTime {
+			return fmt.Errorf("other inputs: %s changed (modified at %s there, %s now)", a.Path, a.ModTime, b.ModTime)
+		}
+	}
+	return nil
+}
+
 // verifierDifference names the first verifier that differs between
 // theirs, read from an output directory, and mine, in the words of
 // RunConfig.differences.
@@ -448,7 +464,11 @@ func (r *runner) prepareOut() error {
 		case err != nil:
 			return err
 		default:
-			if err := r.manifest.sameRun(old); err != nil {
+			err := r.manifest.sameRun(old)
+			if err == nil {
+				err = r.manifest.sameModTimes(old)
+			}
+			if err != nil {
 				return &ConfigError{Field: "Resume", Msg: fmt.Sprintf("%s was written by another run: %v", r.outName, err)}
 			}
 			return r.resume()
