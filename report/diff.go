@@ -213,7 +213,7 @@ func CompareContext(ctx context.Context, baseDir, curDir string, cfg DiffConfig)
 	df := newDiffer(base, cur, cfg)
 	defer df.deltas.close()
 	jcfg := join.Config{
-		Rewards:      []string{"task_id", "verifier_id", "status", "reward", "source_file"},
+		Rewards:      []string{"task_id", "verifier_id", "status", "reward", "source_file", "checks_total"},
 		Checks:       []string{"check_id", "status"},
 		TempDir:      cfg.TempDir,
 		MemoryBudget: cfg.MemoryBudget,
@@ -273,6 +273,7 @@ const (
 	rStatus
 	rReward
 	rSource
+	rChecksTotal
 )
 
 const (
@@ -393,7 +394,7 @@ func (df *differ) pair(p *join.Pair) error {
 	// rollout bound to another verifier has other checks.
 	df.changed = df.changed[:0]
 	if bytes.Equal(b[rVerifier].Data, c[rVerifier].Data) {
-		bChecks, cChecks := p.Left.Checks, p.Right.Checks
+		bChecks, cChecks := ownChecks(p.Left.Checks, b[rChecksTotal]), ownChecks(p.Right.Checks, c[rChecksTotal])
 		for _, bc := range bChecks {
 			k := slices.IndexFunc(cChecks, func(x []join.Value) bool { return bytes.Equal(x[cID].Data, bc[cID].Data) })
 			if k < 0 {
@@ -486,6 +487,19 @@ func (df *differ) pair(p *join.Pair) error {
 		}
 	}
 	return nil
+}
+
+// ownChecks returns the check rows of a paired rollout's own row, whose
+// checks_total is total: the join gives a rollout id every check row with
+// that id, so when the id is held by more than one row (the first stands
+// for it) the checks of the others follow its own, in part and row order.
+// A total that is not a count leaves the checks as they are.
+func ownChecks(checks [][]join.Value, total join.Value) [][]join.Value {
+	n, err := strconv.Atoi(string(total.Data))
+	if total.Null() || err != nil || n < 0 || n >= len(checks) {
+		return checks
+	}
+	return checks[:n]
 }
 
 // finish completes the diff once every pair is in.

@@ -303,3 +303,40 @@ func TestCompareTaskChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareDuplicateIDs: a rollout id held by two rows stands for its
+// first; the checks compared are that row's own, so a directory diffed
+// against itself shows no check change.
+func TestCompareDuplicateIDs(t *testing.T) {
+	rows := []rr{
+		{"r1", "T1", "V1", verifiers.StatusPassed, 1.0, "a.jsonl", "", []string{"c1=pass", "c2=pass"}},
+		{"r2", "T1", "V1", verifiers.StatusFailed, 0.5, "a.jsonl", "", []string{"c1=fail", "c2=pass"}},
+		{"r1", "T1", "V1", verifiers.StatusFailed, 0.0, "a.jsonl", "", []string{"c1=fail", "c2=fail"}},
+	}
+	fps, ins := map[string]string{"V1": "sha256:one"}, map[string]int64{"a.jsonl": 100}
+	d, err := Compare(writeResults(t, rows, fps, ins), writeResults(t, rows, fps, ins), DiffConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Checks {
+		if c.PassToFail+c.FailToPass+c.Added+c.Removed != 0 || len(c.StatusChanges) != 0 {
+			t.Errorf("check %s/%s changed against itself: %+v", c.Verifier, c.Check, c)
+		}
+	}
+	// The first r1 passed; a current side whose first r1 fails c2 shows
+	// that one flip.
+	cur := slices.Clone(rows)
+	cur[0].checks = []string{"c1=pass", "c2=fail"}
+	cur[0].status = verifiers.StatusFailed
+	d, err = Compare(writeResults(t, rows, fps, ins), writeResults(t, cur, fps, ins), DiffConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flips := map[string]int64{}
+	for _, c := range d.Checks {
+		flips[c.Check] = c.PassToFail + c.FailToPass + c.Added + c.Removed + int64(len(c.StatusChanges))
+	}
+	if flips["c1"] != 0 || flips["c2"] != 1 {
+		t.Errorf("check changes %v, want c2's one flip", flips)
+	}
+}
