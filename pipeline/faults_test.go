@@ -396,6 +396,21 @@ func TestDuplicateIDs(t *testing.T) {
 	if got, want := strings.Join(res.Summary.DuplicateIDList, ","), "x,y"; got != want {
 		t.Errorf("DuplicateIDList = %s, want %s", got, want)
 	}
+
+	// With an input that cannot be read, the run ends with an error, and
+	// the duplicates of the parts it wrote are still counted.
+	bad := filepath.Join(dir, "c.jsonl.zst")
+	if err := os.WriteFile(bad, []byte("not zstd at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{Inputs: []string{a, bad, b}, Out: filepath.Join(dir, "failed"),
+		Verifiers: []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}})
+	if err == nil || res == nil || len(res.Summary.FailedInputs) != 1 {
+		t.Fatalf("Run with an unreadable input = %v, want it to fail", err)
+	}
+	if res.Summary.DuplicateIDs != 3 || strings.Join(res.Summary.DuplicateIDList, ",") != "x,y" {
+		t.Errorf("with a failed input: %d duplicate ids %v, want 3 [x y]", res.Summary.DuplicateIDs, res.Summary.DuplicateIDList)
+	}
 }
 
 func gzipWriter(w *bytes.Buffer) *gzip.Writer { return gzip.NewWriter(w) }

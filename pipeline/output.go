@@ -587,8 +587,9 @@ func clearOut(dir string) error {
 
 // finishSummary merges the statistics of this process's complete parts
 // into the summary and writes it, unless the results are streamed.
-// Duplicate ids are looked for only when every unit is complete, in an
-// output directory: they need every part's id hashes.
+// Duplicate ids are looked for only when the run ended (every unit that
+// could be read is complete), in an output directory: they need every
+// part's id hashes.
 func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	var parts []*partStats
 	for i := range r.units {

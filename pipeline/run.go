@@ -648,7 +648,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	} else if mErr := r.writeManifest(); mErr != nil && err == nil {
 		err = mErr
 	}
-	summary, sErr := r.finishSummary(complete)
+	// A run that ended with inputs it could not read graded every other
+	// unit: its duplicate ids are those of the parts it wrote.
+	summary, sErr := r.finishSummary(err == nil)
 	if sErr != nil && err == nil {
 		err = sErr
 	}
