@@ -441,13 +441,16 @@ func calibrateChecks(dir string, verdict func(rollout, check, status string, sco
 var errNothingJudged = errors.New("no check has a judge's score: no rubric check was judged")
 
 // calibrateJudge calls verdict for each sample-0 judgement of judge in
-// the judgements table.
+// the judgements table, and with status pending for each check of a
+// rubric judge judged that the request budget left pending: such a check
+// has no judgement rows, and is counted as no verdict, as without --judge.
 func calibrateJudge(dir, judge string, verdict func(rollout, check, status string, score float64, scored bool)) error {
 	if st, err := os.Stat(filepath.Join(dir, Judgements)); err != nil || !st.IsDir() {
 		return ErrNoJudgements
 	}
 	var judges []string
 	found := false
+	checks := map[string]bool{} // the check ids judge judged
 	err := scanJudgements(dir, func(j *judgementRow) error {
 		if j.judge != judge {
 			if len(judges) < 20 && !slices.Contains(judges, j.judge) {
@@ -456,6 +459,7 @@ func calibrateJudge(dir, judge string, verdict func(rollout, check, status strin
 			return nil
 		}
 		found = true
+		checks[j.check] = true
 		if j.sample == 0 {
 			verdict(j.rollout, j.check, j.status, j.score, j.scored)
 		}
@@ -467,5 +471,10 @@ func calibrateJudge(dir, judge string, verdict func(rollout, check, status strin
 	if !found {
 		return fmt.Errorf("judge %q judged nothing in %s (its judges: %s)", judge, filepath.Join(dir, Judgements), strings.Join(judges, ", "))
 	}
-	return nil
+	return scanTable(dir, join.Checks, []string{"rollout_id", "check_id", "status"}, func(vals []value) error {
+		if string(vals[2].Data) == verifiers.CheckPending && checks[string(vals[1].Data)] {
+			verdict(string(vals[0].Data), string(vals[1].Data), verifiers.CheckPending, 0, false)
+		}
+		return nil
+	})
 }

@@ -232,6 +232,22 @@ func TestCalibrationJudge(t *testing.T) {
 	if _, err := BuildCalibration(dir, CalibrationConfig{Labels: labels, Judge: "z"}); err == nil || !strings.Contains(err.Error(), `judge "z" judged nothing`) || !strings.Contains(err.Error(), "a, b") {
 		t.Errorf("unknown judge: %v", err)
 	}
+
+	// A labelled c1 the request budget left pending has no judgement rows:
+	// it is no verdict, not a label matching no check.
+	pending := `{"rollout_id":"r7","task_id":"T-r7","verifier_id":"V","check_index":0,"check_id":"c1","label":"","required":true,"status":"pending","detail":"not judged","actual":null,"expected":null,"score":null,"issues":null,"suggestion":null}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "checks", "part-00000.jsonl"), []byte(pending), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.WriteString(`{"rollout_id":"r7","check_id":"c1","label":"pass"}` + "\n")
+	os.WriteFile(labels, []byte(b.String()), 0o644)
+	c, err = BuildCalibration(dir, CalibrationConfig{Labels: labels, Judge: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Overall.NoVerdict != 1 || c.UnmatchedLabels != 0 || c.Overall.N != 7 {
+		t.Errorf("judge a with a pending check: n %d, no verdict %d, unmatched labels %d; want 7, 1, 0", c.Overall.N, c.Overall.NoVerdict, c.UnmatchedLabels)
+	}
 }
 
 func TestCalibrationErrors(t *testing.T) {
