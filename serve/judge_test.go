@@ -162,3 +162,35 @@ func startServer(t *testing.T, s *Server) *httptest.Server {
 	})
 	return ts
 }
+
+// /get_reward's extra_logs count checks as the rewards table does: a
+// judged check scored under the threshold fails (its score is not 0), and
+// a check in error counts in checks_total.
+func TestGetRewardJudgedChecks(t *testing.T) {
+	dir := t.TempDir()
+	js := judgetest.New(t)
+	js.Script(func(judgetest.Request) judgetest.Reply {
+		return judgetest.Reply{Body: judgetest.Completion("judge-1", judgetest.Verdict(0.5, []string{"curt"}, "Be kinder."))}
+	})
+	s := New(Config{Judge: &judge.Config{Model: "judge-1", BaseURL: js.URL, CacheDir: filepath.Join(dir, "cache"), MaxRetries: -1, Timeout: 5 * time.Second},
+		DefaultTask: "TASK-J"})
+	if err := s.Reload(judgedVerifiers(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ts := startServer(t, s)
+	got := do(t, ts, "POST", "/get_reward", "application/json", `{"query":["an answer"],"prompts":[""],"labels":["x"]}`)
+	if got.code != 200 {
+		t.Fatalf("POST /get_reward = %d %s", got.code, got.body)
+	}
+	var r struct {
+		ExtraLogs map[string][]float64 `json:"extra_logs"`
+	}
+	if err := json.Unmarshal([]byte(got.body), &r); err != nil {
+		t.Fatal(err)
+	}
+	// answered passes, polite is scored 0.5 under the threshold 0.8: fail.
+	if p, n := r.ExtraLogs["checks_passed"], r.ExtraLogs["checks_total"]; len(p) != 1 || p[0] != 1 || len(n) != 1 || n[0] != 2 {
+		t.Errorf("extra_logs %v, want checks_passed [1] and checks_total [2]", r.ExtraLogs)
+	}
+}

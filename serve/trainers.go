@@ -49,6 +49,8 @@ type trainerResult struct {
 	reward            float64
 	rewardValid       bool
 	components        []component
+	// checksPassed and checksTotal are the reward row's.
+	checksPassed, checksTotal int32
 }
 
 // component is one check's score, for NeMo Gym's reward_components.
@@ -95,7 +97,8 @@ func (t *trainerReq) grade(w http.ResponseWriter, starts []int) bool {
 	b := columnar.Batch{JSONLines: true, Rows: t.rows}
 	t.res = t.res[:0]
 	err := g.set.grader.GradeJudged(g.ctx, &b, []string{}, func(rw *columnar.RewardRow, checks []columnar.CheckRow, _ []columnar.JudgementRow) error {
-		r := trainerResult{status: rw.Status, kind: rw.ErrorKind.S, err: rw.Error.S, reward: rw.Reward, rewardValid: rw.RewardValid}
+		r := trainerResult{status: rw.Status, kind: rw.ErrorKind.S, err: rw.Error.S, reward: rw.Reward, rewardValid: rw.RewardValid,
+			checksPassed: rw.ChecksPassed, checksTotal: rw.ChecksTotal}
 		for i := range checks {
 			c := &checks[i]
 			switch {
@@ -273,16 +276,10 @@ func (s *Server) handleGetReward(w http.ResponseWriter, r *http.Request, st *req
 		f    func(r *trainerResult) float64
 	}{
 		{"passed", func(r *trainerResult) float64 { return b2f(r.status == verifiers.StatusPassed) }},
-		{"checks_passed", func(r *trainerResult) float64 {
-			n := 0
-			for _, c := range r.components {
-				if c.score > 0 {
-					n++
-				}
-			}
-			return float64(n)
-		}},
-		{"checks_total", func(r *trainerResult) float64 { return float64(len(r.components)) }},
+		// As the rewards table counts them: a check passes by its status
+		// (a judged check by its threshold), and every check counts.
+		{"checks_passed", func(r *trainerResult) float64 { return float64(r.checksPassed) }},
+		{"checks_total", func(r *trainerResult) float64 { return float64(r.checksTotal) }},
 	}
 	if onError != nil {
 		logs = append(logs, struct {
