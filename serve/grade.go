@@ -549,6 +549,11 @@ type arrayReader struct {
 	index int64
 	done  bool
 	off   int64 // the decoder's input offset after the last batch
+	// scanned counts the bytes the decoder's scanner read for the
+	// elements decoded so far: the offset of a syntax error in an element
+	// counts those, not the bracket, commas and spaces between elements
+	// (see elementErr).
+	scanned int64
 }
 
 // next returns the next batch, and the bytes of the body it consumed.
@@ -576,10 +581,18 @@ func (a *arrayReader) batch() (*columnar.Batch, error) {
 			a.done = true
 			break
 		}
+		// More left the decoder at the comma before the element (or at
+		// the first element); Decode steps past the comma and scans the
+		// element from there.
+		start := a.dec.InputOffset()
+		if a.index > 0 {
+			start++
+		}
 		var raw json.RawMessage
 		if err := a.dec.Decode(&raw); err != nil {
-			return nil, a.err(err)
+			return nil, a.elementErr(err, start)
 		}
+		a.scanned += a.dec.InputOffset() - start
 		row := columnar.Row{Index: a.index, Line: raw}
 		if what := notObject(raw); what != "" {
 			// Named here: the row's decoder would speak of a line.
@@ -614,6 +627,17 @@ func notObject(raw []byte) string {
 		return "null"
 	}
 	return "a number"
+}
+
+// elementErr is err for an element whose scan began at byte start of the
+// body: the decoder's syntax error counts the bytes its scanner read, over
+// every element, which a.scanned counts up to this one.
+func (a *arrayReader) elementErr(err error, start int64) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("invalid JSON at byte %d: %s", start+se.Offset-a.scanned-1, se.Error())
+	}
+	return a.err(err)
 }
 
 func (a *arrayReader) err(err error) error {

@@ -923,3 +923,36 @@ func checkFuzzResponse(t *testing.T, rec *httptest.ResponseRecorder) {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body.String())
 	}
 }
+
+// TestArrayErrorOffsets: an error inside an element of a JSON array body
+// names the byte of the body where it is, counting the bracket, the commas
+// and the spaces between elements, in the first batch of rollouts and after
+// it (the stream then ends with the error line).
+func TestArrayErrorOffsets(t *testing.T) {
+	_, ts := newServer(t, Config{})
+	el := `{"task_id":"TASK-C01"}`
+	long := "[" + strings.Repeat(el+",", 600) + `{"a": }]`
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"packed", `[{"a":1},{"a":2},{"a":3},{"a": }]`, 400, "invalid JSON at byte 31:"},
+		{"spaced", "[ {\"a\":1} ,\n {\"a\": }]", 400, "invalid JSON at byte 19:"},
+		{"first element", `[{"a" 1}]`, 400, "invalid JSON at byte 6:"},
+		{"after a batch", long, 200, fmt.Sprintf("invalid JSON at byte %d:", 1+600*(len(el)+1)+6)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, ts, "POST", "/v1/grade", "", tc.body)
+			if r.code != tc.code || !strings.Contains(r.body, tc.want) {
+				t.Errorf("POST /v1/grade = %d %s, want %d holding %q", r.code, lastLine(r.body), tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// lastLine returns the last line of a response body.
+func lastLine(body string) string {
+	body = strings.TrimSuffix(body, "\n")
+	return body[strings.LastIndexByte(body, '\n')+1:]
+}
