@@ -285,7 +285,8 @@ func (p *pgCol) build(sf *pqarrow.SchemaField, col *parquet.Column, groups []par
 // pgLeafKind returns how a leaf of Arrow type dt, stored as physical kind
 // pk, is rendered; ok is false for the types the page reader leaves to
 // pqarrow (dates, times, decimals, INT96, float16, fixed-size binary,
-// unions and extensions among them).
+// unions and extensions among them). Durations, which pqarrow cannot read
+// inside a nested column, are read here.
 func pgLeafKind(dt arrow.DataType, pk parquet.Kind) (pgKind, bool) {
 	switch dt.ID() {
 	case arrow.BOOL:
@@ -302,7 +303,8 @@ func pgLeafKind(dt arrow.DataType, pk parquet.Kind) (pgKind, bool) {
 		return pgUint16, pk == parquet.Int32
 	case arrow.UINT32:
 		return pgUint32, pk == parquet.Int32
-	case arrow.INT64:
+	case arrow.INT64, arrow.DURATION:
+		// A duration is a number of its unit, as the Arrow path renders it.
 		return pgInt64, pk == parquet.Int64
 	case arrow.UINT64:
 		return pgUint64, pk == parquet.Int64

@@ -1,6 +1,7 @@
 package columnar
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -509,5 +511,94 @@ func TestNestedPagesPanic(t *testing.T) {
 	_, err = r.Next(4)
 	if err == nil || !strings.Contains(err.Error(), "corrupt page") || !strings.Contains(err.Error(), second.c.name) {
 		t.Fatalf("Next after a panic in %s: %v, want an error naming it", second.c.name, err)
+	}
+}
+
+// TestNestedPagesDuration reads durations inside a struct and a list (which
+// pqarrow refuses in nested columns) as numbers of their unit: the rows
+// are those of the same values stored as int64, read by pqarrow.
+func TestNestedPagesDuration(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	record := func(leaf arrow.DataType) arrow.RecordBatch {
+		dt := arrow.StructOf(arrow.Field{Name: "dur", Type: leaf, Nullable: true},
+			arrow.Field{Name: "laps", Type: arrow.ListOf(leaf), Nullable: true})
+		schema := arrow.NewSchema([]arrow.Field{
+			{Name: "rollout_id", Type: arrow.BinaryTypes.String},
+			{Name: "task_id", Type: arrow.BinaryTypes.String},
+			{Name: "final_state", Type: dt, Nullable: true},
+		}, nil)
+		b := array.NewRecordBuilder(mem, schema)
+		defer b.Release()
+		st := b.Field(2).(*array.StructBuilder)
+		for i := range 40 {
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprint("r", i))
+			b.Field(1).(*array.StringBuilder).Append("T")
+			if i%7 == 6 {
+				st.AppendNull()
+				continue
+			}
+			st.Append(true)
+			appendInt := func(fb array.Builder, v int64) {
+				switch fb := fb.(type) {
+				case *array.DurationBuilder:
+					fb.Append(arrow.Duration(v))
+				case *array.Int64Builder:
+					fb.Append(v)
+				}
+			}
+			if i%5 == 4 {
+				st.FieldBuilder(0).AppendNull()
+			} else {
+				appendInt(st.FieldBuilder(0), int64(i*1000-7))
+			}
+			lb := st.FieldBuilder(1).(*array.ListBuilder)
+			lb.Append(true)
+			for k := range i % 4 {
+				appendInt(lb.ValueBuilder(), int64(-k*i))
+			}
+		}
+		return b.NewRecordBatch()
+	}
+	// pqarrow writes no durations: the file holds the int64 values, and
+	// the Arrow schema it stores (as pyarrow writes it) says durations.
+	dir := t.TempDir()
+	dur, ints := filepath.Join(dir, "dur.parquet"), filepath.Join(dir, "int.parquet")
+	rec := record(arrow.PrimitiveTypes.Int64)
+	defer rec.Release()
+	writeNestedParquet(t, ints, rec, 16, 256, false)
+	durSchema := record(arrow.FixedWidthTypes.Duration_ms)
+	durSchema.Release()
+	f, err := os.Create(dur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), f,
+		parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(16), parquet.WithDataPageSize(256), parquet.WithDictionaryDefault(false)),
+		pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.AppendKeyValueMetadata("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(durSchema.Schema(), mem))); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got, pages := rawCells(t, dur, Options{})
+	if !pages {
+		t.Fatal("the page reader did not read the durations")
+	}
+	pgOff = true
+	want, _ := rawCells(t, ints, Options{})
+	pgOff = false
+	if !slices.Equal(got, want) {
+		t.Errorf("durations:\n%s\nwant (int64):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.Contains(strings.Join(got, "\n"), `"dur":1993`) {
+		t.Errorf("no duration of 1993 ms among %s", got[:3])
 	}
 }
