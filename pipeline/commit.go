@@ -294,19 +294,7 @@ func removeStale(dir string, ins []ManifestInput, remote *remoteOut) error {
 				rels = append(rels, rel)
 			}
 		}
-		sort.Slice(rels, func(i, j int) bool {
-			ri, rj := strings.HasPrefix(rels[i], "rewards/"), strings.HasPrefix(rels[j], "rewards/")
-			if ri != rj {
-				return ri
-			}
-			return rels[i] < rels[j]
-		})
-		for _, rel := range rels {
-			if err := remote.del(rel); err != nil {
-				return err
-			}
-		}
-		return nil
+		return remote.delAll(rels)
 	}
 	for _, sub := range subs {
 		entries, err := os.ReadDir(filepath.Join(dir, sub))

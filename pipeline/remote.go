@@ -210,7 +210,12 @@ func (o *remoteOut) clear() error {
 			}
 		}
 	}
-	// Rewards first, so that no part looks complete while others go.
+	return o.delAll(rels)
+}
+
+// delAll deletes rels, the rewards parts first, so that no part looks
+// complete while the others go.
+func (o *remoteOut) delAll(rels []string) error {
 	sort.Slice(rels, func(i, j int) bool {
 		ri, rj := strings.HasPrefix(rels[i], "rewards/"), strings.HasPrefix(rels[j], "rewards/")
 		if ri != rj {

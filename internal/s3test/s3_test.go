@@ -368,6 +368,14 @@ func TestShardsAndCommit(t *testing.T) {
 	put(t, srv, "in/a.parquet", pq)
 	cfg := pipeline.Config{RowGroupsPerUnit: 2, Workers: 1, Format: columnar.FormatJSONL}
 	want := gradeLocal(t, []string{pq}, cfg)
+	// An earlier run over more inputs left more parts in the output URL:
+	// commit removes those the shards' run does not have.
+	put(t, srv, "more/b.parquet", pq)
+	earlier := cfg
+	earlier.Inputs, earlier.Out, earlier.Verifiers = []string{"s3://b/in/", "s3://b/more/"}, "s3://b/out", verifiers.Builtin()
+	if _, err := pipeline.Run(context.Background(), earlier); err != nil {
+		t.Fatalf("earlier run: %v", err)
+	}
 	for i := range 4 {
 		c := cfg
 		c.Inputs, c.Out, c.Verifiers, c.Shard = []string{"s3://b/in/"}, "s3://b/out", verifiers.Builtin(), pipeline.Shard{Index: i, Count: 4}
