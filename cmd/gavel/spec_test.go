@@ -168,3 +168,36 @@ func TestGenCalendar(t *testing.T) {
 		t.Errorf("gen --env erp: exit %d, want 2", code)
 	}
 }
+
+// TestSpecDirWithFixtures: a spec directory holding its fixtures beside
+// its spec file (fixtures/ID/pass/*.json, as gavel verifier test reads
+// them) loads as the spec file alone: the fixtures are not specs.
+func TestSpecDirWithFixtures(t *testing.T) {
+	dir := t.TempDir()
+	specs := filepath.Join(dir, "specs")
+	for _, d := range []string{"pass", "fail"} {
+		if err := os.MkdirAll(filepath.Join(specs, "fixtures", "VER-X", d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(specs, "answer.yaml"), `verifiers:
+  - id: VER-X
+    task: TASK-X
+    name: answered yes
+    checks:
+      - {id: yes, type: expr, expr: "output == 'yes'"}
+`)
+	writeFile(t, filepath.Join(specs, "fixtures", "VER-X", "pass", "a.json"), `{"rollout_id":"a","task_id":"TASK-X","output":"yes"}`)
+	writeFile(t, filepath.Join(specs, "fixtures", "VER-X", "fail", "b.json"), `{"rollout_id":"b","task_id":"TASK-X","output":"no"}`)
+	if code, stdout, stderr := runCLI(t, "spec", "check", specs); code != 0 {
+		t.Errorf("spec check %s: exit %d\n%s%s", specs, code, stdout, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "verifier", "test", "VER-X", "--spec", specs)
+	if code != 0 || !strings.Contains(stdout+stderr, "VER-X") {
+		t.Errorf("verifier test VER-X --spec %s: exit %d\n%s%s", specs, code, stdout, stderr)
+	}
+	input := writeFile(t, filepath.Join(dir, "in.jsonl"), `{"rollout_id":"r","task_id":"TASK-X","output":"yes"}`+"\n")
+	if code, stdout, stderr := runCLI(t, "grade", "--quiet", "--out", filepath.Join(dir, "out"), "--spec", specs, input); code != 0 {
+		t.Errorf("grade --spec %s: exit %d\n%s%s", specs, code, stdout, stderr)
+	}
+}

@@ -97,7 +97,7 @@ func runVerifierTest(args []string, stdout, stderr io.Writer) error {
 			roots := slices.Clone(extra)
 			for _, f := range files {
 				if strings.HasPrefix(v.Source, f+":") || v.Source == f {
-					roots = append(roots, os.DirFS(filepath.Join(filepath.Dir(f), "fixtures")))
+					roots = append(roots, os.DirFS(filepath.Join(filepath.Dir(f), spec.FixturesDir)))
 					break
 				}
 			}

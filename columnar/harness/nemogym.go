@@ -200,10 +200,14 @@ func (r *Reader) nemoGymRow(x *nemoGym, row jsonview.Value, where string) Item {
 	return Item{Rollout: r.out, Where: where}
 }
 
+// gymJudgeError is the failure member NeMo Gym records a judge's error
+// in: the reason recorded_error gives first.
+const gymJudgeError = "_ng_failure_judge_error"
+
 // gymFailure returns a failed rollout's recorded error, the body of a
-// JSON string: its _ng_failure_class, and after ": " the first reason
-// recorded beside it (another string _ng_failure_* member, such as
-// _ng_failure_judge_error, else a string error); nil when the row has no
+// JSON string: its _ng_failure_class, and after ": " the reason recorded
+// beside it (_ng_failure_judge_error, else the first other string
+// _ng_failure_* member, else a string error); nil when the row has no
 // failure class.
 func gymFailure(row jsonview.Value) []byte {
 	class := row.Get(nemogym.FieldFailureClass)
@@ -217,6 +221,9 @@ func gymFailure(row jsonview.Value) []byte {
 		b = appendStringBody(b, string(appendCompact(nil, class.Raw())))
 	}
 	var reason []byte
+	if s, ok := body(row.Get(gymJudgeError)); ok && len(s) > 0 {
+		reason = s
+	}
 	for m := row.First(); m.Exists() && reason == nil; m = m.Next() {
 		k := string(m.Key())
 		if strings.HasPrefix(k, gymFailurePrefix) && k != nemogym.FieldFailureClass && k != nemogym.FieldFailureTerminal {

@@ -210,7 +210,20 @@ func plainGymRow(stem, line string, m map[string]json.RawMessage) plainItem {
 		}
 		keys, vals, _ := orderedMembers([]byte(line))
 		reason := ""
+		// The judge's error first (its first member of that name), then
+		// the first other failure text.
 		for i, k := range keys {
+			if k == "_ng_failure_judge_error" {
+				if s, ok := text(vals[i]); ok {
+					reason = s
+				}
+				break
+			}
+		}
+		for i, k := range keys {
+			if reason != "" {
+				break
+			}
 			if strings.HasPrefix(k, "_ng_failure_") && k != "_ng_failure_class" && k != "_ng_failure_terminal" {
 				if s, ok := text(vals[i]); ok && s != "" {
 					reason = s

@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"errors"
+	"github.com/gavelhq/gavel/columnar/jsonview"
 	"io"
 	"os"
 	"path/filepath"
@@ -169,5 +170,26 @@ func TestATIFStreamFirstLine(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the first trajectory of an open stream was not read")
+	}
+}
+
+// TestGymFailureReason: a failed rollout's recorded reason is its judge's
+// error wherever that member is, else the first other failure text, else
+// its error.
+func TestGymFailureReason(t *testing.T) {
+	for _, tc := range []struct{ row, want string }{
+		{`{"_ng_failure_class":"judge_failed","_ng_failure_stage":"verify","_ng_failure_judge_error":"ReadTimeout"}`, "judge_failed: ReadTimeout"},
+		{`{"_ng_failure_class":"judge_failed","_ng_failure_judge_error":"","_ng_failure_stage":"verify"}`, "judge_failed: verify"},
+		{`{"_ng_failure_class":"crashed","_ng_failure_terminal":true,"error":"boom"}`, "crashed: boom"},
+		{`{"_ng_failure_class":"crashed"}`, "crashed"},
+	} {
+		var d jsonview.Doc
+		row, err := d.Parse([]byte(tc.row))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(gymFailure(row)); got != tc.want {
+			t.Errorf("%s: recorded error %q, want %q", tc.row, got, tc.want)
+		}
 	}
 }

@@ -120,8 +120,14 @@ func Load(paths []string) ([]*verifiers.Verifier, error) {
 	return all, nil
 }
 
+// FixturesDir is the directory beside a spec file that holds its
+// verifiers' fixtures (gavel verifier test).
+const FixturesDir = "fixtures"
+
 // ExpandPaths returns the spec files that paths name: a file as given, a
-// directory's spec files in lexicographic path order.
+// directory's spec files in lexicographic path order, leaving out the
+// fixtures directories below it (FixturesDir: the rollouts gavel verifier
+// test reads beside a spec file are not specs).
 func ExpandPaths(paths []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {
@@ -137,6 +143,9 @@ func ExpandPaths(paths []string) ([]string, error) {
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
+			}
+			if d.IsDir() && d.Name() == FixturesDir && path != p {
+				return filepath.SkipDir
 			}
 			if !d.IsDir() && isSpecFile(path) {
 				found = append(found, path)
