@@ -189,3 +189,11 @@ def test_error_pickles_with_its_fields() -> None:
     e = gavel.GavelError("bad flag", exit_status=2, hint="gavel grade --help", stderr="gavel: bad flag\n")
     got = pickle.loads(pickle.dumps(e))
     assert (type(got), str(got), got.exit_status, got.hint, got.stderr) == (type(e), str(e), 2, e.hint, e.stderr)
+
+
+def test_azblob_out_is_refused(rollouts: Path) -> None:
+    """out= on Azure Blob Storage is refused before the binary runs: gavel.read could not read it back."""
+    with pytest.raises(ValueError, match="azblob"):
+        gavel.grade(rollouts, out="azblob://gavel/out")
+    with pytest.raises(gavel.GavelError, match="no azblob:// filesystem"):
+        gavel.read("azblob://gavel/out")

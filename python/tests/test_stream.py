@@ -128,3 +128,26 @@ def test_docs_examples(tmp_path: Path) -> None:
     stream = [b for b in blocks if b[0] == "stream"]
     assert stream
     run_doc_blocks([blocks[0], *stream], tmp_path)
+
+
+def test_list_of_dicts_is_json_lines(rows: list[dict[str, Any]], tmp_path: Path) -> None:
+    """A list of dicts grades as the same rows in a JSON Lines file: a member
+    the first row lacks is kept for the others, and a value of the wrong
+    type is its row's input error, not an exception."""
+    first = {"rollout_id": "lacking", "output": "no task"}
+    bad = {**rows[1], "rollout_id": "bad-log", "log": 5}
+    mixed = [first, *rows[:3], bad]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in mixed), encoding="utf-8")
+    got, want = gavel.grade(mixed, keep=["model"]), gavel.grade(path, keep=["model"])
+    assert got.exit_status == want.exit_status == 3
+    assert got.rewards.select(COMPARED).to_pylist() == want.rewards.select(COMPARED).to_pylist()
+    by_id = {r["rollout_id"]: r for r in got.rewards.to_pylist()}
+    assert by_id["lacking"]["error"] == "task_id: missing, null or empty"
+    assert by_id[rows[0]["rollout_id"]]["model"] == rows[0]["model"]
+    assert by_id["bad-log"]["error_kind"] == "input" and "log" in by_id["bad-log"]["error"]
+
+
+def test_list_of_dicts_not_json(rows: list[dict[str, Any]]) -> None:
+    with pytest.raises(TypeError, match=r"row 1, field when"):
+        gavel.grade([rows[0], {**rows[1], "when": object()}])

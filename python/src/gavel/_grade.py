@@ -57,8 +57,8 @@ def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
     its inputs. Rows in memory are sent to the binary as an Arrow IPC
     stream on its standard input, batch by batch, without a temporary file
     (a pyarrow table or a Polars frame written from its own buffers,
-    without a conversion); the rewards come back as an Arrow stream on its
-    standard output.
+    without a conversion), and a list of dicts as JSON Lines, one dict a
+    line; the rewards come back as an Arrow stream on its standard output.
 
     ``options`` are the flags of ``gavel grade`` (:class:`GradeOptions`):
     ``spec=``, ``tasks=``, ``map=``, ``keep=``, ``judge_model=``,
@@ -75,6 +75,9 @@ def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
     """
     opts: dict[str, object] = dict(options)
     out = cast("PathArg | None", opts.pop("out", None))
+    if out is not None and os.fspath(out).startswith(AZBLOB):
+        # Refused before the binary writes what could not be read back.
+        raise ValueError(f"grade: out={os.fspath(out)!r}: {AZBLOB_UNREADABLE}")
     args = option_args(opts)
     if isinstance(data, (str, os.PathLike)):
         if os.fspath(data) == "-":
@@ -86,7 +89,7 @@ def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
         if all(isinstance(d, (str, os.PathLike)) for d in data):
             return _grade_paths([os.fspath(d) for d in data], args, out)  # type: ignore[arg-type]
         if all(isinstance(d, Mapping) for d in data):
-            return _grade_stream(_rows_table(data).to_reader(), args, out)  # type: ignore[arg-type]
+            return _grade_stream(_Lines(data), args, out)  # type: ignore[arg-type]
         raise TypeError("grade: a list must hold only paths or only rows (dicts)")
     return _grade_stream(_reader(data), args, out)
 
@@ -141,29 +144,44 @@ def _ray_reader(ds: Any) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
-def _rows_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
-    """Returns a table of rows given as dicts.
+AZBLOB = "azblob://"
+AZBLOB_UNREADABLE = (
+    "gavel.read cannot read Azure Blob Storage (pyarrow has no azblob:// filesystem): "
+    "write the results to a directory, s3:// or gs://, or run the gavel binary itself"
+)
 
-    Objects and arrays (a state, a log) are written as JSON text, which
-    gavel reads as it reads JSON Lines: a member one row lacks stays
-    absent, rather than becoming a null member of a struct column common
-    to all rows.
+
+class _Lines:
+    """Rows given as dicts, sent to the binary as JSON Lines: one dict a
+    line, read as ``gavel grade`` reads a JSON Lines file, so that a member
+    one row lacks stays absent, and a value of the wrong type (a ``log``
+    that is a number, an ``output`` that is not a string) is that row's
+    input error, whatever the other rows hold.
     """
-    encoded = []
-    for i, row in enumerate(rows):
-        enc: dict[str, Any] = {}
-        for k, v in row.items():
-            if isinstance(v, (Mapping, list, tuple)):
-                try:
-                    v = json.dumps(v, ensure_ascii=False, separators=(",", ":"), default=json_default)
-                except (TypeError, ValueError) as e:
-                    raise TypeError(f"grade: row {i}, field {k}: {e}") from e
-            enc[k] = v
-        encoded.append(enc)
+
+    def __init__(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        # Encoded before the binary starts: a row that is not JSON raises
+        # TypeError, naming its index and field, with nothing graded.
+        self.data = b"".join(_json_line(row, i) for i, row in enumerate(rows))
+
+    def chunks(self, size: int = 1 << 20) -> Iterator[memoryview]:
+        """Yields the lines in slices of at most size bytes."""
+        view = memoryview(self.data)
+        for at in range(0, len(view), size):
+            yield view[at : at + size]
+
+
+def _json_line(row: Mapping[str, Any], i: int) -> bytes:
+    """Returns row as one line of JSON, newline included."""
     try:
-        return pa.Table.from_pylist(encoded)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        raise TypeError(f"grade: rows: {e}") from e
+        return (json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=json_default) + "\n").encode()
+    except (TypeError, ValueError) as e:
+        for k, v in row.items():
+            try:
+                json.dumps(v, default=json_default)
+            except (TypeError, ValueError) as fe:
+                raise TypeError(f"grade: row {i}, field {k}: {fe}") from e
+        raise TypeError(f"grade: row {i}: {e}") from e
 
 
 def _failed(code: int, stderr: str) -> GavelError:
@@ -206,7 +224,7 @@ def _grade_paths(inputs: list[str], args: list[str], out: PathArg | None) -> Res
         return res
 
 
-def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: PathArg | None) -> Results:
+def _grade_stream(reader: pa.RecordBatchReader | _Lines, args: list[str], out: PathArg | None) -> Results:
     """Grades in-memory rows sent to the binary as an Arrow IPC stream.
 
     Without out, the rewards come back on the binary's standard output and
@@ -224,9 +242,15 @@ def _grade_stream(reader: pa.RecordBatchReader, args: list[str], out: PathArg | 
 
 
 def run_stream(
-    reader: pa.RecordBatchReader, args: list[str], *, checks: bool = False, summary: bool = False, dest: str = "-"
+    reader: pa.RecordBatchReader | _Lines,
+    args: list[str],
+    *,
+    checks: bool = False,
+    summary: bool = False,
+    dest: str = "-",
 ) -> tuple[int, str, pa.Table | None, pa.Table | None, dict[str, Any] | None]:
-    """Runs ``gavel grade`` on reader's rows, sent as an Arrow IPC stream.
+    """Runs ``gavel grade`` on reader's rows, sent as an Arrow IPC stream
+    (rows given as dicts, as JSON Lines).
 
     Returns the exit status (0 or 3), the binary's standard error, and,
     when dest is ``-``, the rewards read from its standard output, when
@@ -247,7 +271,8 @@ def run_stream(
         extra = ["--checks-out", checks_path] if checks and dest == "-" else []
         if summary and dest == "-":
             extra += ["--summary-out", summary_path]
-        cmd = [bin_path, "grade", *args, "--input-format", "arrow-stream", *extra, "--out", dest, "-"]
+        fmt = "jsonl" if isinstance(reader, _Lines) else "arrow-stream"
+        cmd = [bin_path, "grade", *args, "--input-format", fmt, *extra, "--out", dest, "-"]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         failures: list[BaseException] = []
@@ -255,7 +280,10 @@ def run_stream(
         # The sink outlives the binary: the pipe may refer to the buffers it
         # holds until the binary has read them (gavel._pipe).
         sink = PipeSink(proc.stdin.fileno())
-        writer = threading.Thread(target=_write_stream, args=(reader, proc.stdin, sink, failures), daemon=True)
+        if isinstance(reader, _Lines):
+            writer = threading.Thread(target=_write_lines, args=(reader, proc.stdin, failures), daemon=True)
+        else:
+            writer = threading.Thread(target=_write_stream, args=(reader, proc.stdin, sink, failures), daemon=True)
         drainer = threading.Thread(target=_drain, args=(proc.stderr, stderr_chunks), daemon=True)
         writer.start()
         drainer.start()
@@ -321,6 +349,26 @@ def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], sink: PipeSink
                 w.write_batch(piece)
         w.close()
         sink.flush()
+    except OSError as e:
+        if e.errno not in (errno.EPIPE, errno.ECONNRESET) and not isinstance(e, BrokenPipeError):
+            failures.append(e)
+    except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+        failures.append(e)
+    finally:
+        try:
+            stdin.close()
+        except OSError:
+            pass
+
+
+def _write_lines(lines: _Lines, stdin: IO[bytes], failures: list[BaseException]) -> None:
+    """Writes lines to the binary's standard input, then closes it; errors
+    are handled as _write_stream handles them (a row that is not JSON cuts
+    the input short, so that the binary grades none of it)."""
+    try:
+        for chunk in lines.chunks():
+            stdin.write(chunk)
+        stdin.flush()
     except OSError as e:
         if e.errno not in (errno.EPIPE, errno.ECONNRESET) and not isinstance(e, BrokenPipeError):
             failures.append(e)

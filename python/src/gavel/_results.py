@@ -125,6 +125,11 @@ class Results:
 
 
 def _filesystem(where: str) -> tuple[pafs.FileSystem, str]:
+    if where.startswith("azblob://"):
+        raise GavelError(
+            f"read {where}: pyarrow has no azblob:// filesystem: copy the results to a directory "
+            "(or write them to s3:// or gs://) to read them here"
+        )
     if "://" in where:
         try:
             return pafs.FileSystem.from_uri(where)
