@@ -70,6 +70,8 @@ def test_kinds_match_help() -> None:
         ({"timeout": 1.5}, ["--timeout", "1.5s"]),
         ({"timeout": 3}, ["--timeout", "3s"]),
         ({"judge_timeout": datetime.timedelta(minutes=2)}, ["--judge-timeout", "120.0s"]),
+        ({"timeout": datetime.timedelta(microseconds=10)}, ["--timeout", "0.00001s"]),
+        ({"timeout": 2.5e-08}, ["--timeout", "0.000000025s"]),
         ({"timeout": "90ms"}, ["--timeout", "90ms"]),
         ({"from_": "tau-bench"}, ["--from", "tau-bench"]),
         ({"tasks": None}, []),

@@ -194,6 +194,7 @@ def test_checks(ray_cluster: None, parquet: Path, want: gavel.Results) -> None:
         ({"reuse": "earlier"}, "reuse= makes no sense per batch"),
         ({"shard": "0/2"}, "shard= makes no sense per batch"),
         ({"baseline": "earlier"}, "baseline= makes no sense per batch"),
+        ({"fail_on": 0}, "fail_on= makes no sense per batch"),
         ({"cpuprofile": "cpu.prof"}, "cpuprofile= makes no sense per batch"),
         ({"format": "parquet"}, "format='parquet': the rewards come back as Arrow batches"),
         ({"map_batches_args": {"batch_format": "pandas"}}, "gavel.ray.grade sets batch_format itself"),

@@ -263,7 +263,7 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		l.problem(ts, "use task: for one task, tasks: for several", "%s has both task and tasks", what)
 	case t != nil:
 		tasks = l.taskPatterns([]*yaml.Node{t}, "task", what)
-	case ts != nil && isString(ts) && ts.Value == "all":
+	case ts != nil && isString(ts) && (ts.Value == "all" || ts.Value == "*"):
 		tasks = []string{verifiers.AllTasks}
 	case ts != nil:
 		if ts.Kind != yaml.SequenceNode || len(ts.Content) == 0 {

@@ -125,7 +125,7 @@ func plainSpec(data []byte) ([]plainVerifier, error) {
 			return nil, fmt.Errorf("verifier %d: task and tasks", i)
 		case t != nil:
 			patterns = []any{t}
-		case ts == "all":
+		case ts == "all" || ts == "*":
 			patterns = []any{"all"}
 		case ts != nil:
 			patterns, _ = ts.([]any)

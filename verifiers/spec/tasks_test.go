@@ -45,6 +45,7 @@ func TestTaskPatterns(t *testing.T) {
 		{"tasks: all", []string{verifiers.AllTasks}},
 		{"task: all", []string{verifiers.AllTasks}},
 		{`tasks: ["*"]`, []string{verifiers.AllTasks}},
+		{`tasks: "*"`, []string{verifiers.AllTasks}},
 		{"tasks: [airline/*, retail/3]", []string{"airline/*", "retail/3"}},
 		{"task: airline/*", []string{"airline/*"}},
 		{"tasks: [all, x]", []string{verifiers.AllTasks, "x"}},

@@ -189,7 +189,16 @@ def _duration(key: str, value: object) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if value <= 0:
             raise ValueError(f"{key}={value!r}: want a positive duration")
-        return f"{value!r}s" if isinstance(value, float) else f"{value}s"
+        if isinstance(value, float):
+            text = repr(value)
+            if "e" in text or "E" in text:
+                # Go's durations have no exponent: write the digits, to the
+                # nanosecond, gavel's resolution.
+                text = format(value, ".9f").rstrip("0").rstrip(".")
+                if text in ("", "0"):
+                    raise ValueError(f"{key}={value!r}: want a duration of a nanosecond or more")
+            return text + "s"
+        return f"{value}s"
     if isinstance(value, str):
         return value
     raise TypeError(f"{key}={value!r}: want seconds, a timedelta or a string such as '90s'")

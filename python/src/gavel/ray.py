@@ -126,7 +126,8 @@ def grade(
     """
     opts: dict[str, object] = dict(options)
     for key, why in REFUSED.items():
-        if opts.get(key) not in (None, False):
+        # Not "in (None, False)": 0 == False, and fail_on=0 is an option given.
+        if opts.get(key) is not None and opts.get(key) is not False:
             raise ValueError(f"gavel.ray.grade: {key}= makes no sense per batch: {why}")
     if opts.get("format") not in (None, "arrow"):
         raise ValueError(
