@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Union, Unpack, cast
 
 import pyarrow as pa
@@ -342,33 +342,36 @@ def _write_stream(reader: pa.RecordBatchReader, stdin: IO[bytes], sink: PipeSink
     and the stream is then cut without its end marker, so that the binary
     stops on a truncated input rather than grading a part of the rows.
     """
-    try:
+
+    def write() -> None:
         w = ipc.new_stream(pa.PythonFile(cast(io.IOBase, sink), mode="w"), reader.schema)
         for batch in reader:
             for piece in _pieces(batch):
                 w.write_batch(piece)
         w.close()
         sink.flush()
-    except OSError as e:
-        if e.errno not in (errno.EPIPE, errno.ECONNRESET) and not isinstance(e, BrokenPipeError):
-            failures.append(e)
-    except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
-        failures.append(e)
-    finally:
-        try:
-            stdin.close()
-        except OSError:
-            pass
+
+    _feed(write, stdin, failures)
 
 
 def _write_lines(lines: _Lines, stdin: IO[bytes], failures: list[BaseException]) -> None:
-    """Writes lines to the binary's standard input, then closes it; errors
-    are handled as _write_stream handles them (a row that is not JSON cuts
-    the input short, so that the binary grades none of it)."""
-    try:
+    """Writes lines to the binary's standard input, then closes it, as
+    _write_stream writes batches."""
+
+    def write() -> None:
         for chunk in lines.chunks():
             stdin.write(chunk)
         stdin.flush()
+
+    _feed(write, stdin, failures)
+
+
+def _feed(write: Callable[[], None], stdin: IO[bytes], failures: list[BaseException]) -> None:
+    """Runs write, which feeds the binary's standard input, then closes it.
+    A closed pipe is not a failure (the binary stopped reading and says
+    why); any other error is appended to failures."""
+    try:
+        write()
     except OSError as e:
         if e.errno not in (errno.EPIPE, errno.ECONNRESET) and not isinstance(e, BrokenPipeError):
             failures.append(e)
