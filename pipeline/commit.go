@@ -183,8 +183,9 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", name, err)
 	}
-	s.Judge, s.Remote, s.Reuse = counters.Judge, counters.Remote, counters.Reuse
-	s.ImpureVerifiers = sortedSet(counters.ImpureVerifiers)
+	// A shard lists the same impure verifiers in its summary as in its
+	// manifest.
+	s.Judge, s.Remote, s.Reuse, s.ImpureVerifiers = counters.Judge, counters.Remote, counters.Reuse, merged.ImpureVerifiers
 	s.ElapsedSeconds = elapsed
 	if elapsed > 0 {
 		s.RowsPerSecond = float64(s.Rollouts) / elapsed
@@ -212,8 +213,7 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 }
 
 // addCounters adds the judge, remote and reuse counters of a shard's
-// summary o to s's, and its impure verifiers to s's list (unsorted, with
-// repeats). A counter object stays nil while no shard has one. Each shard
+// summary o to s's. A counter object stays nil while no shard has one. Each shard
 // counts its own process's work: probes are one a shard that asked, and
 // requests and cache hits add up to what one process would have made.
 func (s *Summary) addCounters(o *Summary) {
@@ -252,7 +252,6 @@ func (s *Summary) addCounters(o *Summary) {
 			s.Reuse.Note = r.Note
 		}
 	}
-	s.ImpureVerifiers = append(s.ImpureVerifiers, o.ImpureVerifiers...)
 }
 
 // sortedSet returns the distinct strings of ids, sorted, or nil when
@@ -276,11 +275,10 @@ func sortedSet(ids []string) []string {
 func removeStale(dir string, ins []ManifestInput, remote *remoteOut) error {
 	keep := map[string]bool{}
 	for u, in := range ins {
-		for _, sub := range []string{"rewards", "checks", judgementsDir} {
-			keep[sub+"/"+in.Part] = true
+		format := strings.TrimPrefix(filepath.Ext(in.Part), ".")
+		for _, rel := range append(unitFiles(u, format), judgementsFile(u, format)) {
+			keep[rel] = true
 		}
-		keep[fmt.Sprintf("%s/part-%05d.json", statsDir, u)] = true
-		keep[fmt.Sprintf("%s/part-%05d.ids", statsDir, u)] = true
 	}
 	stale := func(sub, name string) bool {
 		return (strings.HasPrefix(name, "part-") || strings.HasPrefix(name, ".part-")) && !keep[sub+"/"+name]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gavelhq/gavel/columnar"
@@ -170,8 +171,19 @@ func placeholder(v *verifiers.Verifier, cl *remote.Client) verifiers.Check {
 // remoteCheckID is the id of placeholder's check.
 const remoteCheckID = "remote"
 
+// remoteLabelPrefix begins the label of placeholder's check, followed by
+// the verifier's id.
+const remoteLabelPrefix = "remote verifier "
+
 // remoteCheckLabel is the label of placeholder's check for v.
-func remoteCheckLabel(v *verifiers.Verifier) string { return "remote verifier " + v.ID }
+func remoteCheckLabel(v *verifiers.Verifier) string { return remoteLabelPrefix + v.ID }
+
+// isPlaceholder reports whether a check row of v is placeholder's check,
+// pending or turned into an error, without building its label.
+func isPlaceholder(c *columnar.CheckRow, v *verifiers.Verifier) bool {
+	return c.CheckID == remoteCheckID && len(c.Label) == len(remoteLabelPrefix)+len(v.ID) &&
+		strings.HasPrefix(c.Label, remoteLabelPrefix) && strings.HasSuffix(c.Label, v.ID)
+}
 
 // answerFormula is the reward formula of an answer: the verifier's own,
 // else, for a single reward, the reward.

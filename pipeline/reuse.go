@@ -249,8 +249,7 @@ func retryRow(rw *columnar.RewardRow, checks []columnar.CheckRow, js *judging, v
 			return true
 		case c.Status == verifiers.CheckPending && js.judges(v):
 			return true
-		case v.Remote != nil && (c.Status == verifiers.CheckError || c.Status == verifiers.CheckPending) &&
-			c.CheckID == remoteCheckID && c.Label == remoteCheckLabel(v):
+		case v.Remote != nil && (c.Status == verifiers.CheckError || c.Status == verifiers.CheckPending) && isPlaceholder(c, v):
 			return true
 		}
 	}
