@@ -11,20 +11,20 @@ import (
 type tokKind uint8
 
 const (
-	tEOF    tokKind = iota
-	tNum            // text: the digits, separators removed
-	tSym            // text: one letter, or a Greek letter's name
-	tWord           // text: a word (lowercased), a unit or a connective
-	tFunc           // text: sin, cos, log, ln, sqrt, frac, binom, ...
-	tConst          // text: pi, e, inf
-	tText           // text: the contents of \text{...}
-	tOp             // text: + - * / ^ _ ! % , ; & | = < <= > >= != in pm cup rowsep deg
-	tOpen           // text: ( [ { \{ | floor ceil
-	tClose          // text: ) ] } \} floor ceil
-	tBegin          // text: the environment's name
-	tEnd            // text: the environment's name
-	tEmpty          // the empty set
-	tReals          // the real numbers
+	tEOF   tokKind = iota
+	tNum           // text: the digits, separators removed
+	tSym           // text: one letter, or a Greek letter's name
+	tWord          // text: a word (lowercased), a unit or a connective
+	tFunc          // text: sin, cos, log, ln, sqrt, frac, binom, ...
+	tConst         // text: pi, e, inf
+	tText          // text: the contents of \text{...}
+	tOp            // text: + - * / ^ _ ! % , ; & | = < <= > >= != in pm cup rowsep deg
+	tOpen          // text: ( [ { \{ | floor ceil
+	tClose         // text: ) ] } \} floor ceil
+	tBegin         // text: the environment's name
+	tEnd           // text: the environment's name
+	tEmpty         // the empty set
+	tReals         // the real numbers
 )
 
 // token is one token of an answer.

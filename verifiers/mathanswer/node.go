@@ -20,25 +20,25 @@ import (
 type op uint8
 
 const (
-	opNum      op = iota // num, inexact when written with a decimal point
-	opSym                // name: a variable
-	opConst              // name: "pi", "e", "inf"
-	opText               // name: words, lowercased
-	opAdd                // kids: terms
-	opMul                // kids: factors
-	opDiv                // kids: numerator, denominator
-	opPow                // kids: base, exponent
-	opNeg                // kids: operand
-	opFunc               // name, kids: arguments
-	opPct                // kids: the number before %
-	opSet                // kids: elements
-	opTuple              // kids: elements; open, close: the brackets
-	opList               // kids: elements of a bare list (1, 2 or 1 and 2)
-	opUnion              // kids: intervals or sets
-	opRel                // name: "=", "<", "<=", "!=", "in"; kids: sides
-	opMatrix             // rows, cols; kids: elements row by row
-	opEmpty              // the empty set
-	opReals              // the real numbers
+	opNum    op = iota // num, inexact when written with a decimal point
+	opSym              // name: a variable
+	opConst            // name: "pi", "e", "inf"
+	opText             // name: words, lowercased
+	opAdd              // kids: terms
+	opMul              // kids: factors
+	opDiv              // kids: numerator, denominator
+	opPow              // kids: base, exponent
+	opNeg              // kids: operand
+	opFunc             // name, kids: arguments
+	opPct              // kids: the number before %
+	opSet              // kids: elements
+	opTuple            // kids: elements; open, close: the brackets
+	opList             // kids: elements of a bare list (1, 2 or 1 and 2)
+	opUnion            // kids: intervals or sets
+	opRel              // name: "=", "<", "<=", "!=", "in"; kids: sides
+	opMatrix           // rows, cols; kids: elements row by row
+	opEmpty            // the empty set
+	opReals            // the real numbers
 )
 
 // node is one node of a parsed answer.
