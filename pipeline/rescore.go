@@ -463,8 +463,10 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 	ps := newPartStats(&Unit{Index: i, Path: in.Path}, n, sum)
 	// Rescoring keeps every row's errors and pending checks, and so its
 	// retry rows (retryRow); statistics that predate the count keep none.
+	// It keeps every check row, and so the unextracted counts.
 	if old, err := readStats(cfg.Dir, i); err == nil {
 		ps.RetryRows = old.RetryRows
+		ps.Unextracted = old.Unextracted
 	}
 	if err := writeStats(cfg.Out, ps); err != nil {
 		return nil, err

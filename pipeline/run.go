@@ -1050,7 +1050,7 @@ func (w *writer) writeBatch(j *job, t tables) (err error) {
 			}
 		}
 	}
-	w.cur.Checks += int64(len(res.checks))
+	w.cur.addChecks(res.checks)
 	if err := t.WriteRewards(res.rewards); err != nil {
 		return err
 	}

@@ -52,13 +52,16 @@ func (c *Counts) merge(r rawCounts) {
 
 // partStats are the statistics of one completed part.
 type partStats struct {
-	Unit      int                  `json:"unit"`
-	Path      string               `json:"path"`
-	Rows      int64                `json:"rows"`
-	Checks    int64                `json:"checks"`
-	Total     rawCounts            `json:"total"`
-	Verifiers map[string]rawCounts `json:"verifiers"`
-	Tasks     map[string]rawCounts `json:"tasks"`
+	Unit   int    `json:"unit"`
+	Path   string `json:"path"`
+	Rows   int64  `json:"rows"`
+	Checks int64  `json:"checks"`
+	// Unextracted is the summary's count of math checks that found no
+	// answer, per "VERIFIER/CHECK"; absent when none.
+	Unextracted map[string]int64     `json:"unextracted,omitempty"`
+	Total       rawCounts            `json:"total"`
+	Verifiers   map[string]rawCounts `json:"verifiers"`
+	Tasks       map[string]rawCounts `json:"tasks"`
 	// RetryRows counts the part's rows whose result may differ when they
 	// are graded again (retryRow): --reuse copies a part whole only when
 	// it has none. Nil in statistics written before it was counted: such
@@ -69,7 +72,7 @@ type partStats struct {
 // newPartStats returns the statistics of a part from the counts gathered
 // while it was written; the caller sets RetryRows.
 func newPartStats(u *Unit, rows int64, s *Summary) *partStats {
-	ps := &partStats{Unit: u.Index, Path: u.Path, Rows: rows, Checks: s.Checks, Total: s.Counts.raw(),
+	ps := &partStats{Unit: u.Index, Path: u.Path, Rows: rows, Checks: s.Checks, Unextracted: s.Unextracted, Total: s.Counts.raw(),
 		Verifiers: map[string]rawCounts{}, Tasks: map[string]rawCounts{}}
 	for k, c := range s.Verifiers {
 		ps.Verifiers[k] = c.raw()
@@ -130,6 +133,12 @@ func mergeStats(parts []*partStats, skipped []string) *Summary {
 	for _, ps := range parts {
 		s.Counts.merge(ps.Total)
 		s.Checks += ps.Checks
+		for k, n := range ps.Unextracted {
+			if s.Unextracted == nil {
+				s.Unextracted = map[string]int64{}
+			}
+			s.Unextracted[k] += n
+		}
 		mergeGroups(s.Verifiers, ps.Verifiers)
 		mergeGroups(s.Tasks, ps.Tasks)
 	}

@@ -62,6 +62,10 @@ type Summary struct {
 	Tasks map[string]*Counts `json:"tasks"`
 	// Checks is the number of check rows written.
 	Checks int64 `json:"checks"`
+	// Unextracted counts, per "VERIFIER/CHECK", the math checks that
+	// failed because the text gave no answer (their detail starts with
+	// verifiers.MathNoAnswer), apart from wrong answers; absent when none.
+	Unextracted map[string]int64 `json:"unextracted,omitempty"`
 	// FilesSkipped lists the unsupported files found in input directories.
 	FilesSkipped []string `json:"files_skipped"`
 	// DuplicateIDs counts the rows whose rollout_id an earlier row already
@@ -114,6 +118,20 @@ func (s *Summary) add(r *columnar.RewardRow) {
 		s.Tasks[r.TaskID] = c
 	}
 	c.add(r)
+}
+
+// addChecks counts the check rows crs.
+func (s *Summary) addChecks(crs []columnar.CheckRow) {
+	s.Checks += int64(len(crs))
+	for i := range crs {
+		c := &crs[i]
+		if c.Status == verifiers.CheckFail && verifiers.IsMathNoAnswer(c.Detail) {
+			if s.Unextracted == nil {
+				s.Unextracted = map[string]int64{}
+			}
+			s.Unextracted[c.VerifierID.S+"/"+c.CheckID]++
+		}
+	}
 }
 
 func (s *Summary) finish() {

@@ -130,7 +130,10 @@ type CheckCounts struct {
 	Check    string `json:"check"`
 	Required bool   `json:"required"`
 	OutcomeCounts
-	index int64 // the check's smallest check_index, for ordering
+	// Unextracted counts the failures of a math check whose text gave no
+	// answer (detail "no answer found ..."), apart from wrong answers.
+	Unextracted int64 `json:"unextracted,omitempty"`
+	index       int64 // the check's smallest check_index, for ordering
 }
 
 // FailedCheck is a check that failed, with example rollouts.
@@ -292,6 +295,9 @@ func (rep *RunReport) readChecks(top, examples int) error {
 		c.Required = c.Required || string(v[4].Data) == "true"
 		status := string(v[5].Data)
 		c.add(status)
+		if status == verifiers.CheckFail && verifiers.IsMathNoAnswer(string(v[6].Data)) {
+			c.Unextracted++
+		}
 		rep.Summary.Checks++
 		if status == verifiers.CheckPass {
 			rep.Summary.ChecksPassed++

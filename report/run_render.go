@@ -133,7 +133,7 @@ p.note { max-width: 60em; }
 <colgroup><col class="name"><col class="name"><col class="num"><col class="num"><col class="num"><col class="num"><col class="num"><col class="bar"></colgroup>
 <thead><tr><th class="name">verifier</th><th class="name">check</th><th>results</th><th>pass</th><th>fail</th><th>pending</th><th>error</th><th class="name">outcomes</th></tr></thead>
 <tbody>
-{{range .Checks}}<tr class="counts-row"><td class="name">{{none .C.Verifier}}</td><td class="name">{{.C.Check}}{{if not .C.Required}} (optional){{end}}</td><td>{{.C.Total}}</td><td>{{.C.Pass}}</td><td>{{.C.Fail}}</td><td>{{.C.Pending}}</td><td>{{.C.Error}}</td>
+{{range .Checks}}<tr class="counts-row"><td class="name">{{none .C.Verifier}}</td><td class="name">{{.C.Check}}{{if not .C.Required}} (optional){{end}}{{if .C.Unextracted}} ({{.C.Unextracted}} with no answer found){{end}}</td><td>{{.C.Total}}</td><td>{{.C.Pass}}</td><td>{{.C.Fail}}</td><td>{{.C.Pending}}</td><td>{{.C.Error}}</td>
 <td class="bar-cell"><div class="track" data-max="{{$.CheckMax}}">{{range .Bar}}<span class="seg {{.Class}}" data-count="{{.Count}}" style="{{width .Width}}" title="{{.Class}} {{.Count}}"></span>{{end}}</div></td></tr>
 {{end}}</tbody>
 </table>
@@ -339,6 +339,9 @@ func (rep *RunReport) WriteMarkdown(w io.Writer) error {
 			name := c.Check
 			if !c.Required {
 				name += " (optional)"
+			}
+			if c.Unextracted > 0 {
+				name += " (" + itoa(c.Unextracted) + " with no answer found)"
 			}
 			yield([]string{nonEmpty(c.Verifier), name, itoa(c.Total), itoa(c.Pass), itoa(c.Fail), itoa(c.Pending), itoa(c.Error), textBar(c.OutcomeCounts, cmax)})
 		}

@@ -112,13 +112,14 @@ func MustFormula(f Formula, err error) Formula {
 }
 
 // formulaEnv is the environment of reward expressions: checks, the
-// standard library, math.greatest and math.least, and sum(list), the sum
-// of a list of numbers (0 for an empty list).
+// standard library, math.greatest and math.least, sum(list), the sum of a
+// list of numbers (0 for an empty list), and MathFunctions.
 var formulaEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.CrossTypeNumericComparisons(true),
 		ext.Math(),
 		cel.Variable("checks", cel.ListType(cel.MapType(cel.StringType, cel.DynType))),
+		MathFunctions(),
 		cel.Function("sum",
 			cel.Overload("sum_list", []*cel.Type{cel.ListType(cel.DynType)}, cel.DoubleType,
 				cel.UnaryBinding(celSum))))

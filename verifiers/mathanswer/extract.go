@@ -33,6 +33,11 @@ const (
 	RuleNumber Rule = "number"
 )
 
+// maxWords is the most words (units included) an answer found in a math
+// span or as the whole text may hold, and one more after a closing
+// phrase; more is prose, not an answer.
+const maxWords = 2
+
 // found is an answer found in a text.
 type found struct {
 	n    *node
@@ -49,33 +54,36 @@ func find(text string) (f found, ok bool) {
 		return found{n: n, text: body, rule: RuleBoxed, err: err}, true
 	}
 	// 2. A closing phrase followed by math.
-	var words *node
+	var phraseWords *node
 	var wordsText string
 	if body, at := afterPhrase(text); at >= 0 {
-		if n, err := parse(body); err == nil {
+		if n, words, err := parseWords(body); err == nil && words <= maxWords+1 {
 			if !onlyWords(n) {
 				return found{n: n, text: body, rule: RulePhrase}, true
 			}
-			words, wordsText = n, body
+			phraseWords, wordsText = n, body
 		}
 	}
 	// 3. The last math span, unless the last line is plain text that
 	// states a number ("Hence, the number of solutions is 3.").
 	if body, at := lastSpan(text); at >= 0 && !plainLastLine(text[at:]) {
-		if n, err := parse(body); err == nil && !onlyWords(n) {
+		// A span of words is not math: "$50 and two tickets cost $".
+		if n, words, err := parseWords(body); err == nil && !onlyWords(n) && words <= maxWords {
 			return found{n: n, text: body, rule: RuleMath}, true
 		}
 	}
 	// 4. The whole text.
 	whole := trimAnswer(text)
 	if whole != "" && len(whole) <= MaxAnswerBytes {
-		if n, words, err := parseWords(whole); err == nil && words <= 2 && (n.op != opText || n.name != "") {
+		// Words beside variables are prose ("I do not know"); beside a
+		// number they are units ("5 apples").
+		if n, words, err := parseWords(whole); err == nil && words <= maxWords && (n.op != opText || n.name != "") && (words == 0 || !hasSym(n)) {
 			return found{n: n, text: whole, rule: RuleWhole}, true
 		}
 	}
 	// 5. A closing phrase followed by words.
-	if words != nil {
-		return found{n: words, text: wordsText, rule: RulePhraseWords}, true
+	if phraseWords != nil {
+		return found{n: phraseWords, text: wordsText, rule: RulePhraseWords}, true
 	}
 	// 6. The last number.
 	if body := lastNumber(text); body != "" {

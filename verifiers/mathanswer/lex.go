@@ -329,6 +329,13 @@ func (l *lexer) letters() {
 		return
 	}
 	prevNum := len(l.toks) > 0 && l.toks[len(l.toks)-1].kind == tNum
+	switch strings.ToLower(run) {
+	case "option", "choice":
+		// "Option C" is the choice C.
+		l.i = j
+		l.space = true
+		return
+	}
 	if len(run) >= 4 || len(run) == 3 && words3[strings.ToLower(run)] || len(run) == 2 && (units[run] || run == "in" && prevNum) {
 		l.i = j
 		l.emit(tWord, strings.ToLower(run), pos)

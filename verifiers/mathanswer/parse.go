@@ -21,7 +21,8 @@ func parse(s string) (*node, error) {
 	return n, err
 }
 
-// parseWords parses an answer and counts its words, units included.
+// parseWords parses an answer and counts its words outside \text{},
+// units included.
 func parseWords(s string) (*node, int, error) {
 	if len(s) > MaxAnswerBytes {
 		return nil, 0, limitErr("MaxAnswerBytes", "an answer of %d bytes", len(s))
@@ -33,7 +34,7 @@ func parseWords(s string) (*node, int, error) {
 	}
 	words := 0
 	for _, t := range toks {
-		if t.kind == tWord || t.kind == tText {
+		if t.kind == tWord {
 			words++
 		}
 	}

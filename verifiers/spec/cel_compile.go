@@ -72,6 +72,7 @@ func celLibrary() []cel.EnvOption {
 		cel.Function("numbers_in",
 			cel.Overload("numbers_in_string", []*cel.Type{cel.StringType}, cel.ListType(cel.DoubleType),
 				cel.UnaryBinding(celNumbersIn))),
+		verifiers.MathFunctions(),
 		cel.Function("states_number",
 			cel.Overload("states_number_string_dyn", []*cel.Type{cel.StringType, cel.DynType}, cel.BoolType,
 				cel.BinaryBinding(func(text, value ref.Val) ref.Val {
@@ -108,7 +109,7 @@ func (l *loader) compile(n *yaml.Node, src string, wantBool bool) *program {
 func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool bool) *program {
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
-		l.problem(n, "CEL variables: final, initial, output, log, task, meta; functions: object_contains, count, numbers_in, states_number, changes",
+		l.problem(n, "CEL variables: final, initial, output, log, task, meta; functions: object_contains, count, numbers_in, states_number, changes, math_answer, math_equal",
 			"CEL expression does not compile: %v", iss.Err())
 		if errs := iss.Errors(); len(errs) > 0 && errs[0].Location != nil {
 			p := &l.problems[len(l.problems)-1]

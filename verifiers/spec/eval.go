@@ -129,6 +129,8 @@ func (c *check) grade(r *verifiers.Rollout, s *scratch) verifiers.Check {
 		return c.gradeExpr(r, s, out)
 	case kindUnchanged:
 		return c.gradeUnchanged(r, s, out)
+	case kindMath:
+		return c.gradeMath(r, s, out)
 	}
 	rows, err := c.rows(r, s)
 	if err != nil {

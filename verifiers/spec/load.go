@@ -29,12 +29,13 @@ const (
 	kindRubric
 	kindExpr
 	kindUnchanged
+	kindMath
 )
 
 var checkKinds = map[string]checkKind{
 	"state": kindState, "log": kindLog, "sequential": kindSequential,
 	"manual": kindManual, "rubric": kindRubric, "expr": kindExpr,
-	"unchanged": kindUnchanged,
+	"unchanged": kindUnchanged, "math": kindMath,
 }
 
 // comparator is an assert's comparator.
@@ -101,6 +102,9 @@ type check struct {
 
 	allow      []allowItem             // unchanged
 	changeOpts verifiers.ChangeOptions // unchanged: the tables the allow items and keys name
+
+	gold, answer *program // math: the gold answer and the text to find the answer in
+	precision    int      // math: decimal places for numbers
 
 	asserts []*assert
 }
@@ -473,7 +477,7 @@ func (l *loader) judge(n *yaml.Node, verifier string) (verifiers.JudgeSettings, 
 }
 
 var checkFields = []string{"id", "type", "label", "optional", "asserts", "table", "state",
-	"function", "function_args", "steps", "rubric", "query", "context", "expr", "detail", "allow", "keys", "description"}
+	"function", "function_args", "steps", "rubric", "query", "context", "expr", "detail", "allow", "keys", "gold", "answer", "precision", "description"}
 
 // check compiles one check node; nil when it has problems.
 func (l *loader) check(n *yaml.Node, verifier string) *check {
@@ -489,7 +493,7 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 	if tn != nil {
 		k, ok := checkKinds[typ]
 		if !ok {
-			l.problem(tn, "one of state, log, sequential, manual, rubric, expr, unchanged", "unknown check type %q", typ)
+			l.problem(tn, "one of state, log, sequential, manual, rubric, expr, unchanged, math", "unknown check type %q", typ)
 			return nil
 		}
 		c.kind = k
@@ -513,8 +517,9 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 		kindRubric:     {"rubric", "query", "context"},
 		kindExpr:       {"expr", "detail"},
 		kindUnchanged:  {"allow", "keys"},
+		kindMath:       {"gold", "answer", "precision"},
 	}
-	for _, f := range []string{"table", "state", "function", "function_args", "steps", "rubric", "query", "context", "expr", "detail", "allow", "keys"} {
+	for _, f := range []string{"table", "state", "function", "function_args", "steps", "rubric", "query", "context", "expr", "detail", "allow", "keys", "gold", "answer", "precision"} {
 		if fn := m[f]; fn != nil && !slices.Contains(allowed[c.kind], f) {
 			l.problem(fn, "remove it, or change the check's type", "%s is not a field of %s checks", f, typ)
 		}
@@ -603,12 +608,14 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 		}
 	case kindUnchanged:
 		l.unchangedFields(c, m, what)
+	case kindMath:
+		l.mathFields(c, m, n, what)
 	}
 	an := m["asserts"]
 	switch {
 	case an == nil:
 		switch c.kind {
-		case kindSequential, kindRubric, kindExpr, kindUnchanged:
+		case kindSequential, kindRubric, kindExpr, kindUnchanged, kindMath:
 		default:
 			l.problem(n, "add asserts: [{comparator: eq, value: ...}]", "%s has no asserts", what)
 		}
@@ -617,7 +624,7 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 	case len(an.Content) == 0:
 		l.problem(an, "add an assert, or remove asserts", "%s has an empty asserts list", what)
 	default:
-		if c.kind == kindRubric || c.kind == kindExpr || c.kind == kindUnchanged {
+		if c.kind == kindRubric || c.kind == kindExpr || c.kind == kindUnchanged || c.kind == kindMath {
 			l.problem(an, "remove asserts", "%s checks take no asserts", typ)
 			break
 		}
