@@ -68,4 +68,3 @@ func (c *check) gradeMath(r *verifiers.Rollout, s *scratch, out verifiers.Check)
 	}
 	return out
 }
-

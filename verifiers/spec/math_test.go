@@ -95,7 +95,6 @@ func TestMathFunctions(t *testing.T) {
 	}
 }
 
-
 // The math functions work in reward formulas too, over the checks.
 func TestMathInReward(t *testing.T) {
 	f, err := verifiers.Expr(`math_equal(checks[0].detail, "1/2") ? 1.0 : 0.25`)
