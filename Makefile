@@ -9,7 +9,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build wheel test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-compare bench-s3 loadtest clean
+.PHONY: build wheel test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-math bench-compare bench-s3 loadtest clean
 
 # The binary is static and stripped: no cgo, so no libc to match, and it
 # runs on any Linux of its architecture. Only this build: `make test` keeps
@@ -25,9 +25,9 @@ build:
 # The build tools live in a virtual environment under $(PY_VENV).
 PYTHON   ?= python3
 PY_VENV  ?= bin/venv
-PY_DEPS  := hatchling pyarrow pandas polars pytest mypy pyarrow-stubs pandas-stubs
+PY_DEPS  := hatchling pyarrow pandas polars pytest mypy pyarrow-stubs pandas-stubs math-verify
 PYTEST_ARGS ?=
-$(PY_VENV)/.installed:
+$(PY_VENV)/.installed: Makefile
 	$(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/python -m pip install -q --upgrade pip
 	$(PY_VENV)/bin/python -m pip install -q $(PY_DEPS)
@@ -46,12 +46,15 @@ wheel: $(PY_VENV)/.installed | $(BIN)
 # type-checks the package (mypy --strict) and runs its tests against the
 # installed copy, never the source tree. PYTEST_ARGS passes pytest flags.
 # The tests of gavel.ray are skipped when Ray is not installed, unless
-# GAVEL_REQUIRE_RAY=1, which makes that a failure.
+# GAVEL_REQUIRE_RAY=1, which makes that a failure. The differential test
+# of the math check against Math-Verify (installed with PY_DEPS) must run:
+# GAVEL_REQUIRE_MATH_VERIFY=1 unless set otherwise.
 GAVEL_REQUIRE_RAY ?=
+GAVEL_REQUIRE_MATH_VERIFY ?= 1
 test-python: wheel
 	$(PY_VENV)/bin/python -m pip install -q --force-reinstall --no-deps python/dist/gavel-*.whl
 	cd python && ../$(PY_VENV)/bin/python -m mypy src/gavel
-	cd python && GAVEL_REQUIRE_RAY=$(GAVEL_REQUIRE_RAY) ../$(PY_VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+	cd python && GAVEL_REQUIRE_RAY=$(GAVEL_REQUIRE_RAY) GAVEL_REQUIRE_MATH_VERIFY=$(GAVEL_REQUIRE_MATH_VERIFY) ../$(PY_VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 # `make test-python-ray` is `make test-python` with Ray Data installed in
 # $(PY_VENV) (a large install, kept for the next run) and its tests
@@ -160,6 +163,21 @@ bench: build
 	cd bench/duckdb && $(GO) build -trimpath -o ../../bin/bench-pqarrowfloor ./pqarrowfloor
 	bin/bench-run -rollouts $(BENCH_ROLLOUTS) -data $(BENCH_DATA) -bin bin -json $(BENCH_DATA)/results.json
 	$(MAKE) bench-reuse
+	$(MAKE) bench-math
+
+# `make bench-math` (part of `make bench`) compares the math check with
+# Math-Verify (installed in $(PY_VENV)) in one run: correctness on
+# testdata/math/corpus.jsonl, and speed on one core on $(BENCH_MATH_PAIRS)
+# generated pairs, Math-Verify checking every $(BENCH_MATH_EVERY)th; then
+# the slowest single comparison of the corpus, the fuzz corpus and the
+# inputs built to reach the limits (bench/README.md). Run it idle.
+BENCH_MATH_PAIRS ?= 200000
+BENCH_MATH_EVERY ?= 100
+bench-math: build $(PY_VENV)/.installed
+	$(GO) build -trimpath -o bin/bench-mathpairs ./bench/cmd/mathpairs
+	$(PY_VENV)/bin/python bench/python/mathbench.py --gavel $(BIN) --pairs-bin bin/bench-mathpairs \
+	  --data $(BENCH_DATA)/math --n $(BENCH_MATH_PAIRS) --every $(BENCH_MATH_EVERY)
+	$(GO) test -run '^$$' -bench BenchmarkSlowest -benchtime 1x ./verifiers/mathanswer/ | grep -E 'max-ms|slowest'
 
 # `make bench-reuse` (part of `make bench`) times, back to back on
 # $(BENCH_ROLLOUTS) generated rollouts, a full grade, grade --reuse with

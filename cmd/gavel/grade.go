@@ -379,6 +379,13 @@ func printSummary(w io.Writer, verb string, s *pipeline.Summary, out string) {
 		}
 		fmt.Fprintln(w)
 	}
+	if len(s.Unextracted) > 0 {
+		fmt.Fprint(w, "no answer found (failed, apart from wrong answers):")
+		for _, k := range sortedKeys(s.Unextracted) {
+			fmt.Fprintf(w, " %s %d", k, s.Unextracted[k])
+		}
+		fmt.Fprintln(w)
+	}
 	if len(s.Verifiers) > 0 {
 		fmt.Fprintf(w, "\n%-10s %9s %9s %9s %9s %9s %9s\n", "verifier", "rollouts", "passed", "failed", "pending", "error", "pass rate")
 		for _, id := range sortedKeys(s.Verifiers) {

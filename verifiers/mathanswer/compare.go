@@ -3,6 +3,7 @@ package mathanswer
 import (
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 )
 
@@ -116,19 +117,35 @@ func (c *comparer) ordered(gs, as []*node) bool {
 	return true
 }
 
+// maxGreedy is the largest list compared pair by pair in any order;
+// longer lists are compared after sorting both by value.
+const maxGreedy = 64
+
 // unordered compares elements in any order, each answer element matching
-// one gold element.
+// one gold element. Lists of numbers, and of tuples of numbers, are sorted
+// by value and compared in order (n log n, however long); other lists of
+// up to maxGreedy elements are matched greedily; longer ones are equal
+// only when equal in the order written.
 func (c *comparer) unordered(gs, as []*node) bool {
 	if len(gs) != len(as) {
 		return false
 	}
-	var buf [16]bool
-	used := buf[:0]
-	if len(as) > len(buf) {
-		used = make([]bool, len(as))
-	} else {
-		used = buf[:len(as)]
+	if c.ordered(gs, as) {
+		return true
 	}
+	if gk, ok := sortKeys(gs); ok {
+		if ak, ok := sortKeys(as); ok {
+			gsorted, asorted := sortByKeys(gs, gk), sortByKeys(as, ak)
+			if c.ordered(gsorted, asorted) {
+				return true
+			}
+		}
+	}
+	if len(gs) > maxGreedy {
+		return false
+	}
+	var buf [maxGreedy]bool
+	used := buf[:len(as)]
 outer:
 	for _, g := range gs {
 		for j, a := range as {
@@ -140,6 +157,47 @@ outer:
 		return false
 	}
 	return true
+}
+
+// sortKeys returns each element's key to sort by: its value (variables at
+// the first seeded point), or the values of a tuple's elements; ok is
+// false when some element has none.
+func sortKeys(ns []*node) ([][]float64, bool) {
+	keys := make([][]float64, len(ns))
+	for i, n := range ns {
+		var k []float64
+		elems := []*node{n}
+		if n.op == opTuple {
+			elems = n.kids
+		}
+		for _, e := range elems {
+			switch e.op {
+			case opText, opRel, opPct, opSet, opList, opTuple, opUnion, opMatrix, opEmpty, opReals:
+				return nil, false
+			}
+			x := numeric(e, 0)
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, false
+			}
+			k = append(k, x)
+		}
+		keys[i] = k
+	}
+	return keys, true
+}
+
+// sortByKeys returns ns sorted by keys, ties in their order.
+func sortByKeys(ns []*node, keys [][]float64) []*node {
+	idx := make([]int, len(ns))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return slices.Compare(keys[a], keys[b]) })
+	out := make([]*node, len(ns))
+	for i, j := range idx {
+		out[i] = ns[j]
+	}
+	return out
 }
 
 // flip turns a relation written with > or >= around.
@@ -293,6 +351,10 @@ func (c *comparer) scalar(g, a *node) bool {
 	names := vars(a, vars(g, buf[:0]))
 	if len(names) == 0 {
 		x, y := numeric(g, -1), numeric(a, -1)
+		if math.IsNaN(x) && math.IsNaN(y) {
+			// No real value on either side (\sqrt{-1}): as written.
+			return g.String() == a.String()
+		}
 		return c.close(x, y, loose || !gok || !aok)
 	}
 	valid := 0

@@ -12,6 +12,17 @@ import (
 // ceilings. ok is false for anything else (variables, π, irrational
 // roots); err is a *LimitError when the value would pass MaxBits.
 func exact(n *node) (r *big.Rat, ok bool, err error) {
+	if n.op == opNum {
+		return n.num, true, nil
+	}
+	if !n.memoDone {
+		n.memo, n.memoOK, n.memoErr = exactOnce(n)
+		n.memoDone = true
+	}
+	return n.memo, n.memoOK, n.memoErr
+}
+
+func exactOnce(n *node) (r *big.Rat, ok bool, err error) {
 	switch n.op {
 	case opNum:
 		return n.num, true, nil
@@ -221,8 +232,8 @@ func exactFunc(n *node) (*big.Rat, bool, error) {
 		if !x.IsInt() || !k.IsInt() || x.Sign() < 0 || k.Sign() < 0 || !x.Num().IsInt64() || !k.Num().IsInt64() {
 			return nil, false, nil
 		}
-		if x.Num().Int64() > 100000 {
-			return nil, false, limitErr("MaxBits", "a binomial of more than %d bits", MaxBits)
+		if x.Num().Int64() > MaxFactorial {
+			return nil, false, limitErr("MaxFactorial", "a binomial coefficient of n more than %d", MaxFactorial)
 		}
 		b := new(big.Int).Binomial(x.Num().Int64(), k.Num().Int64())
 		r := new(big.Rat).SetInt(b)

@@ -1,6 +1,7 @@
 package mathanswer
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -77,7 +78,7 @@ func find(text string) (f found, ok bool) {
 	if whole != "" && len(whole) <= MaxAnswerBytes {
 		// Words beside variables are prose ("I do not know"); beside a
 		// number they are units ("5 apples").
-		if n, words, err := parseWords(whole); err == nil && words <= maxWords && (n.op != opText || n.name != "") && (words == 0 || !hasSym(n)) {
+		if n, words, err := parseWords(whole); err == nil && words <= maxWords && (n.op != opText || n.name != "") && (!hasSym(n) || proseWords(whole) == 0) {
 			return found{n: n, text: whole, rule: RuleWhole}, true
 		}
 	}
@@ -123,39 +124,98 @@ func trimAnswer(s string) string {
 	}
 }
 
+// maxBoxes is how many of a text's last boxes are tried, last first, for
+// one that closes.
+const maxBoxes = 64
+
 // lastBoxed returns the contents of the last closed \boxed{...} or
-// \fbox{...} of s, and its offset (-1 when there is none).
+// \fbox{...} of s among its last maxBoxes boxes, and its offset (-1 when
+// there is none).
 func lastBoxed(s string) (string, int) {
-	end := len(s)
-	for end > 0 {
-		i := max(strings.LastIndex(s[:end], `\boxed`), strings.LastIndex(s[:end], `\fbox`))
-		if i < 0 {
-			return "", -1
+	// One forward pass keeps the offsets of the last maxBoxes boxes:
+	// strings.Index is much faster than strings.LastIndex, and the pass is
+	// linear however many boxes the text holds.
+	var ring [maxBoxes]int
+	n := 0
+	for _, cmd := range [...]string{`\boxed`, `\fbox`} {
+		for i := 0; ; {
+			k := strings.Index(s[i:], cmd)
+			if k < 0 {
+				break
+			}
+			ring[n%maxBoxes] = i + k
+			n++
+			i += k + len(cmd)
 		}
+	}
+	offsets := ring[:min(n, maxBoxes)]
+	if n > maxBoxes {
+		// Boxes of both kinds beyond the ring: keep the last of all.
+		offsets = lastOffsets(s)
+	}
+	slices.Sort(offsets)
+	limit := len(s)
+	for k := len(offsets) - 1; k >= 0; k-- {
+		i := offsets[k]
 		j := i + len(`\boxed`)
 		if strings.HasPrefix(s[i:], `\fbox`) {
 			j = i + len(`\fbox`)
 		}
+		cmdEnd := j
 		for j < len(s) && s[j] == ' ' {
 			j++
 		}
 		if j < len(s) && s[j] == '{' {
-			if k, ok := matchBrace(s, j); ok {
-				return s[j+1 : k], i
+			// A box closes before the next box starts, or not at all:
+			// bounding the scan keeps finding linear in the text.
+			if e, ok := matchBrace(s[:limit], j); ok {
+				return s[j+1 : e], i
 			}
-		} else if j > i && j < len(s) && (j > i+len(`\fbox`) && s[j-1] == ' ') {
+		} else if j > cmdEnd && j < len(s) {
 			// \boxed 5: up to the next space or dollar.
-			k := j
-			for k < len(s) && s[k] != ' ' && s[k] != '$' && s[k] != '\n' {
-				k++
+			e := j
+			for e < len(s) && s[e] != ' ' && s[e] != '$' && s[e] != '\n' {
+				e++
 			}
-			if k > j {
-				return s[j:k], i
-			}
+			return s[j:e], i
 		}
-		end = i
+		limit = i
 	}
 	return "", -1
+}
+
+// lastOffsets returns the offsets of the last maxBoxes boxes of s of
+// either kind, when the ring of one pass per kind may have mixed them.
+func lastOffsets(s string) []int {
+	var ring [maxBoxes]int
+	n := 0
+	for i := 0; i < len(s); {
+		k := strings.IndexByte(s[i:], '\\')
+		if k < 0 {
+			break
+		}
+		i += k
+		if strings.HasPrefix(s[i:], `\boxed`) || strings.HasPrefix(s[i:], `\fbox`) {
+			ring[n%maxBoxes] = i
+			n++
+		}
+		i++
+	}
+	return append([]int(nil), ring[:min(n, maxBoxes)]...)
+}
+
+// lastIndex is strings.LastIndex by forward searches, which are much
+// faster on long texts.
+func lastIndex(s, sub string) int {
+	last := -1
+	for i := 0; ; {
+		k := strings.Index(s[i:], sub)
+		if k < 0 {
+			return last
+		}
+		last = i + k
+		i = last + 1
+	}
 }
 
 // phrases are the closing phrases, lowercase, each with what may follow
@@ -168,7 +228,7 @@ var phrases = []string{"answer", "####"}
 func afterPhrase(s string) (string, int) {
 	at, end := -1, 0
 	for _, p := range []string{"answer", "Answer", "ANSWER", "####"} {
-		if i := strings.LastIndex(s, p); i > at {
+		if i := lastIndex(s, p); i > at {
 			at, end = i, i+len(p)
 		}
 	}
@@ -247,11 +307,13 @@ func closeSpan(s string, i int, delim string) int {
 func lastSpan(s string) (string, int) {
 	body, at := "", -1
 	for i := 0; i < len(s); {
-		j := strings.IndexAny(s[i:], `$\`)
-		if j < 0 {
+		j := i
+		for j < len(s) && s[j] != '$' && s[j] != '\\' {
+			j++
+		}
+		if j == len(s) {
 			break
 		}
-		j += i
 		var open, close string
 		switch {
 		case strings.HasPrefix(s[j:], "$$"):

@@ -414,6 +414,10 @@ func (l *lexer) command() error {
 		if err != nil {
 			return err
 		}
+		if w := normText(body); w == "or" || w == "and" {
+			l.emit(tWord, w, pos) // x = 1 \text{ or } x = 2
+			return nil
+		}
 		l.emit(tText, body, pos)
 	case "mathbb":
 		l.skipSpace()

@@ -23,7 +23,8 @@ const (
 	// denominator. A power or factorial whose exact value would be larger
 	// is past the limit; it is never rounded to a float and compared.
 	MaxBits = 16384
-	// MaxFactorial is the largest n whose n! is computed exactly.
+	// MaxFactorial is the largest n whose n! or binomial coefficient
+	// (n choose k) is computed exactly.
 	MaxFactorial = 1000
 	// Points is how many seeded points expressions with variables are
 	// evaluated at.

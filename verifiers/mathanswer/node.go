@@ -50,6 +50,12 @@ type node struct {
 	name       string
 	num        *big.Rat
 	kids       []*node
+
+	// The memo of exact: computed once per node, however many
+	// comparisons read it (a set's elements are compared pairwise).
+	memoDone, memoOK bool
+	memo             *big.Rat
+	memoErr          error
 }
 
 // isNumber reports whether n is a plain number.

@@ -21,6 +21,22 @@ func parse(s string) (*node, error) {
 	return n, err
 }
 
+// isConnective reports whether a word joins the elements of a list.
+func isConnective(w string) bool { return w == "or" || w == "and" }
+
+// proseWords counts the words of s that are not connectives.
+func proseWords(s string) int {
+	var buf [32]token
+	toks, _ := lex(s, buf[:0])
+	n := 0
+	for _, t := range toks {
+		if t.kind == tWord && !isConnective(t.text) {
+			n++
+		}
+	}
+	return n
+}
+
 // parseWords parses an answer and counts its words outside \text{},
 // units included.
 func parseWords(s string) (*node, int, error) {
