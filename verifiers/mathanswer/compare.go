@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -31,6 +32,9 @@ func (c *comparer) equal(g, a *node) bool {
 		if a.op == opList || a.op == opSet {
 			return c.unordered(g.kids, a.kids)
 		}
+		if a.op == opUnion {
+			return c.equal(a, g) // a list of inequalities against a union
+		}
 		return false
 	case opEmpty:
 		return a.op == opEmpty
@@ -56,7 +60,17 @@ func (c *comparer) equal(g, a *node) bool {
 		}
 		return false
 	case opUnion:
+		if a.op == opList {
+			if u := unionOf(a); u != nil {
+				return c.unordered(g.kids, u.kids)
+			}
+		}
 		return a.op == opUnion && c.unordered(g.kids, a.kids)
+	}
+	if a.op == opUnion && g.op == opList {
+		if u := unionOf(g); u != nil {
+			return c.unordered(u.kids, a.kids)
+		}
 	}
 	switch a.op {
 	case opList, opSet, opEmpty, opReals, opTuple, opMatrix, opUnion:
@@ -67,11 +81,15 @@ func (c *comparer) equal(g, a *node) bool {
 	}
 	if isLetter1(g) && isLetter1(a) {
 		// Choice letters: (B) and b are B.
-		return strings.EqualFold(g.name, a.name)
+		return strings.EqualFold(g.name, a.name) // e, read as Euler's number, is a choice too
 	}
-	if isLetter1(g) && a.op == opMul && isLetter1(a.kids[0]) && isUpper(a.kids[0].name) && isUpper(g.name) {
+	if isLetter1(g) && a.op == opMul && len(a.kids) == 2 && isLetter1(a.kids[0]) && isUpper(a.kids[0].name) && isUpper(g.name) {
 		// A choice and its value: \textbf{(E)}\ 42.
 		return g.name == a.kids[0].name
+	}
+	if a.op == opMul && len(a.kids) == 2 && isLetter1(a.kids[0]) && isUpper(a.kids[0].name) && !hasSym(g) && c.scalar(g, a.kids[1]) {
+		// The value of a choice: \textbf{(C)}\ 12 against 12.
+		return true
 	}
 	return c.scalar(g, a)
 }
@@ -86,14 +104,16 @@ func textOf(n *node) string {
 	s = strings.ToLower(s)
 	return strings.Map(func(r rune) rune {
 		switch r {
-		case ' ', '(', ')', '.', ',', ':', '"', '\'':
+		case ' ', '(', ')', '.', ',', ':', '"', '\'', '*':
 			return -1
 		}
 		return r
 	}, s)
 }
 
-func isLetter1(n *node) bool { return n.op == opSym && len(n.name) == 1 }
+func isLetter1(n *node) bool {
+	return n.op == opSym && len(n.name) == 1 || n.op == opConst && n.name == "e"
+}
 
 func isUpper(s string) bool { return s >= "A" && s <= "Z" }
 
@@ -225,7 +245,30 @@ func flip(r *node) (string, []*node) {
 
 // relation compares when either side is a relation.
 func (c *comparer) relation(g, a *node) bool {
+	// 4\pi \approx 12.57: either side is the answer.
+	if a.op == opRel && strings.Contains(a.name, "~") {
+		for _, k := range a.kids {
+			if c.equal(g, k) {
+				return true
+			}
+		}
+		return false
+	}
+	if g.op == opRel && strings.Contains(g.name, "~") {
+		for _, k := range g.kids {
+			if c.equal(k, a) {
+				return true
+			}
+		}
+		return false
+	}
 	if g.op == opRel && a.op == opRel {
+		// -2 \le x \le 7 and x \in [-2, 7]: the same interval.
+		if gi, ai := intervalOf(g), intervalOf(a); gi != nil && ai != nil {
+			if c.equal(gi, ai) {
+				return true
+			}
+		}
 		gn, gk := flip(g)
 		an, ak := flip(a)
 		if gn != an {
@@ -251,6 +294,36 @@ func (c *comparer) relation(g, a *node) bool {
 	return false
 }
 
+// intervalOf is the interval of a one-variable inequality or of x ∈ S,
+// nil for other relations.
+func intervalOf(r *node) *node {
+	name, kids := flip(r)
+	if name == "in" && len(kids) == 2 && kids[0].op == opSym {
+		return kids[1]
+	}
+	if strings.Contains(name, "=") && !strings.Contains(name, "<=") {
+		return nil
+	}
+	return relValue(r, &node{op: opTuple})
+}
+
+// unionOf is the union of the intervals of a list of inequalities in one
+// variable (x < -2 or x > 4), nil when an element is not one.
+func unionOf(l *node) *node {
+	u := &node{op: opUnion}
+	for _, k := range l.kids {
+		if k.op != opRel {
+			return nil
+		}
+		iv := intervalOf(k)
+		if iv == nil {
+			return nil
+		}
+		u.kids = append(u.kids, iv)
+	}
+	return u
+}
+
 // relValue is what relation r says, to compare with other, which is not
 // a relation: the value of x = 3, the set of x ∈ S, and the interval of an
 // inequality in one variable (x < 2 is (-∞, 2)). nil when it says none.
@@ -259,12 +332,18 @@ func relValue(r, other *node) *node {
 	switch {
 	case name == "=" || strings.Trim(name, "= ") == "":
 		// x = 3, (x, y) = (2, 3), 3 = x; and a computation that ends in
-		// its value, 200 - 50 = 150.
+		// its value, 200 - 50 = 150. An equation to solve, 2x + 1 = 3,
+		// states no value.
 		if isName(kids[0]) {
 			return kids[len(kids)-1]
 		}
 		if isName(kids[len(kids)-1]) {
 			return kids[0]
+		}
+		for _, k := range kids {
+			if hasSym(k) {
+				return nil
+			}
 		}
 		return kids[len(kids)-1]
 	case name == "in" && len(kids) == 2 && kids[0].op == opSym:
@@ -345,7 +424,15 @@ func (c *comparer) scalar(g, a *node) bool {
 		if ge.Cmp(ae) == 0 {
 			return true
 		}
-		return loose && roundRat(ge, c.prec).Cmp(roundRat(ae, c.prec)) == 0
+		if !loose {
+			return false
+		}
+		if belowOne(ge) && belowOne(ae) {
+			x, _ := ge.Float64()
+			y, _ := ae.Float64()
+			return sameSignificant(x, y, c.prec)
+		}
+		return roundRat(ge, c.prec).Cmp(roundRat(ae, c.prec)) == 0
 	}
 	var buf [8]string
 	names := vars(a, vars(g, buf[:0]))
@@ -355,7 +442,13 @@ func (c *comparer) scalar(g, a *node) bool {
 			// No real value on either side (\sqrt{-1}): as written.
 			return g.String() == a.String()
 		}
-		return c.close(x, y, loose || !gok || !aok)
+		if math.IsInf(x, 0) || math.IsInf(y, 0) {
+			// Infinity is infinity as written, never a number too large
+			// for a float (10^{400}, e^{1000}) nor 1/0; those equal only
+			// themselves as written.
+			return isInf(g, 1) && isInf(a, 1) || isInf(g, -1) && isInf(a, -1) || g.String() == a.String()
+		}
+		return c.close(x, y, loose)
 	}
 	valid := 0
 	for t := 0; t < Points; t++ {
@@ -377,21 +470,21 @@ func (c *comparer) scalar(g, a *node) bool {
 	return g.String() == a.String()
 }
 
-// close compares two numbers: equal infinities; to c.prec places when
-// loose (a decimal or an irrational on a side); else within a relative
-// 1e-9.
+// close compares two finite numbers: to c.prec places when loose (a
+// decimal on a side; below 1 in magnitude, to c.prec significant digits,
+// so that 4.0e-7 and 2.5e-7 differ); else within a relative 1e-12.
 func (c *comparer) close(x, y float64, loose bool) bool {
-	if math.IsNaN(x) || math.IsNaN(y) {
+	if math.IsNaN(x) || math.IsNaN(y) || math.IsInf(x, 0) || math.IsInf(y, 0) {
 		return false
-	}
-	if math.IsInf(x, 0) || math.IsInf(y, 0) {
-		return x == y
 	}
 	if closeRel(x, y) {
 		return true
 	}
 	if !loose {
 		return false
+	}
+	if math.Abs(x) < 1 && math.Abs(y) < 1 {
+		return sameSignificant(x, y, c.prec)
 	}
 	scale := math.Pow(10, float64(c.prec))
 	if math.Abs(x)*scale > 1<<52 || math.Abs(y)*scale > 1<<52 {
@@ -400,11 +493,26 @@ func (c *comparer) close(x, y float64, loose bool) bool {
 	return math.Round(x*scale) == math.Round(y*scale)
 }
 
-// closeRel reports whether x and y agree to a relative 1e-9 (absolute
-// 1e-12 near 0): floating-point noise, not rounding.
+// closeRel reports whether x and y agree to a relative 1e-12, or are both
+// within 1e-15 of 0 (sin π): floating-point noise, not rounding.
 func closeRel(x, y float64) bool {
 	d := math.Abs(x - y)
-	return d <= 1e-12 || d <= 1e-9*math.Max(math.Abs(x), math.Abs(y))
+	return d <= 1e-15 && math.Abs(x) <= 1e-15 && math.Abs(y) <= 1e-15 || d <= 1e-12*math.Max(math.Abs(x), math.Abs(y))
+}
+
+// belowOne reports whether |r| < 1.
+func belowOne(r *big.Rat) bool {
+	return new(big.Int).Abs(r.Num()).Cmp(r.Denom()) < 0
+}
+
+// sameSignificant reports whether x and y agree to prec significant
+// digits (both rounded to them, halves to even as strconv rounds).
+func sameSignificant(x, y float64, prec int) bool {
+	if x == 0 || y == 0 {
+		return x == y
+	}
+	p := max(prec, 1)
+	return strconv.FormatFloat(x, 'e', p-1, 64) == strconv.FormatFloat(y, 'e', p-1, 64)
 }
 
 // roundRat rounds r to prec decimal places, halves away from zero, and

@@ -277,16 +277,22 @@ func vars(n *node, dst []string) []string {
 	return out
 }
 
+// pointSigns are the signs of the seeded points: positive at three of
+// them (where roots and logarithms have real values), negative at two
+// (where x and \sqrt{x^2}, or x + 1 and |x| + 1, differ).
+var pointSigns = [Points]float64{1, 1, -1, 1, -1}
+
 // point is the value variable name takes at the t-th seeded point: a
-// fixed function of the name and t, in [0.35, 2.65], so that both sides
-// of a comparison see the same values and every run the same bytes.
+// fixed function of the name and t, of magnitude in [0.35, 2.65], so that
+// both sides of a comparison see the same values and every run the same
+// bytes.
 func point(name string, t int) float64 {
 	h := uint32(2166136261)
 	for i := 0; i < len(name); i++ {
 		h = (h ^ uint32(name[i])) * 16777619
 	}
 	frac := math.Mod(float64(t+1)*0.6180339887498949+float64(h%1009)/1009, 1)
-	return 0.35 + 2.3*frac
+	return pointSigns[t] * (0.35 + 2.3*frac)
 }
 
 // numeric evaluates n as a float64, with the variables at the t-th
@@ -329,13 +335,17 @@ func numeric(n *node, t int) float64 {
 	case opPow:
 		b, e := numeric(n.kids[0], t), numeric(n.kids[1], t)
 		if b < 0 && e != math.Trunc(e) {
-			// A real odd root of a negative number: (-8)^(1/3) is -2.
-			if r, ok, _ := exact(n.kids[1]); ok && !r.Denom().IsInt64() {
+			// A real odd root of a negative number: (-8)^(1/3) is -2,
+			// (-8)^(2/3) is 4.
+			r, ok, _ := exact(n.kids[1])
+			if !ok || !r.Denom().IsInt64() || r.Denom().Int64()%2 == 0 {
 				return math.NaN()
-			} else if ok && r.Denom().Int64()%2 == 1 {
-				return -math.Pow(-b, e)
 			}
-			return math.NaN()
+			v := math.Pow(-b, e)
+			if r.Num().Bit(0) == 1 {
+				return -v
+			}
+			return v
 		}
 		return math.Pow(b, e)
 	case opPct:
@@ -409,7 +419,7 @@ func numericFunc(n *node, t int) float64 {
 		a, _ := math.Lgamma(x + 1)
 		b, _ := math.Lgamma(k + 1)
 		c, _ := math.Lgamma(x - k + 1)
-		return math.Round(math.Exp(a - b - c))
+		return math.Exp(a - b - c)
 	}
 	return math.NaN()
 }

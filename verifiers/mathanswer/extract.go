@@ -49,32 +49,43 @@ type found struct {
 
 // find finds the answer of text. ok is false when the text gives none.
 func find(text string) (f found, ok bool) {
-	// 1. The last box.
+	// 1. The last box, with the boxes just before it that a connective
+	// joins to it (\boxed{2} and \boxed{-3}).
 	if body, at := lastBoxed(text); at >= 0 {
 		n, err := parse(body)
+		if err == nil {
+			n = joinEarlier(text, at, n, lastBoxed)
+		}
 		return found{n: n, text: body, rule: RuleBoxed, err: err}, true
 	}
-	// 2. A closing phrase followed by math.
+	// 2. A closing phrase followed by math, when no number follows its
+	// sentence (a later number is a correction or a later step).
 	var phraseWords *node
 	var wordsText string
-	if body, at := afterPhrase(text); at >= 0 {
+	if body, at, end := afterPhrase(text); at >= 0 {
+		if negated(body) {
+			// "The answer is not 5": the text states no answer.
+			return found{}, false
+		}
 		if n, words, err := parseWords(body); err == nil && words <= maxWords+1 {
-			if !onlyWords(n) {
+			switch {
+			case !onlyWords(n) && !hasDigit(text[end:]):
 				return found{n: n, text: body, rule: RulePhrase}, true
+			case onlyWords(n):
+				phraseWords, wordsText = n, body
 			}
-			phraseWords, wordsText = n, body
 		}
 	}
-	// 3. The last math span, unless the last line is plain text that
-	// states a number ("Hence, the number of solutions is 3.").
-	if body, at := lastSpan(text); at >= 0 && !plainLastLine(text[at:]) {
+	// 3. The last math span, unless a number in plain text follows it
+	// ("We get $x = 4$. Therefore, 8 cookies remain.").
+	if body, at, end := lastSpan(text); at >= 0 && !hasPlainNumber(text[end:]) {
 		// A span of words is not math: "$50 and two tickets cost $".
 		if n, words, err := parseWords(body); err == nil && !onlyWords(n) && words <= maxWords {
 			return found{n: n, text: body, rule: RuleMath}, true
 		}
 	}
 	// 4. The whole text.
-	whole := trimAnswer(text)
+	whole := dropRemark(trimAnswer(text))
 	if whole != "" && len(whole) <= MaxAnswerBytes {
 		// Words beside variables are prose ("I do not know"); beside a
 		// number they are units ("5 apples").
@@ -86,13 +97,101 @@ func find(text string) (f found, ok bool) {
 	if phraseWords != nil {
 		return found{n: phraseWords, text: wordsText, rule: RulePhraseWords}, true
 	}
-	// 6. The last number.
+	// 6. The last number, or the bracketed tuple or interval it ends.
 	if body := lastNumber(text); body != "" {
 		if n, err := parse(body); err == nil {
 			return found{n: n, text: body, rule: RuleNumber}, true
 		}
 	}
 	return found{}, false
+}
+
+// joinEarlier joins to answer n, found at offset at of text by last, the
+// answers found just before it that only a connective separates from it
+// ("\boxed{2} and \boxed{-3}", "$x = 2$ or $x = -3$"): a list, compared
+// in any order.
+func joinEarlier(text string, at int, n *node, last func(string) (string, int)) *node {
+	elems := []*node{n}
+	for len(elems) < 16 {
+		body, prev := last(text[:at])
+		if prev < 0 {
+			break
+		}
+		gap := text[prev:at]
+		// The gap runs from the earlier answer's start: skip its body.
+		if k := strings.LastIndex(gap, body); k >= 0 {
+			gap = gap[k+len(body):]
+		}
+		if !isConnective(strings.ToLower(strings.Trim(gap, " \t\n$}),.;"))) && strings.Trim(gap, " \t\n$}),;") != "" {
+			break
+		}
+		m, err := parse(body)
+		if err != nil || m.op == opList {
+			break
+		}
+		elems = append(elems, m)
+		at = prev
+	}
+	if len(elems) == 1 {
+		return n
+	}
+	slices.Reverse(elems)
+	return &node{op: opList, kids: elems}
+}
+
+// negated reports whether an answer's text starts with a negation.
+func negated(s string) bool {
+	w, _, _ := strings.Cut(strings.ToLower(strings.TrimLeft(s, " *_")), " ")
+	switch w {
+	case "not", "never", "cannot", "isn't", "not:":
+		return true
+	}
+	return false
+}
+
+// hasDigit reports whether s holds a digit.
+func hasDigit(s string) bool { return strings.IndexAny(s, "0123456789") >= 0 }
+
+// hasPlainNumber reports whether s holds a number outside math spans and
+// boxes (a digit not glued to letters).
+func hasPlainNumber(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '$' || c == '\\' && i+1 < len(s) && (s[i+1] == '(' || s[i+1] == '[') {
+			return false // more math follows: the span rule's own business
+		}
+		if isDigit(c) && (i == 0 || !isLetter(s[i-1])) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropRemark drops a final parenthetical that holds words: "14 (step 3)".
+func dropRemark(s string) string {
+	if !strings.HasSuffix(s, ")") {
+		return s
+	}
+	i := strings.LastIndexByte(s, '(')
+	if i <= 0 || strings.IndexByte(s[i:], ')') != len(s)-1-i {
+		return s
+	}
+	inner := s[i+1 : len(s)-1]
+	if strings.ContainsAny(inner, "\\$") || strings.HasSuffix(s[:i], "left") {
+		return s // LaTeX, not a remark
+	}
+	letters := 0
+	for j := 0; j < len(inner); j++ {
+		if isLetter(inner[j]) {
+			letters++
+			if letters >= 2 && j > 0 && isLetter(inner[j-1]) {
+				return strings.TrimSpace(s[:i])
+			}
+		} else {
+			letters = 0
+		}
+	}
+	return s
 }
 
 // plainLastLine reports whether the last line of s, which starts at a
@@ -218,30 +317,60 @@ func lastIndex(s, sub string) int {
 	}
 }
 
-// phrases are the closing phrases, lowercase, each with what may follow
-// it before the answer.
-var phrases = []string{"answer", "####"}
+// joiners are what may join a closing phrase to its answer.
+var joiners = []string{"is", "was", "should be", "would be", "will be", "comes out to", "equals", "of", "to the problem", "to this problem", "to the question"}
 
 // afterPhrase returns what follows the last closing phrase of s: the math
-// span that starts right after it, or the rest of its sentence or line.
-// The offset is -1 when s has no closing phrase.
-func afterPhrase(s string) (string, int) {
-	at, end := -1, 0
+// span that starts right after it, or the rest of its sentence up to a
+// remark. at is the phrase's offset (-1 when s has none) and end the
+// offset where its sentence ends. A closing phrase is "final answer", or
+// "answer" followed by a joiner, a colon or an equals sign, or "####" at
+// the start of a line and followed by a number.
+func afterPhrase(s string) (body string, at, end int) {
+	at = -1
+	var rest string
 	for _, p := range []string{"answer", "Answer", "ANSWER", "####"} {
-		if i := lastIndex(s, p); i > at {
-			at, end = i, i+len(p)
+		for i := 0; ; {
+			k := strings.Index(s[i:], p)
+			if k < 0 {
+				break
+			}
+			k += i
+			i = k + 1
+			if k <= at {
+				continue
+			}
+			after := s[k+len(p):]
+			if p == "####" {
+				if (k == 0 || s[k-1] == '\n') && hasDigitSoon(after) {
+					at, rest = k, after
+				}
+				continue
+			}
+			if len(after) > 0 && isLetter(after[0]) {
+				continue // "answered"
+			}
+			final := k >= 6 && strings.EqualFold(s[k-6:k], "final ")
+			t := strings.TrimLeft(after, " *_")
+			joined := strings.HasPrefix(t, ":") || strings.HasPrefix(t, "=")
+			for _, w := range joiners {
+				if strings.HasPrefix(t, w) && (len(t) == len(w) || !isLetter(t[len(w)])) {
+					joined = true
+				}
+			}
+			if final || joined {
+				at, rest = k, after
+			}
 		}
 	}
 	if at < 0 {
-		return "", -1
+		return "", -1, 0
 	}
-	rest := s[end:]
-	// Skip what joins the phrase to the answer: "is", ":", "=", "**",
-	// "should be", "would be", "of", "will be".
+	// Skip what joins the phrase to the answer.
 	for {
 		t := strings.TrimLeft(rest, " \t*:=_")
-		for _, w := range []string{"is", "was", "should be", "would be", "will be", "of", "to the problem", "to this problem", "to the question"} {
-			if strings.HasPrefix(t, w+" ") || strings.HasPrefix(t, w+":") || strings.HasPrefix(t, w+"$") || strings.HasPrefix(t, w+"\\") || t == w {
+		for _, w := range joiners {
+			if strings.HasPrefix(t, w) && (len(t) == len(w) || !isLetter(t[len(w)])) {
 				t = t[len(w):]
 				break
 			}
@@ -252,8 +381,9 @@ func afterPhrase(s string) (string, int) {
 		rest = t
 	}
 	rest = strings.TrimLeft(rest, " \t\n")
+	base := len(s) - len(rest)
 	if body, ok := spanAt(rest); ok {
-		return body, at
+		return body, at, base + len(body) + 2*len(spanDelim(rest))
 	}
 	// The rest of the sentence: up to a newline, or a period followed by
 	// a space or the end.
@@ -267,7 +397,36 @@ func afterPhrase(s string) (string, int) {
 			break
 		}
 	}
-	return trimAnswer(rest[:stop]), at
+	end = base + stop
+	sentence := rest[:stop]
+	// A remark after the answer: "9 (12 - 3)", "7, since 3 + 4 = 7".
+	if i := strings.Index(sentence, " ("); i > 0 {
+		sentence = sentence[:i]
+	}
+	for i := 0; i+2 < len(sentence); i++ {
+		if sentence[i] == ',' && sentence[i+1] == ' ' && isLetter(sentence[i+2]) {
+			sentence = sentence[:i]
+			break
+		}
+	}
+	sentence = strings.TrimRight(strings.TrimSpace(sentence), "!")
+	return trimAnswer(sentence), at, end
+}
+
+// hasDigitSoon reports whether a digit comes within the next few bytes.
+func hasDigitSoon(s string) bool {
+	s = strings.TrimLeft(s, " \t$-")
+	return len(s) > 0 && isDigit(s[0])
+}
+
+// spanDelim returns the opening delimiter s starts with.
+func spanDelim(s string) string {
+	for _, d := range []string{"$$", "$", `\(`, `\[`} {
+		if strings.HasPrefix(s, d) {
+			return d
+		}
+	}
+	return ""
 }
 
 // spanAt returns the contents of the math span that s starts with.
@@ -302,10 +461,12 @@ func closeSpan(s string, i int, delim string) int {
 	return -1
 }
 
-// lastSpan returns the contents of the last math span of s and its
-// offset, -1 when there is none.
-func lastSpan(s string) (string, int) {
-	body, at := "", -1
+// lastSpan returns the contents of the last math span of s, its offset
+// (-1 when there is none) and the offset where it ends. A $ whose closing
+// $ follows a space is a dollar sign, not math ("$15, so 4 tickets cost
+// $60"): the scan moves on past it.
+func lastSpan(s string) (body string, at, end int) {
+	at = -1
 	for i := 0; i < len(s); {
 		j := i
 		for j < len(s) && s[j] != '$' && s[j] != '\\' {
@@ -332,41 +493,72 @@ func lastSpan(s string) (string, int) {
 		if k < 0 {
 			break
 		}
+		if open == "$" && k > j+1 && (s[k-1] == ' ' || s[k-1] == '\n') {
+			i = j + 1 // a dollar sign
+			continue
+		}
 		if b := strings.TrimSpace(s[j+len(open) : k]); b != "" {
-			body, at = b, j
+			body, at, end = b, j, k+len(close)
 		}
 		i = k + len(close)
 	}
-	return body, at
+	return body, at, end
 }
 
-// lastNumber returns the last number of s as written: a sign, digits with
-// thousands separators, a decimal part, or a fraction a/b.
+// lastNumber returns the last number of s as written (a sign, digits with
+// thousands separators, a decimal part, or a fraction a/b), or the
+// bracketed tuple or interval it closes ("The point is (2, -3)."). Digits
+// glued to letters (AZ2A) are not a number.
 func lastNumber(s string) string {
 	end := len(s)
-	for end > 0 && !isDigit(s[end-1]) {
-		end--
+	for {
+		for end > 0 && !isDigit(s[end-1]) {
+			end--
+		}
+		if end == 0 {
+			return ""
+		}
+		start := end
+		for start > 0 {
+			c := s[start-1]
+			if isDigit(c) || (c == '.' || c == ',' || c == '/' || c == ':') && start >= 2 && isDigit(s[start-2]) {
+				start--
+				continue
+			}
+			break
+		}
+		if start > 0 && isLetter(s[start-1]) || end < len(s) && isLetter(s[end]) {
+			end = start
+			continue
+		}
+		if start > 0 && s[start-1] == '-' {
+			start--
+		} else if start >= len("\u2212") && strings.HasSuffix(s[:start], "\u2212") {
+			start -= len("\u2212")
+		}
+		if g := closingGroup(s, start, end); g != "" {
+			return g
+		}
+		return s[start:end]
 	}
-	if end == 0 {
+}
+
+// closingGroup returns the bracketed group (a, b) or [a, b) that the
+// number s[start:end] ends, or "".
+func closingGroup(s string, start, end int) string {
+	rest := strings.TrimLeft(s[end:], " ")
+	if rest == "" || rest[0] != ')' && rest[0] != ']' {
 		return ""
 	}
-	start := end
-	for start > 0 {
-		c := s[start-1]
-		switch {
-		case isDigit(c):
-			start--
-		case (c == '.' || c == ',' || c == '/') && start >= 2 && isDigit(s[start-2]):
-			start--
-		default:
-			goto signed
-		}
+	closeAt := len(s) - len(rest)
+	open := strings.LastIndexAny(s[max(0, start-80):start], "([")
+	if open < 0 {
+		return ""
 	}
-signed:
-	if start > 0 && s[start-1] == '-' {
-		start--
-	} else if start >= len("\u2212") && strings.HasSuffix(s[:start], "\u2212") {
-		start -= len("\u2212")
+	open += max(0, start-80)
+	inner := s[open+1 : start]
+	if strings.ContainsAny(inner, "()[]") || !strings.Contains(inner, ",") {
+		return ""
 	}
-	return s[start:end]
+	return s[open : closeAt+1]
 }

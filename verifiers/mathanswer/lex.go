@@ -47,7 +47,7 @@ var funcs = map[string]string{
 var units = map[string]bool{
 	"cm": true, "mm": true, "km": true, "kg": true, "mg": true, "ml": true, "mL": true,
 	"ft": true, "hr": true, "in": false, "lb": true, "oz": true, "mi": true, "yd": true,
-	"am": true, "pm": true, "or": true, "is": true, "of": true,
+	"am": true, "pm": true, "or": true, "is": true, "of": true, "no": true,
 }
 
 // words3 are the three-letter words and units read as words; other runs
@@ -175,6 +175,8 @@ func (l *lexer) next() error {
 		l.emit(tOp, "*", pos)
 	case '÷':
 		l.emit(tOp, "/", pos)
+	case '≈':
+		l.emit(tOp, "~", pos)
 	case '≤', '⩽':
 		l.emit(tOp, "<=", pos)
 	case '≥', '⩾':
@@ -189,12 +191,13 @@ func (l *lexer) next() error {
 		l.emit(tOp, "in", pos)
 	case '°':
 		l.emit(tOp, "deg", pos)
+		l.skipScale()
 	case 'π':
 		l.emit(tConst, "pi", pos)
 	case '∞':
 		l.emit(tConst, "inf", pos)
 	case '√':
-		l.emit(tFunc, "sqrt", pos)
+		l.emit(tFunc, "usqrt", pos) // √12: the whole number, not one digit
 	case '∅':
 		l.emit(tEmpty, "", pos)
 	case 'ℝ':
@@ -282,10 +285,10 @@ func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 func (l *lexer) separator() int {
 	s := l.s[l.i:]
 	switch {
+	case strings.HasPrefix(s, "{,}"), strings.HasPrefix(s, ",\\!"):
+		return 3
 	case strings.HasPrefix(s, ",") && l.depth == 0:
 		return 1
-	case strings.HasPrefix(s, "{,}"):
-		return 3
 	case strings.HasPrefix(s, "\\,"), strings.HasPrefix(s, "\\ "), strings.HasPrefix(s, "\\;"):
 		return 2
 	case strings.HasPrefix(s, " "):
@@ -335,6 +338,31 @@ func (l *lexer) letters() {
 		l.i = j
 		l.space = true
 		return
+	case "minus", "negative":
+		l.i = j
+		l.emit(tOp, "-", pos)
+		return
+	case "plus":
+		l.i = j
+		l.emit(tOp, "+", pos)
+		return
+	case "not", "never", "cannot", "isn":
+		// A negated statement is not an answer: "The answer is not 5".
+		l.i = j
+		l.emit(tOp, "not", pos)
+		return
+	}
+	// A unit over a unit: km/h, m/s.
+	if (len(run) >= 2 && units[run] || len(run) == 1 && (run == "m" || run == "s")) && j+1 < len(l.s) && l.s[j] == '/' && isLetter(l.s[j+1]) && l.space {
+		k := j + 1
+		for k < len(l.s) && isLetter(l.s[k]) {
+			k++
+		}
+		if k-j-1 <= 3 {
+			l.i = k
+			l.emit(tWord, strings.ToLower(l.s[pos:k]), pos)
+			return
+		}
 	}
 	if len(run) >= 4 || len(run) == 3 && words3[strings.ToLower(run)] || len(run) == 2 && (units[run] || run == "in" && prevNum) {
 		l.i = j
@@ -390,6 +418,19 @@ func (l *lexer) command() error {
 	}
 	name := l.s[l.i:j]
 	l.i = j
+	prevNum := len(l.toks) > 0 && (l.toks[len(l.toks)-1].kind == tNum || l.toks[len(l.toks)-1].kind == tClose)
+	if prevNum && (name == "mathrm" || name == "mathit" || name == "rm") {
+		// 5\mathrm{~m}: a unit after a number.
+		save := l.i
+		l.skipSpace()
+		if body, err := l.group(); err == nil {
+			if w := strings.Trim(body, " ~\\,"); w != "" && strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && r != '/' }) < 0 {
+				l.emit(tText, w, pos)
+				return nil
+			}
+		}
+		l.i = save
+	}
 	if skipped[name] {
 		if name == "left" || name == "right" || strings.HasPrefix(name, "big") || strings.HasPrefix(name, "Big") || name == "middle" {
 			// \left. and \right. are empty delimiters.
@@ -452,8 +493,10 @@ func (l *lexer) command() error {
 		l.emit(tOp, ">", pos)
 	case "ne", "neq":
 		l.emit(tOp, "!=", pos)
-	case "approx", "equiv", "simeq", "cong":
+	case "equiv", "simeq", "cong":
 		l.emit(tOp, "=", pos)
+	case "approx":
+		l.emit(tOp, "~", pos)
 	case "in":
 		l.emit(tOp, "in", pos)
 	case "cup":
@@ -464,6 +507,7 @@ func (l *lexer) command() error {
 		l.emit(tConst, "pi", pos)
 	case "circ", "degree", "degrees":
 		l.emit(tOp, "deg", pos)
+		l.skipScale()
 	case "emptyset", "varnothing":
 		l.emit(tEmpty, "", pos)
 	case "lvert", "rvert", "vert", "mid":
@@ -527,6 +571,27 @@ func (l *lexer) command() error {
 		l.emit(tSym, "\\"+name, pos)
 	}
 	return nil
+}
+
+// skipScale drops the C or F of a temperature after a degree sign, and
+// the brace that may close ^{\circ} first.
+func (l *lexer) skipScale() {
+	j := l.i
+	if j < len(l.s) && l.s[j] == '}' {
+		j++
+	}
+	for j < len(l.s) && (l.s[j] == ' ' || l.s[j] == '~') {
+		j++
+	}
+	if strings.HasPrefix(l.s[j:], `\mathrm{C}`) || strings.HasPrefix(l.s[j:], `\text{C}`) {
+		return
+	}
+	if j < len(l.s) && (l.s[j] == 'C' || l.s[j] == 'F') && (j+1 == len(l.s) || !isLetter(l.s[j+1])) {
+		if l.i < len(l.s) && l.s[l.i] == '}' {
+			return // ^{\circ}C: the parser reads the brace; C stays (rare)
+		}
+		l.i = j + 1
+	}
 }
 
 func (l *lexer) skipSpace() {

@@ -39,6 +39,7 @@ const (
 	opMatrix           // rows, cols; kids: elements row by row
 	opEmpty            // the empty set
 	opReals            // the real numbers
+	opRatio            // kids: the terms of a:b (a ratio, a time of day)
 )
 
 // node is one node of a parsed answer.
@@ -98,6 +99,22 @@ func (n *node) write(b *strings.Builder, outer int) {
 			return
 		}
 		f()
+	}
+	switch n.op {
+	case opAdd, opMul, opDiv, opNeg, opPow, opFunc:
+		// An expression of numbers alone is written as its value:
+		// \frac{6}{8} as 3/4, 3\frac12 as 7/2.
+		if r, ok, err := exact(n); ok && err == nil {
+			v := &node{op: opNum, num: r, inexact: inexactNode(n)}
+			if r.Sign() < 0 && outer > precSum {
+				b.WriteByte('(')
+				writeNum(b, v)
+				b.WriteByte(')')
+				return
+			}
+			writeNum(b, v)
+			return
+		}
 	}
 	switch n.op {
 	case opNum:
@@ -188,11 +205,19 @@ func (n *node) write(b *strings.Builder, outer int) {
 			k.write(b, 0)
 		}
 	case opRel:
+		ops := strings.Fields(n.name)
 		for i, k := range n.kids {
 			if i > 0 {
 				b.WriteByte(' ')
-				b.WriteString(relText(n.name))
+				b.WriteString(relText(ops[min(i-1, len(ops)-1)]))
 				b.WriteByte(' ')
+			}
+			k.write(b, precSum)
+		}
+	case opRatio:
+		for i, k := range n.kids {
+			if i > 0 {
+				b.WriteByte(':')
 			}
 			k.write(b, precSum)
 		}
@@ -226,6 +251,8 @@ func relText(r string) string {
 		return "≠"
 	case "in":
 		return "∈"
+	case "~":
+		return "≈"
 	}
 	return r
 }

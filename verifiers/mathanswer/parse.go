@@ -3,6 +3,7 @@ package mathanswer
 import (
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -146,7 +147,7 @@ func (p *parser) atStop(stop func(token) bool) bool {
 	if t.kind == tEOF || t.kind == tClose || t.kind == tEnd || p.isSep() {
 		return true
 	}
-	if t.kind == tOp && (t.text == "&" || t.text == "rowsep" || t.text == "|" || t.text == ".") {
+	if t.kind == tOp && (t.text == "&" || t.text == "rowsep" || t.text == ".") {
 		return true
 	}
 	return stop != nil && stop(t)
@@ -203,14 +204,29 @@ func (p *parser) union(stop func(token) bool) (*node, error) {
 	return p.mk(u)
 }
 
-var relOps = map[string]bool{"=": true, "<": true, "<=": true, ">": true, ">=": true, "!=": true, "in": true}
+var relOps = map[string]bool{"=": true, "<": true, "<=": true, ">": true, ">=": true, "!=": true, "in": true, "~": true}
 
 // rel parses sums joined by relations; "a > b" is kept as written and
-// turned around when compared.
+// turned around when compared. a:b (a ratio, a time) is read here too.
 func (p *parser) rel(stop func(token) bool) (*node, error) {
+	if p.is(tOp, "not") {
+		return nil, p.errorf("a negation")
+	}
 	first, err := p.sum(stop)
 	if err != nil {
 		return nil, err
+	}
+	if p.is(tOp, ":") && first.op != opText && p.i+1 < len(p.toks) && startsFactor(p.toks[p.i+1]) {
+		r := &node{op: opRatio, kids: []*node{first}}
+		for p.is(tOp, ":") && p.i+1 < len(p.toks) && startsFactor(p.toks[p.i+1]) {
+			p.i++
+			k, err := p.sum(stop)
+			if err != nil {
+				return nil, err
+			}
+			r.kids = append(r.kids, k)
+		}
+		return p.mk(r)
 	}
 	t := p.peek()
 	if t.kind != tOp || !relOps[t.text] {
@@ -479,10 +495,15 @@ func (p *parser) postfixOps(n *node) (*node, error) {
 			if err != nil {
 				return nil, err
 			}
-			if n.op != opSym {
+			switch {
+			case n.op == opSym:
+				n = &node{op: opSym, name: n.name + "_" + sub}
+			case n.op == opNum && n.num.IsInt() && !n.inexact:
+				// A number in another base, 204_5: compared as written.
+				n = &node{op: opSym, name: n.num.String() + "_" + sub}
+			default:
 				return nil, p.errorf("a subscript after %s", n)
 			}
-			n = &node{op: opSym, name: n.name + "_" + sub}
 		default:
 			return n, nil
 		}
@@ -557,8 +578,30 @@ func (p *parser) arg() (*node, error) {
 	return p.postfix(nil)
 }
 
+// isIntFrac reports whether n is a fraction of two integer literals.
+func isIntFrac(n *node) bool {
+	if n.op != opDiv {
+		return false
+	}
+	a, b := n.kids[0], n.kids[1]
+	return a.op == opNum && b.op == opNum && a.num.IsInt() && b.num.IsInt() && !a.inexact && !b.inexact && b.num.Sign() != 0
+}
+
 // number makes the node of a number token's text.
 func (p *parser) number(text string) (*node, error) {
+	// Bound the size before big.Rat builds it: 1e999999 is past MaxBits.
+	digits, exp := len(text), 0
+	if i := strings.IndexAny(text, "eE"); i >= 0 {
+		digits = i
+		e, err := strconv.Atoi(strings.TrimPrefix(text[i+1:], "+"))
+		if err != nil || e > MaxBits/3 || e < -MaxBits/3 {
+			return nil, limitErr("MaxBits", "a number of more than %d bits", MaxBits)
+		}
+		exp = e
+	}
+	if digits+max(exp, -exp) > MaxBits*3/10 {
+		return nil, limitErr("MaxBits", "a number of more than %d bits", MaxBits)
+	}
 	r, ok := new(big.Rat).SetString(text)
 	if !ok {
 		return nil, p.errorf("a number %q", text)
@@ -584,16 +627,38 @@ func (p *parser) primary(stop func(token) bool) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		// A mixed number: 3\frac{1}{2} is 3 + 1/2.
-		if n.num.IsInt() && !n.inexact && p.is(tFunc, "frac") {
-			save := p.i
+		// A mixed number: 3\frac{1}{2} is 3 + 1/2, and so is 3 1/2 in
+		// plain text. The fraction is parsed once: when it is not of
+		// integers, it is the next factor as it stands.
+		if n.num.IsInt() && !n.inexact && n.num.Sign() >= 0 && p.is(tFunc, "frac") {
 			p.i++
-			a, err1 := p.arg()
-			b, err2 := p.arg()
-			if err1 == nil && err2 == nil && a.op == opNum && b.op == opNum && a.num.IsInt() && b.num.IsInt() && !a.inexact && !b.inexact && b.num.Sign() != 0 {
-				return p.mk(&node{op: opAdd, kids: []*node{n, {op: opDiv, kids: []*node{a, b}}}})
+			f, err := p.function(token{kind: tFunc, text: "frac"})
+			if err != nil {
+				return nil, err
 			}
-			p.i = save
+			if isIntFrac(f) {
+				return p.mk(&node{op: opAdd, kids: []*node{n, f}})
+			}
+			return p.mk(&node{op: opMul, kids: []*node{n, f}})
+		}
+		if n.num.IsInt() && !n.inexact && n.num.Sign() >= 0 && p.i+2 < len(p.toks) {
+			a, slash, b := p.toks[p.i], p.toks[p.i+1], p.toks[p.i+2]
+			if a.kind == tNum && a.space && !strings.ContainsAny(a.text, ".eE") && slash.kind == tOp && slash.text == "/" && !slash.space &&
+				b.kind == tNum && !b.space && !strings.ContainsAny(b.text, ".eE") && (p.i+3 == len(p.toks) || p.toks[p.i+3].kind != tOp || p.toks[p.i+3].text != "^") {
+				p.i += 3
+				num, err := p.number(a.text)
+				if err != nil {
+					return nil, err
+				}
+				den, err := p.number(b.text)
+				if err != nil {
+					return nil, err
+				}
+				if den.num.Sign() != 0 {
+					return p.mk(&node{op: opAdd, kids: []*node{n, {op: opDiv, kids: []*node{num, den}}}})
+				}
+				p.i -= 3
+			}
 		}
 		return n, nil
 	case tSym:
@@ -659,7 +724,7 @@ func (p *parser) text(t token) (*node, error) {
 			n, err := sub.top()
 			// Math in words: \text{5}, \text{(B)}; not words read as
 			// variables (\text{Yes} is not Y*e*s), nor a unit (152\text{ m}).
-			if err == nil && n != nil && !n.hasText() && (n.op == opSym && len(n.name) == 1 && !afterNumber || !hasSym(n)) {
+			if err == nil && n != nil && !n.hasText() && (n.op == opSym && len(n.name) == 1 && !afterNumber || !hasSym(n) || choices(n)) {
 				p.nodes = sub.nodes
 				return n, nil
 			}
@@ -669,6 +734,19 @@ func (p *parser) text(t token) (*node, error) {
 		}
 	}
 	return p.mk(&node{op: opText, name: normText(body)})
+}
+
+// choices reports whether n is a list of single letters: \text{A, C}.
+func choices(n *node) bool {
+	if n.op != opList && n.op != opSet {
+		return false
+	}
+	for _, k := range n.kids {
+		if k.op != opSym || len(k.name) != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // hasSym reports whether n has a variable.
@@ -705,6 +783,12 @@ func (p *parser) function(t token) (*node, error) {
 			return p.mk(&node{op: opFunc, name: "binom", kids: []*node{a, b}})
 		}
 		return p.mk(&node{op: opDiv, kids: []*node{a, b}})
+	case "usqrt":
+		x, err := p.postfix(nil)
+		if err != nil {
+			return nil, err
+		}
+		return p.mk(&node{op: opFunc, name: "sqrt", kids: []*node{x}})
 	case "sqrt":
 		if p.is(tOpen, "[") {
 			p.i++
