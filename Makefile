@@ -25,7 +25,10 @@ build:
 # The build tools live in a virtual environment under $(PY_VENV).
 PYTHON   ?= python3
 PY_VENV  ?= bin/venv
-PY_DEPS  := hatchling pyarrow pandas polars pytest mypy pyarrow-stubs pandas-stubs math-verify
+# Math-Verify and what it parses with are pinned: the table of its
+# disagreements with the math check (docs/math.md) is of these versions.
+PY_DEPS  := hatchling pyarrow pandas polars pytest mypy pyarrow-stubs pandas-stubs \
+            math-verify==0.9.0 latex2sympy2_extended==1.11.0 sympy==1.14.0
 PYTEST_ARGS ?=
 $(PY_VENV)/.installed: Makefile
 	$(PYTHON) -m venv $(PY_VENV)

@@ -114,6 +114,11 @@ func Compare(text, gold string, precision int) (Verdict, error) {
 	}
 	v.Rule = f.rule
 	if f.err != nil {
+		if IsLimit(f.err) {
+			// Found, and past a limit: a failure, but not a missing answer.
+			v.Detail = fmt.Sprintf("answer %q is past a limit: %v", clip(f.text, 80), f.err)
+			return v, nil
+		}
 		v.Detail = fmt.Sprintf("%s: %s %q cannot be read: %v", NoAnswer, f.rule, clip(f.text, 80), f.err)
 		return v, nil
 	}

@@ -145,3 +145,33 @@ func TestDocForms(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewFixes: a choice with its value as the gold, domains of
+// expressions, decimals with variables, negations, limits in spans.
+func TestReviewFixes(t *testing.T) {
+	deep := `\boxed{` + strings.Repeat("{", 70) + "5" + strings.Repeat("}", 70) + `} so 5`
+	long := "So 5, and then $" + strings.Repeat("1+", 2100) + "5$"
+	for _, tc := range []struct {
+		answer, gold string
+		want         bool
+		detail       string
+	}{
+		{"E", `\textbf{(E)}\ 42`, true, ""},
+		{"42", `\textbf{(E)}\ 42`, true, ""},
+		{"D", `\textbf{(E)}\ 42`, false, ""},
+		{`(\sqrt{x})^2`, "x", true, ""},
+		{`\ln(x^2)`, `2\ln x`, true, ""},
+		{"0.333333x", `\frac{x}{3}`, true, ""},
+		{"0.33x", `\frac{x}{3}`, false, ""},
+		{"so 5", "5", true, ""},
+		{"The answer is not 5. It is $6$.", "6", true, ""},
+		{"The answer is not 5.", "5", false, "no answer found"},
+		{deep, "5", false, "answer"},
+		{long, "5", false, "answer"},
+	} {
+		v, err := Compare(tc.answer, tc.gold, -1)
+		if err != nil || v.Equal != tc.want || !strings.HasPrefix(v.Detail, tc.detail) {
+			t.Errorf("Compare(%.60q, %q) = %v %q, %v; want %v %q...", tc.answer, tc.gold, v.Equal, v.Detail, err, tc.want, tc.detail)
+		}
+	}
+}

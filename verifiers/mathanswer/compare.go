@@ -91,6 +91,15 @@ func (c *comparer) equal(g, a *node) bool {
 		// The value of a choice: \textbf{(C)}\ 12 against 12.
 		return true
 	}
+	if g.op == opMul && len(g.kids) == 2 && isLetter1(g.kids[0]) && isUpper(g.kids[0].name) {
+		// A gold choice with its value: its letter, or its value.
+		if isLetter1(a) {
+			return strings.EqualFold(g.kids[0].name, a.name)
+		}
+		if !hasSym(a) {
+			return c.scalar(g.kids[1], a)
+		}
+	}
 	return c.scalar(g, a)
 }
 
@@ -450,16 +459,19 @@ func (c *comparer) scalar(g, a *node) bool {
 		}
 		return c.close(x, y, loose)
 	}
+	// A point where either side has no real value (\sqrt{x} at x < 0) is
+	// outside the domain of one of them: it says nothing.
+	tol := 1e-12
+	if loose {
+		tol = 2 * math.Pow(10, -float64(c.prec)) // about prec significant digits
+	}
 	valid := 0
 	for t := 0; t < Points; t++ {
 		x, y := numeric(g, t), numeric(a, t)
 		if math.IsNaN(x) || math.IsNaN(y) || math.IsInf(x, 0) || math.IsInf(y, 0) {
-			if math.IsNaN(x) != math.IsNaN(y) {
-				return false
-			}
 			continue
 		}
-		if !closeRel(x, y) {
+		if d := math.Abs(x - y); d > tol*math.Max(math.Abs(x), math.Abs(y)) && !closeRel(x, y) {
 			return false
 		}
 		valid++

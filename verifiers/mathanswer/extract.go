@@ -64,10 +64,15 @@ func find(text string) (f found, ok bool) {
 	var wordsText string
 	if body, at, end := afterPhrase(text); at >= 0 {
 		if negated(body) {
-			// "The answer is not 5": the text states no answer.
-			return found{}, false
+			// "The answer is not 5": that sentence states no answer; the
+			// answer is looked for after it, or there is none.
+			return find(text[end:])
 		}
-		if n, words, err := parseWords(body); err == nil && words <= maxWords+1 {
+		n, words, err := parseWords(body)
+		if IsLimit(err) {
+			return found{text: body, rule: RulePhrase, err: err}, true
+		}
+		if err == nil && words <= maxWords+1 {
 			switch {
 			case !onlyWords(n) && !hasDigit(text[end:]):
 				return found{n: n, text: body, rule: RulePhrase}, true
@@ -80,7 +85,11 @@ func find(text string) (f found, ok bool) {
 	// ("We get $x = 4$. Therefore, 8 cookies remain.").
 	if body, at, end := lastSpan(text); at >= 0 && !hasPlainNumber(text[end:]) {
 		// A span of words is not math: "$50 and two tickets cost $".
-		if n, words, err := parseWords(body); err == nil && !onlyWords(n) && words <= maxWords {
+		n, words, err := parseWords(body)
+		if IsLimit(err) {
+			return found{text: body, rule: RuleMath, err: err}, true
+		}
+		if err == nil && !onlyWords(n) && words <= maxWords {
 			return found{n: n, text: body, rule: RuleMath}, true
 		}
 	}
@@ -270,6 +279,11 @@ func lastBoxed(s string) (string, int) {
 			if e, ok := matchBrace(s[:limit], j); ok {
 				return s[j+1 : e], i
 			}
+			if braceDepth(s[j:limit]) > MaxDepth {
+				// Closed or not, too deep to read: the box is there, and
+				// it is past a limit (find reports it).
+				return s[j:limit], i
+			}
 		} else if j > cmdEnd && j < len(s) {
 			// \boxed 5: up to the next space or dollar.
 			e := j
@@ -281,6 +295,23 @@ func lastBoxed(s string) (string, int) {
 		limit = i
 	}
 	return "", -1
+}
+
+// braceDepth returns the deepest nesting of braces in s.
+func braceDepth(s string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '{':
+			depth++
+			deepest = max(deepest, depth)
+		case '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // lastOffsets returns the offsets of the last maxBoxes boxes of s of

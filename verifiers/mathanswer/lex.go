@@ -48,6 +48,7 @@ var units = map[string]bool{
 	"cm": true, "mm": true, "km": true, "kg": true, "mg": true, "ml": true, "mL": true,
 	"ft": true, "hr": true, "in": false, "lb": true, "oz": true, "mi": true, "yd": true,
 	"am": true, "pm": true, "or": true, "is": true, "of": true, "no": true,
+	"so": true, "ok": true, "it": true,
 }
 
 // words3 are the three-letter words and units read as words; other runs
