@@ -361,16 +361,11 @@ func afterPhrase(s string) (body string, at, end int) {
 	at = -1
 	var rest string
 	for _, p := range []string{"answer", "Answer", "ANSWER", "####"} {
-		for i := 0; ; {
-			k := strings.Index(s[i:], p)
-			if k < 0 {
-				break
-			}
-			k += i
-			i = k + 1
-			if k <= at {
-				continue
-			}
+		// From the last occurrence back (found by forward searches, which
+		// are much faster than strings.LastIndex): the last phrase that
+		// qualifies is usually the last occurrence, and the search stops
+		// there.
+		for k := lastIndex(s, p); k > at; k = strings.LastIndex(s[:k], p) {
 			after := s[k+len(p):]
 			if p == "####" {
 				if (k == 0 || s[k-1] == '\n') && hasDigitSoon(after) {
