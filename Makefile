@@ -172,15 +172,17 @@ bench: build
 # Math-Verify (installed in $(PY_VENV)) in one run: correctness on
 # testdata/math/corpus.jsonl, and speed on one core on $(BENCH_MATH_PAIRS)
 # generated pairs, Math-Verify checking every $(BENCH_MATH_EVERY)th; then
-# the slowest single comparison of the corpus, the fuzz corpus and the
-# inputs built to reach the limits (bench/README.md). Run it idle.
+# the slowest single comparison of the corpus, the fuzz corpus (and what
+# `make fuzz` left in the build cache) and the inputs built to reach the
+# limits (bench/README.md). Run it idle.
 BENCH_MATH_PAIRS ?= 200000
 BENCH_MATH_EVERY ?= 100
 bench-math: build $(PY_VENV)/.installed
 	$(GO) build -trimpath -o bin/bench-mathpairs ./bench/cmd/mathpairs
 	$(PY_VENV)/bin/python bench/python/mathbench.py --gavel $(BIN) --pairs-bin bin/bench-mathpairs \
 	  --data $(BENCH_DATA)/math --n $(BENCH_MATH_PAIRS) --every $(BENCH_MATH_EVERY)
-	$(GO) test -run '^$$' -bench BenchmarkSlowest -benchtime 1x ./verifiers/mathanswer/ | grep -E 'max-ms|slowest'
+	MATH_FUZZ_CACHE=$$($(GO) env GOCACHE)/fuzz/github.com/gavelhq/gavel/verifiers/mathanswer/FuzzCompare \
+	  $(GO) test -run '^$$' -bench BenchmarkSlowest -benchtime 1x ./verifiers/mathanswer/ | grep -E 'max-ms|slowest'
 
 # `make bench-reuse` (part of `make bench`) times, back to back on
 # $(BENCH_ROLLOUTS) generated rollouts, a full grade, grade --reuse with

@@ -100,7 +100,8 @@ func FuzzCompare(f *testing.F) {
 }
 
 // BenchmarkSlowest times every comparison of the corpus, the fuzz corpus
-// and the adversarial inputs, each the fastest of three runs, and reports
+// (with $MATH_FUZZ_CACHE, the fuzzer's cached inputs too) and the
+// adversarial inputs, each the fastest of three runs, and reports
 // the slowest (max-ms) and what it was. Run it on an idle machine: it
 // measures wall time, which is CPU time only when nothing else runs.
 func BenchmarkSlowest(b *testing.B) {
@@ -110,6 +111,12 @@ func BenchmarkSlowest(b *testing.B) {
 	}
 	inputs = append(inputs, adversarial()...)
 	fuzzed, _ := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzCompare", "*"))
+	if dir := os.Getenv("MATH_FUZZ_CACHE"); dir != "" {
+		// The inputs the fuzzer kept in the build cache (make bench-math
+		// names the directory).
+		cached, _ := filepath.Glob(filepath.Join(dir, "*"))
+		fuzzed = append(fuzzed, cached...)
+	}
 	for _, path := range fuzzed {
 		if in, ok := readFuzzFile(path); ok {
 			inputs = append(inputs, in)
