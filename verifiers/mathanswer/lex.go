@@ -51,6 +51,21 @@ var units = map[string]bool{
 	"so": true, "ok": true, "it": true,
 }
 
+// commandOps and runeOps are the commands and characters that are
+// operators: the operator each stands for.
+var (
+	commandOps = map[string]string{
+		"cdot": "*", "times": "*", "ast": "*", "cdotp": "*", "div": "/", "pm": "pm", "mp": "pm",
+		"le": "<=", "leq": "<=", "leqslant": "<=", "leqq": "<=", "ge": ">=", "geq": ">=", "geqslant": ">=", "geqq": ">=",
+		"lt": "<", "gt": ">", "ne": "!=", "neq": "!=", "equiv": "=", "simeq": "=", "cong": "=", "approx": "~",
+		"in": "in", "cup": "cup",
+	}
+	runeOps = map[rune]string{
+		'\u2212': "-", '\u2013': "-", '×': "*", '·': "*", '⋅': "*", '∙': "*", '÷': "/", '≈': "~",
+		'≤': "<=", '⩽': "<=", '≥': ">=", '⩾': ">=", '≠': "!=", '±': "pm", '∪': "cup", '∈': "in",
+	}
+)
+
 // words3 are the three-letter words and units read as words; other runs
 // of three letters are products of variables (abc is a*b*c).
 var words3 = map[string]bool{
@@ -169,27 +184,11 @@ func (l *lexer) next() error {
 	}
 	r, size := utf8.DecodeRuneInString(l.s[l.i:])
 	l.i += size
+	if op, ok := runeOps[r]; ok {
+		l.emit(tOp, op, pos)
+		return nil
+	}
 	switch r {
-	case '\u2212', '\u2013':
-		l.emit(tOp, "-", pos)
-	case '×', '·', '⋅', '∙':
-		l.emit(tOp, "*", pos)
-	case '÷':
-		l.emit(tOp, "/", pos)
-	case '≈':
-		l.emit(tOp, "~", pos)
-	case '≤', '⩽':
-		l.emit(tOp, "<=", pos)
-	case '≥', '⩾':
-		l.emit(tOp, ">=", pos)
-	case '≠':
-		l.emit(tOp, "!=", pos)
-	case '±':
-		l.emit(tOp, "pm", pos)
-	case '∪':
-		l.emit(tOp, "cup", pos)
-	case '∈':
-		l.emit(tOp, "in", pos)
 	case '°':
 		l.emit(tOp, "deg", pos)
 		l.skipScale()
@@ -478,30 +477,6 @@ func (l *lexer) command() error {
 		l.emit(tFunc, "sqrt", pos)
 	case "binom", "dbinom", "tbinom":
 		l.emit(tFunc, "binom", pos)
-	case "cdot", "times", "ast", "cdotp":
-		l.emit(tOp, "*", pos)
-	case "div":
-		l.emit(tOp, "/", pos)
-	case "pm", "mp":
-		l.emit(tOp, "pm", pos)
-	case "le", "leq", "leqslant", "leqq":
-		l.emit(tOp, "<=", pos)
-	case "ge", "geq", "geqslant", "geqq":
-		l.emit(tOp, ">=", pos)
-	case "lt":
-		l.emit(tOp, "<", pos)
-	case "gt":
-		l.emit(tOp, ">", pos)
-	case "ne", "neq":
-		l.emit(tOp, "!=", pos)
-	case "equiv", "simeq", "cong":
-		l.emit(tOp, "=", pos)
-	case "approx":
-		l.emit(tOp, "~", pos)
-	case "in":
-		l.emit(tOp, "in", pos)
-	case "cup":
-		l.emit(tOp, "cup", pos)
 	case "infty", "infin":
 		l.emit(tConst, "inf", pos)
 	case "pi":
@@ -560,6 +535,10 @@ func (l *lexer) command() error {
 	case "quad":
 		l.space = true
 	default:
+		if op, ok := commandOps[name]; ok {
+			l.emit(tOp, op, pos)
+			return nil
+		}
 		if f, ok := funcs[name]; ok {
 			l.emit(tFunc, f, pos)
 			return nil

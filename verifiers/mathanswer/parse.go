@@ -379,20 +379,26 @@ done:
 
 // unary parses a signed power.
 func (p *parser) unary(stop func(token) bool) (*node, error) {
-	if p.is(tOp, "-") || p.is(tOp, "+") {
-		neg := p.peek().text == "-"
-		p.i++
-		if err := p.enter(); err != nil {
-			return nil, err
-		}
-		defer p.leave()
-		x, err := p.unary(stop)
-		if err != nil || !neg {
-			return x, err
-		}
-		return p.mk(&node{op: opNeg, kids: []*node{x}})
+	return p.signed(stop, p.unary, p.power)
+}
+
+// signed parses an operand after any number of signs: again (a sign
+// follows a sign) or operand (what follows the signs).
+func (p *parser) signed(stop func(token) bool, again, operand func(func(token) bool) (*node, error)) (*node, error) {
+	if !p.is(tOp, "-") && !p.is(tOp, "+") {
+		return operand(stop)
 	}
-	return p.power(stop)
+	neg := p.peek().text == "-"
+	p.i++
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
+	x, err := again(stop)
+	if err != nil || !neg {
+		return x, err
+	}
+	return p.mk(&node{op: opNeg, kids: []*node{x}})
 }
 
 // power parses a postfix expression and its exponent: a^b^c is a^(b^c),
@@ -446,16 +452,7 @@ func (p *parser) power(stop func(token) bool) (*node, error) {
 
 // exponent parses what follows ^: a group, or one signed atom.
 func (p *parser) exponent(stop func(token) bool) (*node, error) {
-	if p.is(tOp, "-") || p.is(tOp, "+") {
-		neg := p.peek().text == "-"
-		p.i++
-		x, err := p.exponent(stop)
-		if err != nil || !neg {
-			return x, err
-		}
-		return p.mk(&node{op: opNeg, kids: []*node{x}})
-	}
-	return p.postfix(stop)
+	return p.signed(stop, p.exponent, p.postfix)
 }
 
 // postfix parses a primary and its postfix operators.
