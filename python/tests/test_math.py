@@ -52,6 +52,10 @@ def test_grade_matches_the_binary_on_files(tmp_path: Path) -> None:
     assert res.exit_status == 0
     assert res.rewards.num_rows == 10
     assert res.rewards.column("passed").to_pylist().count(True) == 7
+    # Two inputs are two parts: the summary merges their counts.
+    assert res.summary is not None and res.summary["unextracted"] == {"MATH-ANSWER/answer": 1}
+    whole = gavel.grade([files[1]], spec=str(SPEC))
+    assert whole.summary is not None and "unextracted" not in whole.summary
 
 
 def test_verl_compute_score(math_url: str) -> None:
