@@ -68,7 +68,7 @@ func find(text string) (f found, ok bool) {
 			// answer is looked for after it, or there is none.
 			return find(text[end:])
 		}
-		n, words, err := parseWords(body)
+		n, words, _, err := parseWords(body)
 		if IsLimit(err) {
 			return found{text: body, rule: RulePhrase, err: err}, true
 		}
@@ -85,7 +85,7 @@ func find(text string) (f found, ok bool) {
 	// ("We get $x = 4$. Therefore, 8 cookies remain.").
 	if body, at, end := lastSpan(text); at >= 0 && !hasPlainNumber(text[end:]) {
 		// A span of words is not math: "$50 and two tickets cost $".
-		n, words, err := parseWords(body)
+		n, words, _, err := parseWords(body)
 		if IsLimit(err) {
 			return found{text: body, rule: RuleMath, err: err}, true
 		}
@@ -98,7 +98,7 @@ func find(text string) (f found, ok bool) {
 	if whole != "" && len(whole) <= MaxAnswerBytes {
 		// Words beside variables are prose ("I do not know"); beside a
 		// number they are units ("5 apples").
-		if n, words, err := parseWords(whole); err == nil && words <= maxWords && (n.op != opText || n.name != "") && (!hasSym(n) || proseWords(whole) == 0) {
+		if n, words, prose, err := parseWords(whole); err == nil && words <= maxWords && (n.op != opText || n.name != "") && (!hasSym(n) || prose == 0) {
 			return found{n: n, text: whole, rule: RuleWhole}, true
 		}
 	}
@@ -240,27 +240,8 @@ const maxBoxes = 64
 // \fbox{...} of s among its last maxBoxes boxes, and its offset (-1 when
 // there is none).
 func lastBoxed(s string) (string, int) {
-	// One forward pass keeps the offsets of the last maxBoxes boxes:
-	// strings.Index is much faster than strings.LastIndex, and the pass is
-	// linear however many boxes the text holds.
-	var ring [maxBoxes]int
-	n := 0
-	for _, cmd := range [...]string{`\boxed`, `\fbox`} {
-		for i := 0; ; {
-			k := strings.Index(s[i:], cmd)
-			if k < 0 {
-				break
-			}
-			ring[n%maxBoxes] = i + k
-			n++
-			i += k + len(cmd)
-		}
-	}
+	ring, n := lastOffsets(s)
 	offsets := ring[:min(n, maxBoxes)]
-	if n > maxBoxes {
-		// Boxes of both kinds beyond the ring: keep the last of all.
-		offsets = lastOffsets(s)
-	}
 	slices.Sort(offsets)
 	limit := len(s)
 	for k := len(offsets) - 1; k >= 0; k-- {
@@ -314,11 +295,11 @@ func braceDepth(s string) int {
 	return deepest
 }
 
-// lastOffsets returns the offsets of the last maxBoxes boxes of s of
-// either kind, when the ring of one pass per kind may have mixed them.
-func lastOffsets(s string) []int {
-	var ring [maxBoxes]int
-	n := 0
+// lastOffsets returns the offsets of the last maxBoxes boxes of s, in
+// any order, in the first min(n, maxBoxes) places of ring: one forward pass over the backslashes (strings.IndexByte is
+// much faster than strings.LastIndex, and the pass stays linear however
+// many boxes the text holds).
+func lastOffsets(s string) (ring [maxBoxes]int, n int) {
 	for i := 0; i < len(s); {
 		k := strings.IndexByte(s[i:], '\\')
 		if k < 0 {
@@ -331,7 +312,7 @@ func lastOffsets(s string) []int {
 		}
 		i++
 	}
-	return append([]int(nil), ring[:min(n, maxBoxes)]...)
+	return ring, n
 }
 
 // lastIndex is strings.LastIndex by forward searches, which are much

@@ -18,49 +18,38 @@ type parser struct {
 // parse parses an answer. The error of an answer past a limit is a
 // *LimitError.
 func parse(s string) (*node, error) {
-	n, _, err := parseWords(s)
+	n, _, _, err := parseWords(s)
 	return n, err
 }
 
 // isConnective reports whether a word joins the elements of a list.
 func isConnective(w string) bool { return w == "or" || w == "and" }
 
-// proseWords counts the words of s that are not connectives.
-func proseWords(s string) int {
-	var buf [32]token
-	toks, _ := lex(s, buf[:0])
-	n := 0
-	for _, t := range toks {
-		if t.kind == tWord && !isConnective(t.text) {
-			n++
-		}
-	}
-	return n
-}
-
 // parseWords parses an answer and counts its words outside \text{},
-// units included.
-func parseWords(s string) (*node, int, error) {
+// units included, and of those the prose: the words that are not
+// connectives (or, and).
+func parseWords(s string) (n *node, words, prose int, err error) {
 	if len(s) > MaxAnswerBytes {
-		return nil, 0, limitErr("MaxAnswerBytes", "an answer of %d bytes", len(s))
+		return nil, 0, 0, limitErr("MaxAnswerBytes", "an answer of %d bytes", len(s))
 	}
 	var buf [32]token
 	toks, err := lex(s, buf[:0])
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	words := 0
 	for _, t := range toks {
 		if t.kind == tWord {
 			words++
+			if !isConnective(t.text) {
+				prose++
+			}
 		}
 	}
 	p := parser{toks: toks}
-	n, err := p.top()
-	if err != nil {
-		return nil, words, err
+	if n, err = p.top(); err != nil {
+		return nil, words, prose, err
 	}
-	return normalize(n), words, nil
+	return normalize(n), words, prose, nil
 }
 
 func (p *parser) peek() token {
@@ -861,27 +850,25 @@ func (p *parser) bracket(open token) (*node, error) {
 		p.i++
 		return p.mk(&node{op: opFunc, name: open.text, kids: []*node{x}})
 	case "\\{":
-		var elems []*node
-		for !p.is(tClose, "\\}") {
+		x, err := p.seq(nil)
+		if err != nil {
+			return nil, err
+		}
+		if !p.is(tClose, "\\}") {
 			if p.peek().kind == tEOF {
 				return nil, p.errorf("a missing \\}")
 			}
-			if p.isSep() {
-				p.i++
-				continue
-			}
-			e, err := p.union(nil)
-			if err != nil {
-				return nil, err
-			}
-			elems = append(elems, e)
-			if !p.isSep() && !p.is(tClose, "\\}") {
-				return nil, p.errorf("unexpected %q in a set", p.peek().text)
-			}
+			return nil, p.errorf("unexpected %q in a set", p.peek().text)
 		}
 		p.i++
-		if len(elems) == 0 {
+		var elems []*node
+		switch {
+		case x == nil:
 			return p.mk(&node{op: opEmpty})
+		case x.op == opList:
+			elems = x.kids
+		default:
+			elems = []*node{x}
 		}
 		return p.mk(&node{op: opSet, kids: elems})
 	case "{":
