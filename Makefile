@@ -114,7 +114,7 @@ test-emulators:
 	[ -x $(EMU)/fake-gcs-server ] || GOBIN=$(abspath $(EMU)) $(GO) install github.com/fsouza/fake-gcs-server@v1.56.1
 	GAVEL_REQUIRE_EMULATORS=1 AZURITE_BLOB=$(abspath $(EMU))/node_modules/.bin/azurite-blob \
 	  FAKE_GCS_SERVER=$(abspath $(EMU))/fake-gcs-server \
-	  $(GO) test -count=1 -run 'TestAzblobOnAzurite|TestGCSOnFakeGCSServer' -v ./cmd/gavel/
+	  $(GO) test -count=1 -run 'TestAzblobOnAzurite|TestGCSOnFakeGCSServer' -v ./cli/
 
 # `make doctest` runs every shell example of README.md and docs/ against
 # the built binary and lists the blocks it skips, with their reasons.

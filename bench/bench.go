@@ -2,6 +2,10 @@
 // the runs that grade them, driven by `go test -bench` in this package.
 // Each workload is a Config value; nothing is global, so a benchmark can
 // prepare several side by side and compare them in one run.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package bench
 
 import (
@@ -16,7 +20,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/pipeline"
-	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // Dataset is a generated CRM dataset on disk and what grading it must
@@ -155,7 +159,7 @@ func Grade(ctx context.Context, ds *Dataset, out string, c GradeConfig) (Result,
 		Inputs:    []string{ds.Path},
 		Out:       out,
 		Format:    c.Format,
-		Verifiers: verifiers.Builtin(),
+		Verifiers: crm.Verifiers(),
 		TasksFile: ds.Tasks,
 		Workers:   c.Workers,
 		BatchSize: c.BatchSize,

@@ -2,6 +2,10 @@
 // plain or compressed) into reusable batches of rows, and writes result
 // tables as Parquet, Arrow IPC or JSON Lines. It is the only package that
 // imports arrow-go or parquet-go.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package columnar
 
 import "github.com/gavelhq/gavel/columnar/jsonview"

@@ -11,6 +11,10 @@
 // replaced by bad rows (SPEC 3.2), expected to end in error.
 //
 // The same Config always produces byte-identical files.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package gen
 
 import (

@@ -26,6 +26,10 @@
 // A rollout id seen twice on one side keeps its first row (in part order,
 // then row order); the others are counted as duplicates. A rollout's checks
 // are every check row with its id, in the same order.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package join
 
 import (

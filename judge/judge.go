@@ -10,6 +10,10 @@
 //
 // The package knows nothing of datasets or serving: the caller renders a
 // Request from a Prompt, asks, and decides what a failure means for its row.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package judge
 
 import (

@@ -21,6 +21,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // testVerifier returns a verifier of task T that runs fn on each rollout
@@ -318,7 +319,7 @@ func TestHostileInput(t *testing.T) {
 			tt.make(t, bad)
 			out := filepath.Join(dir, "out")
 			cfg := Config{Inputs: []string{good1, bad, good2}, Out: out, Format: columnar.FormatJSONL,
-				Verifiers: append(verifiers.Builtin(), noop), Workers: 2, BatchSize: 7}
+				Verifiers: append(crm.Verifiers(), noop), Workers: 2, BatchSize: 7}
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
-	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // inputHashes grades inputs into a JSON Lines run and returns each
@@ -359,7 +359,7 @@ func TestKeepInputHashRefused(t *testing.T) {
 	if err := os.WriteFile(in, []byte(`{"task_id":"TASK-001","input_hash":"x"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Run(context.Background(), Config{Inputs: []string{in}, Out: t.TempDir(), Keep: []string{"model", "input_hash"}, Verifiers: verifiers.Builtin()})
+	_, err := Run(context.Background(), Config{Inputs: []string{in}, Out: t.TempDir(), Keep: []string{"model", "input_hash"}, Verifiers: crm.Verifiers()})
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Field != "Keep" || !strings.Contains(ce.Msg, "input_hash is a rewards column") {
 		t.Errorf("Run with Keep input_hash = %v, want a ConfigError on Keep naming input_hash", err)

@@ -1,6 +1,10 @@
 // Package pipeline runs a grading job: input units are read in batches,
 // graded by a bounded pool of workers, put back in input order and written
 // as result parts, with a summary and a manifest.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package pipeline
 
 import (

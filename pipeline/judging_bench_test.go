@@ -11,7 +11,7 @@ import (
 	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
-	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // BenchmarkJudgeThroughput grades rows whose rubric checks a local server
@@ -50,7 +50,7 @@ func BenchmarkNoRubricJudgeConfigured(b *testing.B) {
 		b.Fatal(err)
 	}
 	srv := judgetest.New(b)
-	cfg := Config{Inputs: []string{data}, Out: filepath.Join(dir, "out"), Verifiers: verifiers.Builtin()}
+	cfg := Config{Inputs: []string{data}, Out: filepath.Join(dir, "out"), Verifiers: crm.Verifiers()}
 	jcfg := cfg
 	jcfg.Judge = &judge.Config{Model: "judge-1", BaseURL: srv.URL, CacheDir: filepath.Join(dir, "cache")}
 	var cpu [2]float64

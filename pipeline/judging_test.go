@@ -19,6 +19,7 @@ import (
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
@@ -156,7 +157,7 @@ func TestJudgeVerdicts(t *testing.T) {
 // verifier's fingerprint (and only its).
 func TestJudgeFingerprint(t *testing.T) {
 	srv := judgetest.New(t)
-	vs := append(parseSpec(t, judgedSpec), verifiers.Builtin()...)
+	vs := append(parseSpec(t, judgedSpec), crm.Verifiers()...)
 	fp := func(jc *judge.Config) map[string]string {
 		r, err := prepare(Config{Inputs: []string{"-"}, Out: t.TempDir(), Verifiers: vs, Judge: jc})
 		if err != nil {
@@ -576,7 +577,7 @@ func TestNoJudgeWithoutRubrics(t *testing.T) {
 	cache := filepath.Join(dir, "cache")
 	vs := append(parseSpec(t, `verifiers:
   - {id: VER-X, task: TASK-X, name: x, checks: [{id: ok, type: expr, expr: "true"}]}
-`), verifiers.Builtin()...)
+`), crm.Verifiers()...)
 	r, err := prepare(Config{Inputs: []string{in}, Out: filepath.Join(dir, "out"), Verifiers: vs, Judge: judgeCfg(srv, cache)})
 	if err != nil {
 		t.Fatal(err)

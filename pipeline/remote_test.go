@@ -19,7 +19,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/remote"
-	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // remoteSrv is a scripted remote verifier on 127.0.0.1: answer decides
@@ -452,7 +452,7 @@ func TestRemoteTimeoutAndMix(t *testing.T) {
     name: graded elsewhere
     remote: {url: %q, version: 1, pure: true, timeout: 300ms, token_env: GAVEL_TEST_REMOTE_TOKEN}
   - {id: VER-L, task: TASK-L, name: here, checks: [{id: answered, type: expr, expr: "output != ''"}]}
-`, srv.URL)), verifiers.Builtin()...)
+`, srv.URL)), crm.Verifiers()...)
 	// A CRM rollout for the Go verifiers.
 	f, _ := os.OpenFile(in, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"rollout_id":"crm","task_id":"TASK-004","output":"$1,234.50","final_state":{}}` + "\n")

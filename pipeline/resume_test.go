@@ -18,6 +18,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // sameOutput compares two output directories byte for byte, file by file,
@@ -204,7 +205,7 @@ func TestResumeChecksRun(t *testing.T) {
 		{"other kept columns", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Keep: []string{"model"}}, "other configuration (kept columns: none there, model given)"},
 		{"other timeout", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Timeout: 20 * time.Second}, "other configuration (timeout: 10s there, 20s given)"},
 		{"other map", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Fields: columnar.FieldNames{Output: "answer"}}, "output column: output there, answer given"},
-		{"other verifiers", Config{Inputs: inputs, Out: out, Verifiers: verifiers.Builtin(), Resume: true}, "other verifiers"},
+		{"other verifiers", Config{Inputs: inputs, Out: out, Verifiers: crm.Verifiers(), Resume: true}, "other verifiers"},
 		{"other format", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Format: columnar.FormatJSONL}, "format: parquet there, jsonl given"},
 	}
 	for _, tt := range tests {

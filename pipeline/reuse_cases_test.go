@@ -18,6 +18,7 @@ import (
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // otherTemplate is a judge template of another version than the built-in
@@ -158,7 +159,7 @@ func TestReuseKeep(t *testing.T) {
 			}
 			cfg := func(out string, inputs []string, reuse string) Config {
 				return Config{Inputs: inputs, Out: filepath.Join(dir, out), Format: format, Workers: 2, BatchSize: 40,
-					Keep: keep, Verifiers: verifiers.Builtin(), Reuse: reuse}
+					Keep: keep, Verifiers: crm.Verifiers(), Reuse: reuse}
 			}
 			first := cfg("first", []string{pq}, "")
 			grade(t, first)
@@ -345,7 +346,7 @@ func TestReuseTasksTable(t *testing.T) {
 		if err := json.Unmarshal(l, &m); err != nil {
 			t.Fatalf("%s line %d: %v", tasks, i+1, err)
 		}
-		if v := verifiers.Builtin(); changedTask == "" && slices.ContainsFunc(v, func(v *verifiers.Verifier) bool {
+		if v := crm.Verifiers(); changedTask == "" && slices.ContainsFunc(v, func(v *verifiers.Verifier) bool {
 			return v.ID == task && slices.Contains(v.Tasks, m["task_id"].(string))
 		}) {
 			changedTask = m["task_id"].(string)

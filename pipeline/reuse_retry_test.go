@@ -18,6 +18,7 @@ import (
 	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // retryCase is a run of two units: a generated Parquet file, whose only
@@ -95,7 +96,7 @@ func (rc *retryCase) verifierSet(t *testing.T) []*verifiers.Verifier {
 			c.Require("ok", true, "ok")
 			return nil
 		}}
-	vs := append(verifiers.Builtin(), vt)
+	vs := append(crm.Verifiers(), vt)
 	vs = append(vs, parseSpec(t, judgedSpec)...)
 	out := make([]*verifiers.Verifier, len(vs))
 	for i, b := range vs {

@@ -15,13 +15,14 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // countedVerifiers returns copies of the built-in verifiers whose calls are
 // counted in calls, by verifier id.
 func countedVerifiers(calls map[string]*atomic.Int64) []*verifiers.Verifier {
 	var vs []*verifiers.Verifier
-	for _, b := range verifiers.Builtin() {
+	for _, b := range crm.Verifiers() {
 		v := *b
 		n := calls[v.ID]
 		if n == nil {
@@ -351,7 +352,7 @@ func TestReuseRefused(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out")
 	grade(t, Config{Inputs: []string{data}, Out: out, Format: columnar.FormatJSONL, Workers: 2})
-	_, err := Run(context.Background(), Config{Inputs: []string{data}, Out: out, Verifiers: verifiers.Builtin(), Reuse: out + "/."})
+	_, err := Run(context.Background(), Config{Inputs: []string{data}, Out: out, Verifiers: crm.Verifiers(), Reuse: out + "/."})
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Field != "Reuse" {
 		t.Fatalf("--reuse naming --out: err %v, want a ConfigError of Reuse", err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -62,7 +63,7 @@ func golden(t *testing.T, got, goldenPath string) {
 func grade(t *testing.T, cfg Config) *Result {
 	t.Helper()
 	if cfg.Verifiers == nil {
-		cfg.Verifiers = verifiers.Builtin()
+		cfg.Verifiers = crm.Verifiers()
 	}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
-	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
@@ -42,7 +42,7 @@ func gradeHarness(t *testing.T, from, example string, stdin []byte, inputs ...st
 	}
 	out := t.TempDir()
 	grade(t, Config{Inputs: inputs, Out: out, Format: columnar.FormatJSONL, From: from,
-		Verifiers: append(verifiers.Builtin(), vs...), Stdin: bytes.NewReader(stdin)})
+		Verifiers: append(crm.Verifiers(), vs...), Stdin: bytes.NewReader(stdin)})
 	read := func(kind string) []byte {
 		data, err := os.ReadFile(filepath.Join(out, kind, "part-00000.jsonl"))
 		if err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
-	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // streamInput returns n JSON Lines rollouts, a bad one among them.
@@ -142,7 +142,7 @@ func TestRunStreamWriteError(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := Run(context.Background(), Config{Inputs: []string{"-"}, Out: StreamOut, ChecksOut: checksOut, Stdout: brokenPipe{}, BatchSize: 10,
-			Stdin: blockedInput(t, streamInput(300)), Verifiers: verifiers.Builtin()})
+			Stdin: blockedInput(t, streamInput(300)), Verifiers: crm.Verifiers()})
 		done <- err
 	}()
 	select {
@@ -175,7 +175,7 @@ func TestRunStreamConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		tt.cfg.Inputs = []string{"-"}
-		tt.cfg.Verifiers = verifiers.Builtin()
+		tt.cfg.Verifiers = crm.Verifiers()
 		tt.cfg.Stdin = strings.NewReader("")
 		_, err := Run(context.Background(), tt.cfg)
 		var ce *ConfigError

@@ -15,6 +15,10 @@
 // The package knows nothing of runs: the caller builds bodies, asks in
 // the order and number it decides (budget, batches), and decides what a
 // failure means.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package remote
 
 import (

@@ -2,6 +2,10 @@
 // regression report of `gavel diff`, the leaderboard of `gavel leaderboard`
 // and the statistics both rest on (Wilson intervals, the exact McNemar test,
 // a clustered bootstrap, pass@k and pass^k).
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package report
 
 import (

@@ -26,11 +26,12 @@ import (
 	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
 func allVerifiers() []*verifiers.Verifier {
-	return append(verifiers.Builtin(), spec.Builtin()...)
+	return append(crm.Verifiers(), spec.Builtin()...)
 }
 
 // newServer returns a server with the built-in verifiers, listening on

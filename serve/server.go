@@ -4,6 +4,10 @@
 // readiness, Prometheus metrics). Rollouts are graded by pipeline's
 // per-row code (pipeline.RowGrader), so a rollout gets the same verdict,
 // checks and reward rows in a request as in `gavel grade`.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package serve
 
 import (

@@ -32,6 +32,11 @@ func TestImportDirection(t *testing.T) {
 		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
 			return filepath.SkipDir
 		}
+		if d.IsDir() && d.Name() == "verifiertest" {
+			// Imported by verifiers' tests only: it reads fixtures as
+			// gavel grade reads rows, through pipeline.
+			return filepath.SkipDir
+		}
 		if d.IsDir() {
 			rel, _ := filepath.Rel(root, path)
 			roots = append(roots, module+"/"+filepath.ToSlash(rel))

@@ -1,14 +1,20 @@
-// Package verifiers holds the verifier model (checks, verdicts, scoring),
-// the registry of verifiers compiled into gavel, and the reference
-// environments. A verifier is a pure function of one rollout: the same
-// rollout always produces the same checks.
+// Package verifiers is the verifier model: the Rollout a verifier reads,
+// the Checks it adds, the verdict and reward rules that score them, and
+// the helpers verifiers share (numbers, world changes, math answers). A
+// verifier is a pure function of one rollout: the same rollout always
+// produces the same checks.
 //
-// To write a verifier, read this file and crm.go, then run
-// `gavel verifier add ID --task TASK --name NAME`.
+// This package is public API (with cli, verifiers/verifiertest and
+// columnar/jsonview): it follows semantic versioning, and every change to
+// its exported names is in the CHANGELOG. To write a verifier, read this
+// file and verifiers/crm (the reference environment), then run
+// `gavel verifier init` for a module of your own, or `gavel verifier add`
+// inside one.
 package verifiers
 
 import (
 	"fmt"
+	"io/fs"
 	"runtime/debug"
 	"time"
 
@@ -201,12 +207,21 @@ type Verifier struct {
 	// makes the rollout's status error, kind verifier.
 	Grade func(r *Rollout, c *Checks) error
 	// Version is the version of a Go verifier's code: raise it whenever
-	// a change to Grade (or to what Grade calls) may change a check. The
-	// verifiers compiled into gavel start at 1, and a test fails when
-	// their code changes and their Version does not.
+	// a change to Grade (or to what Grade calls) may change a check. Go
+	// verifiers start at 1, and verifiertest.Versions fails when their
+	// code changes and their Version does not.
 	Version int
-	// Source says where the verifier is defined ("verifiers/crm.go:42").
+	// Source says where the verifier is defined ("verifiers/crm/crm.go:42",
+	// a spec file and line). cli.Main fills it in for a Go verifier that
+	// leaves it empty: the file of its Grade function, relative to the
+	// main module, and the line.
 	Source string
+	// Fixtures holds the verifier's self-test fixtures: rollouts under
+	// ID/pass, ID/fail and ID/error (package verifiers/verifiertest says
+	// how they are written), usually an embed.FS of the package's
+	// testdata/fixtures. `gavel verifier test` and verifiertest.Fixtures
+	// run them. nil: none.
+	Fixtures fs.FS
 	// Definition is the canonical text of a declarative verifier, which
 	// changes whenever its behaviour may change. Go verifiers leave it
 	// empty: their Version stands for their code.

@@ -65,6 +65,10 @@
 // A file read in one format that is clearly another's (a tau-bench array
 // read as tau2, an Inspect log read as tau-bench) fails with a
 // FormatError naming the format to read it in (see sniff.go).
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package harness
 
 import (

@@ -123,6 +123,9 @@ func runPage(t *testing.T, name string, steps []Step) {
 	}
 	p := &page{t: t, name: name, dir: dir, ports: map[string]string{}}
 	p.env = append(os.Environ(),
+		// A page that builds Go (a verifier module) builds against this
+		// checkout, with the machine's Go caches.
+		"GAVEL_SRC="+abs, "GOCACHE="+goEnv(t, "GOCACHE"), "GOMODCACHE="+goEnv(t, "GOMODCACHE"),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HOME="+filepath.Join(dir, ".home"), "XDG_CACHE_HOME="+filepath.Join(dir, ".cache"),
 		"TZ=UTC", "LC_ALL=C", "NO_COLOR=1")
@@ -144,6 +147,16 @@ func runPage(t *testing.T, name string, steps []Step) {
 			return // later blocks build on this one
 		}
 	}
+}
+
+// goEnv returns the value of a go env variable.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // ports replaces the ports the page names by those its servers use.

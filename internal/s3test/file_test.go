@@ -14,7 +14,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/pipeline"
-	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // TestFileURLInputs grades file:// URLs (objects, a prefix, a glob):
@@ -45,7 +45,7 @@ func TestFileURLInputs(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := cfg
-			c.Inputs, c.Out, c.Verifiers = tt.inputs, filepath.Join(t.TempDir(), "out"), verifiers.Builtin()
+			c.Inputs, c.Out, c.Verifiers = tt.inputs, filepath.Join(t.TempDir(), "out"), crm.Verifiers()
 			if _, err := pipeline.Run(context.Background(), c); err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func TestFileURLOut(t *testing.T) {
 	cfg := pipeline.Config{Workers: 2, Format: columnar.FormatJSONL, RowGroupsPerUnit: 2}
 	want := gradeLocal(t, []string{pq}, cfg)
 	out := filepath.Join(t.TempDir(), "out")
-	cfg.Inputs, cfg.Out, cfg.Verifiers = []string{pq}, "file://"+out, verifiers.Builtin()
+	cfg.Inputs, cfg.Out, cfg.Verifiers = []string{pq}, "file://"+out, crm.Verifiers()
 	if _, err := pipeline.Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}

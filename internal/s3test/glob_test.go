@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/pipeline"
-	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // TestGradeGlobURL grades a glob URL with a "?" wildcard and bucket
@@ -25,7 +25,7 @@ func TestGradeGlobURL(t *testing.T) {
 		put(t, srv, k, jl)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	cfg := pipeline.Config{Inputs: []string{"s3://b/in/shard-?.jsonl?region=us-east-1"}, Out: out, Workers: 2, Verifiers: verifiers.Builtin()}
+	cfg := pipeline.Config{Inputs: []string{"s3://b/in/shard-?.jsonl?region=us-east-1"}, Out: out, Workers: 2, Verifiers: crm.Verifiers()}
 	if _, err := pipeline.Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/gavelhq/gavel/internal/s3test"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pipeline"
-	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // start starts a server with the bucket "b" and points the AWS SDK at it
@@ -162,7 +162,7 @@ func gradeLocal(t *testing.T, inputs []string, cfg pipeline.Config) string {
 	out := filepath.Join(t.TempDir(), "local")
 	cfg.Inputs, cfg.Out = inputs, out
 	if cfg.Verifiers == nil {
-		cfg.Verifiers = verifiers.Builtin()
+		cfg.Verifiers = crm.Verifiers()
 	}
 	if _, err := pipeline.Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestGradeFromAndToS3(t *testing.T) {
 	cfg := pipeline.Config{RowGroupsPerUnit: 4, Workers: 2, Format: columnar.FormatJSONL}
 	want := gradeLocal(t, []string{pq, jl}, cfg)
 
-	cfg.Inputs, cfg.Out, cfg.Verifiers = []string{"s3://b/in/"}, "s3://b/out/run1", verifiers.Builtin()
+	cfg.Inputs, cfg.Out, cfg.Verifiers = []string{"s3://b/in/"}, "s3://b/out/run1", crm.Verifiers()
 	srv.ResetCounts()
 	res, err := pipeline.Run(context.Background(), cfg)
 	if err != nil {
@@ -263,7 +263,7 @@ func TestReadFaults(t *testing.T) {
 		s3test.Fault{Method: http.MethodGet, Path: "/b/in/", Delay: 300 * time.Millisecond},
 		s3test.Fault{Method: http.MethodGet, Path: "/b/in/", Reset: true},
 	)
-	cfg := pipeline.Config{Inputs: []string{"s3://b/in/a.parquet"}, Out: "s3://b/out/", Workers: 2, Format: columnar.FormatJSONL, Verifiers: verifiers.Builtin()}
+	cfg := pipeline.Config{Inputs: []string{"s3://b/in/a.parquet"}, Out: "s3://b/out/", Workers: 2, Format: columnar.FormatJSONL, Verifiers: crm.Verifiers()}
 	if _, err := pipeline.Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestReadKeepsFailing(t *testing.T) {
 	for range 200 {
 		faults = append(faults, s3test.Fault{Method: http.MethodGet, Path: "/b/in/a.parquet", Status: 500})
 	}
-	cfg := pipeline.Config{Inputs: []string{"s3://b/in/"}, Out: "s3://b/out/", Workers: 2, Verifiers: verifiers.Builtin()}
+	cfg := pipeline.Config{Inputs: []string{"s3://b/in/"}, Out: "s3://b/out/", Workers: 2, Verifiers: crm.Verifiers()}
 	// The object is described before the faults start.
 	srv.Inject(faults...)
 	res, err := pipeline.Run(context.Background(), cfg)
@@ -329,7 +329,7 @@ func TestUploadFailsThenResume(t *testing.T) {
 	put(t, srv, "in/a.parquet", pq)
 	cfg := pipeline.Config{RowGroupsPerUnit: 4, Workers: 2, Format: columnar.FormatJSONL}
 	want := gradeLocal(t, []string{pq}, cfg)
-	cfg.Inputs, cfg.Out, cfg.Verifiers = []string{"s3://b/in/a.parquet"}, "s3://b/out/", verifiers.Builtin()
+	cfg.Inputs, cfg.Out, cfg.Verifiers = []string{"s3://b/in/a.parquet"}, "s3://b/out/", crm.Verifiers()
 	var faults []s3test.Fault
 	for range 40 {
 		faults = append(faults, s3test.Fault{Method: http.MethodPut, Path: "/b/out/rewards/part-00001", Status: 500})
@@ -372,13 +372,13 @@ func TestShardsAndCommit(t *testing.T) {
 	// commit removes those the shards' run does not have.
 	put(t, srv, "more/b.parquet", pq)
 	earlier := cfg
-	earlier.Inputs, earlier.Out, earlier.Verifiers = []string{"s3://b/in/", "s3://b/more/"}, "s3://b/out", verifiers.Builtin()
+	earlier.Inputs, earlier.Out, earlier.Verifiers = []string{"s3://b/in/", "s3://b/more/"}, "s3://b/out", crm.Verifiers()
 	if _, err := pipeline.Run(context.Background(), earlier); err != nil {
 		t.Fatalf("earlier run: %v", err)
 	}
 	for i := range 4 {
 		c := cfg
-		c.Inputs, c.Out, c.Verifiers, c.Shard = []string{"s3://b/in/"}, "s3://b/out", verifiers.Builtin(), pipeline.Shard{Index: i, Count: 4}
+		c.Inputs, c.Out, c.Verifiers, c.Shard = []string{"s3://b/in/"}, "s3://b/out", crm.Verifiers(), pipeline.Shard{Index: i, Count: 4}
 		if _, err := pipeline.Run(context.Background(), c); err != nil {
 			t.Fatalf("shard %d: %v", i, err)
 		}
@@ -432,7 +432,7 @@ func TestHTTPS(t *testing.T) {
 	want := gradeLocal(t, []string{pq}, pipeline.Config{Workers: 2, Format: columnar.FormatJSONL})
 	out := filepath.Join(dir, "out")
 	url := srv.URL + "/data/a.parquet?X-Amz-Signature=secret"
-	if _, err := pipeline.Run(context.Background(), pipeline.Config{Inputs: []string{url}, Out: out, Workers: 2, Format: columnar.FormatJSONL, Verifiers: verifiers.Builtin()}); err != nil {
+	if _, err := pipeline.Run(context.Background(), pipeline.Config{Inputs: []string{url}, Out: out, Workers: 2, Format: columnar.FormatJSONL, Verifiers: crm.Verifiers()}); err != nil {
 		t.Fatal(err)
 	}
 	sameParts(t, want, out, pq, srv.URL+"/data/a.parquet")

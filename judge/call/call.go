@@ -17,6 +17,10 @@
 //
 // A failure is an error, never an answer: what a failure means for a row
 // is the caller's decision.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package call
 
 import (

@@ -5,6 +5,10 @@
 //
 // By default it answers every chat completion with a verdict computed from
 // the prompt: score 1 when the fenced agent output contains "PASS", else 0.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package judgetest
 
 import (

@@ -8,6 +8,10 @@
 //
 // It is not public API: verifiers exports what a verifier author uses
 // (verifiers.MathAnswer, verifiers.MathEqual, verifiers.MathCompare).
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package mathanswer
 
 import (

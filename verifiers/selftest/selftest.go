@@ -16,8 +16,12 @@
 // and a tasks table may give the initial state. A fail fixture may add
 // "expect_failed": a list of check ids that must have status fail, so that
 // it fails for the reason it was written for. The built-in verifiers'
-// fixtures are in verifiers/testdata/fixtures; a spec file's are in the
+// fixtures are in their packages' testdata/fixtures; a spec file's are in the
 // fixtures directory beside it.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package selftest
 
 import (

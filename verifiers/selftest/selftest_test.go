@@ -12,19 +12,20 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
 // TestShippedFixtures runs every built-in verifier, Go and spec, on the
 // fixtures shipped with it.
 func TestShippedFixtures(t *testing.T) {
-	all := append(verifiers.Builtin(), spec.Builtin()...)
+	all := append(crm.Verifiers(), spec.Builtin()...)
 	for _, v := range all {
 		t.Run(v.ID, func(t *testing.T) {
-			if !HasFixtures(verifiers.Fixtures(), v.ID) {
+			if v.Fixtures == nil || !HasFixtures(v.Fixtures, v.ID) {
 				t.Fatalf("%s ships no fixtures", v.ID)
 			}
-			fx, err := LoadFixtures(verifiers.Fixtures(), v.ID)
+			fx, err := LoadFixtures(v.Fixtures, v.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 // ver002Rollouts generates a CRM dataset of n rollouts drawing on worlds
@@ -75,7 +76,7 @@ var ver002Specs = []struct{ name, file string }{
 
 // ver002Go returns the Go VER-002.
 func ver002Go(tb testing.TB) *verifiers.Verifier {
-	for _, v := range verifiers.Builtin() {
+	for _, v := range crm.Verifiers() {
 		if v.ID == "VER-002" {
 			return v
 		}

@@ -1,7 +1,8 @@
 package spec
 
 import (
-	_ "embed"
+	"embed"
+	"io/fs"
 	"sync"
 
 	"github.com/gavelhq/gavel/verifiers"
@@ -23,10 +24,23 @@ func Builtin() []*verifiers.Verifier {
 	return append([]*verifiers.Verifier(nil), builtin()...)
 }
 
+// calendarFixtures holds the calendar verifiers' fixtures, one directory
+// per verifier id.
+//
+//go:embed testdata/fixtures
+var calendarFixtures embed.FS
+
 var builtin = sync.OnceValue(func() []*verifiers.Verifier {
 	vs, err := Parse(CalendarSource, calendarSpec)
 	if err != nil {
 		panic("spec: built-in calendar spec: " + err.Error())
+	}
+	fixtures, err := fs.Sub(calendarFixtures, "testdata/fixtures")
+	if err != nil {
+		panic("spec: built-in calendar fixtures: " + err.Error())
+	}
+	for _, v := range vs {
+		v.Fixtures = fixtures
 	}
 	return vs
 })

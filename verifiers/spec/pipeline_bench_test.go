@@ -12,6 +12,7 @@ import (
 	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/crm"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkGradeVER002(b *testing.B) {
 	rows := countLines(b, input)
 
 	var goOnly, withoutGo []*verifiers.Verifier
-	for _, v := range verifiers.Builtin() {
+	for _, v := range crm.Verifiers() {
 		goOnly = append(goOnly, v)
 		if v.ID != "VER-002" {
 			withoutGo = append(withoutGo, v)

@@ -22,6 +22,10 @@
 //	if err != nil {
 //		return err // a Problems listing every problem
 //	}
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package spec
 
 import (
