@@ -9,7 +9,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build wheel test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-math bench-compare bench-s3 loadtest clean
+.PHONY: build wheel test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
 
 # The binary is static and stripped: no cgo, so no libc to match, and it
 # runs on any Linux of its architecture. Only this build: `make test` keeps
@@ -27,7 +27,9 @@ PYTHON   ?= python3
 PY_VENV  ?= bin/venv
 # Math-Verify and what it parses with are pinned: the table of its
 # disagreements with the math check (docs/math.md) is of these versions.
-PY_DEPS  := hatchling pyarrow pandas polars pytest mypy pyarrow-stubs pandas-stubs \
+# pandas and Polars too: what their JSON readers keep and change
+# (docs/python.md, python/tests/test_readers.py) is of these versions.
+PY_DEPS  := hatchling pyarrow pandas==3.1.1 polars==2.1.0 pytest mypy pyarrow-stubs pandas-stubs \
             math-verify==0.9.0 latex2sympy2_extended==1.11.0 sympy==1.14.0
 PYTEST_ARGS ?=
 $(PY_VENV)/.installed: Makefile
@@ -166,7 +168,9 @@ bench: build
 	cd bench/duckdb && $(GO) build -trimpath -o ../../bin/bench-pqarrowfloor ./pqarrowfloor
 	bin/bench-run -rollouts $(BENCH_ROLLOUTS) -data $(BENCH_DATA) -bin bin -json $(BENCH_DATA)/results.json
 	$(MAKE) bench-reuse
+	$(MAKE) bench-module
 	$(MAKE) bench-math
+	$(MAKE) bench-python-fn
 
 # `make bench-math` (part of `make bench`) compares the math check with
 # Math-Verify (installed in $(PY_VENV)) in one run: correctness on
@@ -184,6 +188,15 @@ bench-math: build $(PY_VENV)/.installed
 	MATH_FUZZ_CACHE=$$($(GO) env GOCACHE)/fuzz/github.com/gavelhq/gavel/verifiers/mathanswer/FuzzCompare \
 	  $(GO) test -run '^$$' -bench BenchmarkSlowest -benchtime 1x ./verifiers/mathanswer/ | grep -E 'max-ms|slowest'
 
+# `make bench-python-fn` (part of `make bench`) times gavel.grade with
+# Python functions as verifiers (the package from python/src, the binary of
+# `make build`) on small rows: a function of about 1 ms of CPU against a
+# plain loop calling it (target 1.6 x on 2 CPUs), and a function that costs
+# nothing (target 20,000 rollouts/s), and prints both against their
+# targets (bench/README.md). Run it idle.
+bench-python-fn: build $(PY_VENV)/.installed
+	GAVEL_BINARY=$(abspath $(BIN)) PYTHONPATH=python/src $(PY_VENV)/bin/python bench/python/functions.py
+
 # `make bench-reuse` (part of `make bench`) times, back to back on
 # $(BENCH_ROLLOUTS) generated rollouts, a full grade, grade --reuse with
 # nothing changed and with one of the five CRM verifiers changed (a gavel
@@ -192,6 +205,15 @@ bench-math: build $(PY_VENV)/.installed
 # the full grade and its target (bench/README.md).
 bench-reuse: build
 	bench/reuse.sh $(GO) $(BIN) $(BENCH_DATA)/reuse $(BENCH_ROLLOUTS)
+
+# `make bench-module` (part of `make bench`) builds a gavel from a module
+# outside the tree (gavel verifier init --gavel ., its main passing the CRM
+# verifiers to cli.Main) and grades $(BENCH_ROLLOUTS) generated rollouts
+# with it and with bin/gavel, alternating, $(BENCH_MODULE_PAIRS) pairs:
+# medians of wall and CPU time and their ratio (target: wall within 5 %).
+BENCH_MODULE_PAIRS ?= 5
+bench-module: build
+	bench/module.sh $(GO) $(BIN) $(BENCH_DATA)/module $(BENCH_ROLLOUTS) $(BENCH_MODULE_PAIRS)
 
 # `make bench-compare` times gavel diff and gavel leaderboard on two runs of
 # the same generated rollouts, graded from the same file (aligned) and from

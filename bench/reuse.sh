@@ -2,7 +2,7 @@
 # reuse.sh GO GAVEL DATA N: the reuse and rescore benchmark of make bench.
 # It generates N CRM rollouts once (DATA/rollouts.parquet, seed 1) and
 # builds a second gavel whose VER-002 has its Version raised (go build
-# -overlay with a copy of verifiers/crm.go: the same code, a new
+# -overlay with a copy of verifiers/crm/crm.go: the same code, a new
 # fingerprint for one of the five verifiers). Then, back to back, it times
 # a full grade, grade --reuse of it with nothing changed (the parts are
 # copied whole), grade --reuse with VER-002 changed (the row path: the
@@ -19,10 +19,10 @@ mkdir -p "$data"
 if [ ! -f "$data/rollouts.parquet" ]; then
 	"$gavel" gen --quiet --out "$data/rollouts.parquet" --rollouts "$n" --seed 1 >/dev/null
 fi
-# The second Version: field of verifiers/crm.go is VER-002's.
-awk '/Version: 1,/ && ++k == 2 { sub(/Version: 1,/, "Version: 2,") } { print }' verifiers/crm.go >"$data/crm.go"
-grep -c 'Version: 2,' "$data/crm.go" >/dev/null || { echo "reuse.sh: no Version to raise in verifiers/crm.go" >&2; exit 1; }
-printf '{"Replace":{"%s":"%s"}}\n' "$(pwd)/verifiers/crm.go" "$(cd "$data" && pwd)/crm.go" >"$data/overlay.json"
+# The second Version: field of verifiers/crm/crm.go is VER-002's.
+awk '/Version: 1,/ && ++k == 2 { sub(/Version: 1,/, "Version: 2,") } { print }' verifiers/crm/crm.go >"$data/crm.go"
+grep -c 'Version: 2,' "$data/crm.go" >/dev/null || { echo "reuse.sh: no Version to raise in verifiers/crm/crm.go" >&2; exit 1; }
+printf '{"Replace":{"%s":"%s"}}\n' "$(pwd)/verifiers/crm/crm.go" "$(cd "$data" && pwd)/crm.go" >"$data/overlay.json"
 CGO_ENABLED=0 "$go" build -trimpath -ldflags="-s -w" -overlay "$data/overlay.json" -o "$data/gavel-ver002" ./cmd/gavel # as make build
 echo '{"VER-001": "fraction"}' >"$data/reward-same.json"
 echo '{"VER-001": "all", "VER-002": "all", "VER-003": "all", "VER-004": "all", "VER-006": "all"}' >"$data/reward-all.json"

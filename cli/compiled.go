@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"path"
 	"reflect"
 	"runtime"
@@ -19,13 +20,22 @@ var compiled struct {
 	vs []*verifiers.Verifier
 }
 
-// setGoVerifiers records vs as the verifiers compiled into this gavel.
-func setGoVerifiers(vs []*verifiers.Verifier) {
+// setGoVerifiers records vs as the verifiers compiled into this gavel. A
+// verifier without an ID, without tasks, or without a Grade function (a
+// remote one aside) is refused, named by its place in vs.
+func setGoVerifiers(vs []*verifiers.Verifier) error {
 	out := make([]*verifiers.Verifier, 0, len(vs))
 	mod := mainModule()
-	for _, v := range vs {
-		if v == nil {
-			continue
+	for i, v := range vs {
+		switch {
+		case v == nil:
+			return fmt.Errorf("cli.Main: verifier %d of %d is nil", i+1, len(vs))
+		case v.ID == "":
+			return fmt.Errorf("cli.Main: verifier %d of %d has no ID", i+1, len(vs))
+		case len(v.Tasks) == 0:
+			return fmt.Errorf("cli.Main: verifier %s binds no tasks", v.ID)
+		case v.Grade == nil && v.Remote == nil:
+			return fmt.Errorf("cli.Main: verifier %s has no Grade function", v.ID)
 		}
 		cp := *v
 		if cp.Source == "" {
@@ -36,6 +46,7 @@ func setGoVerifiers(vs []*verifiers.Verifier) {
 	compiled.Lock()
 	compiled.vs = out
 	compiled.Unlock()
+	return nil
 }
 
 // compiledIn returns the verifiers compiled into this gavel, in the order

@@ -87,6 +87,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reuse := fs.String("reuse", "", "take the results of rollouts whose input and verifier are unchanged from an earlier result `DIR` instead of grading them again")
 	timeout := fs.Duration("timeout", pipeline.DefaultTimeout, "a verifier running longer than `D` on one rollout gives that row status error")
 	maxLine := fs.Int("max-line-bytes", 0, "a JSON Lines line longer than `N` bytes is an input error for that row (default 64 MiB)")
+	structNulls := fs.String("struct-nulls", "member", "by `MODE`, a null field of a struct in a nested Parquet or Arrow column is a member with value null (member) or no member (absent: for structs inferred from JSON objects, as pyarrow.json and Polars' read_ndjson make them)")
 	baseline := fs.String("baseline", "", "at the end, compare with an earlier result `DIR` as gavel diff does")
 	failOn := fs.String("fail-on", "0", "with --baseline: exit 1 when the regressions exceed this `LIMIT` (a count, or a rate: 1% or 0.01)")
 	tmp := fs.String("tmp", "", "with --baseline: spill partitions under `DIR` when the results do not line up (default: the system temporary directory)")
@@ -102,6 +103,10 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *maxLine < 0 {
 		return usagef("gavel grade --max-line-bytes 1048576 ...", "--max-line-bytes %d: want a positive number of bytes", *maxLine)
+	}
+	nulls, err := columnar.ParseStructNulls(*structNulls)
+	if err != nil {
+		return usagef("gavel grade --struct-nulls absent rollouts.parquet", "--struct-nulls: unknown value %q (want member or absent)", *structNulls)
 	}
 	if fs.NArg() == 0 {
 		return usagef("gavel grade rollouts.parquet", "no input given")
@@ -153,6 +158,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Reuse:        *reuse,
 		Timeout:      *timeout,
 		MaxLineBytes: *maxLine,
+		StructNulls:  nulls,
 		From:         *from,
 		Set:          constants,
 	}

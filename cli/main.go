@@ -79,12 +79,15 @@ func commands() []command {
 // status: 0 done, 1 a failure, 2 a usage error, 3 some rows have status
 // error. Main does not return.
 //
-// Each verifier must have an ID, at least one task and a Grade function;
-// two with one ID, or two binding one task pattern, are refused when a
-// command binds them. A verifier whose Source is empty gets the file and
+// Each verifier must have an ID, at least one task and a Grade function
+// (else Main exits 2 naming it); two with one ID, or two binding one task
+// pattern, are refused when a command binds them. A verifier whose Source is empty gets the file and
 // line of its Grade function.
 func Main(vs ...*verifiers.Verifier) {
-	setGoVerifiers(vs)
+	if err := setGoVerifiers(vs); err != nil {
+		fmt.Fprintf(os.Stderr, "gavel: %v\n", err)
+		os.Exit(2)
+	}
 	ctx, in := notifyInterrupt(context.Background())
 	code := in.exitStatus(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 	in.stop()

@@ -56,7 +56,9 @@ func referenceForTests() []*verifiers.Verifier { return reference.Verifiers() }
 
 func TestMain(m *testing.M) {
 	// As the stock binary is built: with the reference environments.
-	setGoVerifiers(referenceForTests())
+	if err := setGoVerifiers(referenceForTests()); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	if gavelDir != "" {
 		os.RemoveAll(gavelDir)

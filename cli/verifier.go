@@ -130,17 +130,27 @@ func runVerifierAdd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	ident := goIdent(id)
+	taken, err := packageNames(m.pkgDir)
+	if err != nil {
+		return err
+	}
+	if err := checkIdent(id, taken, ident, gradeFunc(ident)); err != nil {
+		return usagef(hint, "%v", err)
+	}
 	file := filepath.Join(m.pkgDir, ident+".go")
 	reg, err := os.ReadFile(m.registry)
 	if err != nil {
 		return fmt.Errorf("read registry: %w", err)
 	}
-	at := bytes.Index(reg, []byte(registryMarker))
+	marks := markerComments(reg)
+	if len(marks) != 1 {
+		return fmt.Errorf("%s: want one comment line %q, found %d", m.registry, registryMarker, len(marks))
+	}
 	if _, err := os.Stat(file); err == nil {
 		return usagef("", "%s already exists", file)
 	}
-	lineStart := bytes.LastIndexByte(reg[:at], '\n') + 1
-	indent := reg[lineStart:at]
+	lineStart := bytes.LastIndexByte(reg[:marks[0]], '\n') + 1
+	indent := reg[lineStart:marks[0]]
 	var nreg []byte
 	nreg = append(nreg, reg[:lineStart]...)
 	nreg = append(nreg, indent...)
@@ -160,7 +170,7 @@ func runVerifierAdd(args []string, stdout, stderr io.Writer) error {
 		}
 		return p
 	}
-	rebuild := "go build -o gavel ."
+	rebuild := "go build -o " + binaryName(m.path) + " ."
 	if m.path == gavelModule {
 		rebuild = "make build"
 	}
@@ -196,7 +206,21 @@ func %[6]s(r *verifiers.Rollout, c *verifiers.Checks) error {
 	c.Require("TODO: define success condition", false, %[5]q)
 	return nil
 }
-`, ident, id, task, name, fmt.Sprintf("Verifier %q is not implemented yet.", id), "grade"+strings.ToUpper(ident), pkg))
+`, ident, id, task, name, fmt.Sprintf("Verifier %q is not implemented yet.", id), gradeFunc(ident), pkg))
+}
+
+// gradeFunc is the name of a new verifier's grade function.
+func gradeFunc(ident string) string { return "grade" + strings.ToUpper(ident) }
+
+// binaryName is the name of the gavel a module builds: gavel-BASE, BASE
+// the last element of its path before a major version suffix.
+func binaryName(modPath string) string {
+	elems := strings.Split(modPath, "/")
+	base := elems[len(elems)-1]
+	if len(elems) > 1 && len(base) > 1 && base[0] == 'v' && strings.Trim(base[1:], "0123456789") == "" {
+		base = elems[len(elems)-2]
+	}
+	return "gavel-" + base
 }
 
 // goIdent turns a verifier id into a Go identifier: VER-007 -> ver007.

@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/gavelhq/gavel/verifiers"
@@ -38,7 +38,7 @@ gavel (no release version) has no version to require: pass --gavel, a checkout
 of gavel's source.`
 
 const verifierInitExamples = `  gavel verifier init crm-graders --module example.com/crm-graders --gavel ~/src/gavel
-  cd crm-graders && go test ./... && go build -o gavel-crm . && ./gavel-crm verifier list`
+  cd crm-graders && go test ./... && go build -o gavel-crm-graders . && ./gavel-crm-graders verifier list`
 
 func runVerifierInit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("verifier init", verifierInitSynopsis, verifierInitExamples, stdout)
@@ -51,7 +51,7 @@ func runVerifierInit(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
-	const hint = "gavel verifier init DIR --module example.com/graders --gavel GAVEL-CHECKOUT"
+	const hint = "gavel verifier init DIR --module example.com/team-graders --gavel GAVEL-CHECKOUT"
 	if fs.NArg() != 1 {
 		return usagef(hint, "verifier init needs one DIR")
 	}
@@ -107,13 +107,19 @@ func runVerifierInit(args []string, stdout, stderr io.Writer) error {
 	}
 
 	ident := goIdent(*id)
+	// The names the generated package declares and imports.
+	taken := map[string]bool{"embed": true, "fs": true, "verifiers": true, "registry": true, "fixtureFiles": true, "Verifiers": true,
+		"flag": true, "testing": true, "verifiertest": true, "update": true, "TestVersions": true, "TestFixtures": true}
+	if err := checkIdent(*id, taken, ident, gradeFunc(ident)); err != nil {
+		return usagef(hint, "--id: %v", err)
+	}
 	stubFile := ident + ".go"
 	stub := verifierStub("graders", ident, *id, *task, *name)
-	hash, err := selftest.FileHash(stubFile, stub, "grade"+strings.ToUpper(ident))
+	hash, err := selftest.FileHash(stubFile, stub, gradeFunc(ident))
 	if err != nil {
 		return fmt.Errorf("hash the stub: %w", err)
 	}
-	bin := path.Base(*module)
+	bin := binaryName(*module)
 	files := []struct {
 		name string
 		text string
@@ -123,7 +129,7 @@ func runVerifierInit(args []string, stdout, stderr io.Writer) error {
 		{"graders/registry.go", fmt.Sprintf(initRegistry, ident, registryMarker)},
 		{"graders/" + stubFile, string(stub)},
 		{"graders/verifiers_test.go", initTest},
-		{"graders/testdata/fixtures/README.md", initFixturesReadme},
+		{"graders/testdata/fixtures/README.md", strings.ReplaceAll(initFixturesReadme, "VER-001", *id)},
 		{"graders/testdata/versions.golden", fmt.Sprintf(initGolden, *id, hash)},
 		{"README.md", initReadme(bin, *module, *id, replace != "")},
 	}
@@ -149,7 +155,11 @@ func runVerifierInit(args []string, stdout, stderr io.Writer) error {
 			return &exitError{code: 1, msg: fmt.Sprintf("verifier init: the module is written, but go mod tidy in %s failed (%v); run it again where the Go module proxy can serve gavel %s:\n%s", dir, err, version, strings.TrimSpace(out.String()))}
 		}
 	}
-	fmt.Fprintf(stdout, "Next: cd %s && go test ./... && go build -o %s . && ./%s verifier list\n", dir, bin, bin)
+	tidyFirst := ""
+	if !*tidy {
+		tidyFirst = "go mod tidy && "
+	}
+	fmt.Fprintf(stdout, "Next: cd %s && %sgo test ./... && go build -o %s . && ./%s verifier list\n", dir, tidyFirst, bin, bin)
 	return nil
 }
 
@@ -198,17 +208,14 @@ func gavelRelease() (version, dev string) {
 // goDirective turns a Go release ("go1.26.8") into a go.mod go line value
 // ("1.26.0").
 func goDirective(release string) string {
-	v := strings.TrimPrefix(release, "go")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
+	m := goRelease.FindStringSubmatch(release)
+	if m == nil {
 		return "1.26.0"
 	}
-	minor := parts[1]
-	if i := strings.IndexFunc(minor, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		minor = minor[:i]
-	}
-	return parts[0] + "." + minor + ".0"
+	return m[1] + "." + m[2] + ".0"
 }
+
+var goRelease = regexp.MustCompile(`go([0-9]+)\.([0-9]+)`)
 
 // goVersionLine returns the value of go.mod's go line ("" when none).
 func goVersionLine(gomod []byte) string {
@@ -224,6 +231,9 @@ func goModText(module, goLine, version, replace string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "module %s\n\ngo %s\n\nrequire %s %s\n", module, goLine, gavelModule, version)
 	if replace != "" {
+		if strings.ContainsAny(replace, " \t\"'`\\") {
+			replace = strconv.Quote(replace)
+		}
 		fmt.Fprintf(&b, "\n// A local checkout of gavel (gavel verifier init --gavel).\nreplace %s => %s\n", gavelModule, replace)
 	}
 	return b.String()
@@ -339,7 +349,7 @@ const initGolden = `# Each Go verifier's Version and the sha256 of its code at t
 func initReadme(bin, module, id string, replaced bool) string {
 	build := "It requires gavel at a released version, fetched through the Go module proxy like any dependency; `go mod tidy` and `go build` need that version to be published where your proxy can serve it."
 	if replaced {
-		build = "Its go.mod replaces gavel with a local checkout (gavel verifier init --gavel), so it builds wherever that checkout is, reaching only the Go module proxy for gavel's dependencies. Remove the replace line to require a released gavel, which must be published where your Go module proxy can serve it."
+		build = "Its go.mod replaces gavel with a local checkout (gavel verifier init --gavel), so it builds wherever that checkout is, reaching only the Go module proxy for gavel's dependencies. To require a released gavel instead (one published where your Go module proxy can serve it): `go mod edit -dropreplace=github.com/gavelhq/gavel && go get github.com/gavelhq/gavel@VERSION`."
 	}
 	return fmt.Sprintf("# %[1]s\n\n"+
 		"A gavel of your own: every command and flag of gavel, with this module's Go\n"+

@@ -67,11 +67,7 @@ func TestVerifierInit(t *testing.T) {
 
 	// verifier add, run inside the module by this gavel, finds it by its
 	// registry marker and refuses what the module already has.
-	wd, _ := os.Getwd()
-	if err := os.Chdir(filepath.Join(mod, "graders")); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Chdir(wd)
+	t.Chdir(filepath.Join(mod, "graders"))
 	code, stdout, stderr = runCLI(t, "verifier", "add", "TEAM-002", "--task", "team/special", "--name", "Escalated")
 	if code != 0 || !strings.Contains(stdout, "Registered team002 in graders/registry.go") {
 		t.Fatalf("verifier add in the module: exit %d\n%s%s", code, stdout, stderr)
@@ -168,8 +164,23 @@ func TestGradeSource(t *testing.T) {
 	if got := gradeSource(nil, ""); got != "" {
 		t.Errorf("nil: %q", got)
 	}
-	setGoVerifiers([]*verifiers.Verifier{{ID: "A", Tasks: []string{"T"}, Grade: gradeForSourceTest}, nil, {ID: "B", Source: "kept:1"}})
 	defer setGoVerifiers(referenceForTests())
+	for _, tt := range []struct {
+		vs   []*verifiers.Verifier
+		want string
+	}{
+		{[]*verifiers.Verifier{nil}, "verifier 1 of 1 is nil"},
+		{[]*verifiers.Verifier{{Tasks: []string{"T"}, Grade: gradeForSourceTest}}, "verifier 1 of 1 has no ID"},
+		{[]*verifiers.Verifier{{ID: "A", Grade: gradeForSourceTest}}, "verifier A binds no tasks"},
+		{[]*verifiers.Verifier{{ID: "A", Tasks: []string{"T"}}}, "verifier A has no Grade function"},
+	} {
+		if err := setGoVerifiers(tt.vs); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("setGoVerifiers: %v, want %q", err, tt.want)
+		}
+	}
+	if err := setGoVerifiers([]*verifiers.Verifier{{ID: "A", Tasks: []string{"T"}, Grade: gradeForSourceTest}, {ID: "B", Tasks: []string{"U"}, Grade: gradeForSourceTest, Source: "kept:1"}}); err != nil {
+		t.Fatal(err)
+	}
 	got := compiledIn()
 	if len(got) != 2 || !strings.HasPrefix(got[0].Source, "cli/verifierinit_test.go:") || got[1].Source != "kept:1" {
 		t.Errorf("compiledIn = %+v", got)
@@ -177,3 +188,56 @@ func TestGradeSource(t *testing.T) {
 }
 
 func gradeForSourceTest(r *verifiers.Rollout, c *verifiers.Checks) error { return nil }
+
+func TestRegistryMarker(t *testing.T) {
+	src := []byte("package g\n\n// see the line \"// gavel:registry\" below\nvar s = `\n// gavel:registry in a string`\n\nfunc registry() []int {\n\treturn []int{\n\t\t// gavel:registry (new verifiers are added above this line)\n\t}\n}\n")
+	got := markerComments(src)
+	if len(got) != 1 || !strings.HasPrefix(string(src[got[0]:]), "// gavel:registry (new") {
+		t.Fatalf("markerComments = %v", got)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/two\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.go"), src, 0o644)
+	os.WriteFile(filepath.Join(dir, "b.go"), src, 0o644)
+	if _, err := findVerifierModule(dir, true); err == nil || !strings.Contains(err.Error(), "has 2 comment lines") {
+		t.Errorf("two registries: %v", err)
+	}
+	// A nested module without a registry: the module above it is used.
+	os.Remove(filepath.Join(dir, "b.go"))
+	nested := filepath.Join(dir, "tools")
+	os.MkdirAll(nested, 0o755)
+	os.WriteFile(filepath.Join(nested, "go.mod"), []byte("module example.com/two/tools\n"), 0o644)
+	m, err := findVerifierModule(nested, false)
+	if err != nil || m.path != "example.com/two" || m.registry != filepath.Join(dir, "a.go") {
+		t.Errorf("from a nested module: %+v, %v", m, err)
+	}
+}
+
+func TestVerifierAddNames(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/names\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "registry.go"), []byte("package names\n\nimport \"flag\"\n\nvar _ = flag.Bool\n\nvar total = 1\n\nfunc registry() []int {\n\treturn []int{\n\t\t"+registryMarker+"\n\t}\n}\n"), 0o644)
+	for id, want := range map[string]string{
+		"Type":  `gives the Go name "type", which is not one`,
+		"TOTAL": `gives the Go name "total", which the package already uses`,
+		"Flag":  `gives the Go name "flag", which the package already uses`,
+		"Init":  `gives the Go name "init", which the package already uses`,
+	} {
+		code, _, stderr := runCLI(t, "verifier", "add", id, "--task", "T-"+id, "--name", "n", "--dir", dir)
+		if code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("add %s: exit %d, %q; want %q", id, code, stderr, want)
+		}
+	}
+	code, stdout, stderr := runCLI(t, "verifier", "add", "V-9", "--task", "T-9", "--name", "n", "--dir", dir)
+	if code != 0 || !strings.Contains(stdout, "go build -o gavel-names .") {
+		t.Fatalf("add V-9: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if reg := mustRead(t, filepath.Join(dir, "registry.go")); !strings.Contains(reg, "\t\tv9,\n\t\t"+registryMarker) {
+		t.Errorf("registry:\n%s", reg)
+	}
+	for mod, want := range map[string]string{"example.com/a/graders": "gavel-graders", "example.com/x/v2": "gavel-x", "tool": "gavel-tool"} {
+		if got := binaryName(mod); got != want {
+			t.Errorf("binaryName(%q) = %q, want %q", mod, got, want)
+		}
+	}
+}

@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	iofs "io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -36,6 +40,10 @@ a JSON Lines row: a state may be JSON text in a string, --map renames fields
 and --tasks gives the tasks table. A fail fixture may list
 "expect_failed": [check ids] that must fail.
 
+Run inside a verifier module of your own (gavel verifier init) by a gavel not
+built from it, it builds the module's gavel (go build in the module's root) and
+runs this command with it: the module's code is compiled and run.
+
 Exit status: 0 every case as expected; 1 a case failed (or, with --strict, a
 check is vacuous or a verifier has no fixtures); 2 usage error.`
 
@@ -46,13 +54,6 @@ const verifierTestExamples = `  gavel verifier test
   gavel verifier test --json`
 
 func runVerifierTest(args []string, stdout, stderr io.Writer) error {
-	// Inside a verifier module this binary was not built from, the
-	// module's own gavel runs the test, built from its source.
-	if wd, err := os.Getwd(); err == nil {
-		if m, err := findVerifierModule(wd, false); err == nil && m.path != mainModule() {
-			return runInModule(m, append([]string{"verifier", "test"}, args...), stdout, stderr)
-		}
-	}
 	fs := newFlagSet("verifier test", verifierTestSynopsis, verifierTestExamples, stdout)
 	fixtures := fs.String("fixtures", "", "fixtures root `DIR` searched before the built-in fixtures")
 	var specs listFlag
@@ -63,6 +64,14 @@ func runVerifierTest(args []string, stdout, stderr io.Writer) error {
 	mapping := fs.String("map", "", "read fixture fields from other members: `K=COL,...`, as in gavel grade")
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
+	}
+	// Inside a verifier module of its own (one whose go.mod requires
+	// gavel and whose main calls cli.Main) that this binary was not built
+	// from, the module's gavel, built from its source, runs the test.
+	if m, err := ownModule(); err != nil {
+		return err
+	} else if m != nil {
+		return runInModule(m, append([]string{"verifier", "test"}, args...), stdout, stderr)
 	}
 	fields, err := parseMap(*mapping)
 	if err != nil {
@@ -229,4 +238,79 @@ func runInModule(m *verifierModule, args []string, stdout, stderr io.Writer) err
 		return &exitError{code: ee.ExitCode()}
 	}
 	return fmt.Errorf("run the module's gavel: %w", err)
+}
+
+// ownModule returns the verifier module around the working directory when
+// it is one of a team's own, not this binary's: its go.mod requires gavel,
+// its root holds a main package that imports gavel's cli, and its main
+// module path is not this binary's. nil otherwise (gavel's own tree, no
+// module, a module that is not a gavel).
+func ownModule() (*verifierModule, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, nil
+	}
+	root, modPath, err := nearestModule(wd, false)
+	if err != nil || modPath == mainModule() || modPath == gavelModule {
+		return nil, nil
+	}
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil || !requiresGavel(gomod) || !mainImportsCLI(root) {
+		return nil, nil
+	}
+	m, err := registryOf(root, modPath)
+	if err != nil {
+		if errors.Is(err, errNoRegistry) {
+			return nil, fmt.Errorf("module %s (%s) builds a gavel but has no verifier registry (no Go file with the line %q)", modPath, root, registryMarker)
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// requiresGavel reports whether go.mod has a require of gavel's module.
+func requiresGavel(gomod []byte) bool {
+	inRequire := false
+	for line := range bytes.Lines(gomod) {
+		text, _, _ := strings.Cut(string(line), "//")
+		f := strings.Fields(text)
+		switch {
+		case len(f) == 0:
+		case inRequire && f[0] == ")":
+			inRequire = false
+		case inRequire:
+			if f[0] == gavelModule {
+				return true
+			}
+		case f[0] == "require" && len(f) == 2 && f[1] == "(":
+			inRequire = true
+		case f[0] == "require" && len(f) >= 3 && f[1] == gavelModule:
+			return true
+		}
+	}
+	return false
+}
+
+// mainImportsCLI reports whether a main package in dir imports gavel's cli.
+func mainImportsCLI(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.ImportsOnly)
+		if err != nil || f.Name.Name != "main" {
+			continue
+		}
+		for _, imp := range f.Imports {
+			if imp.Path.Value == strconv.Quote(gavelModule+"/cli") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -110,7 +110,7 @@ func newArrowReader(path string, f File, opts Options, mem memory.Allocator) (*A
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	r.file, r.stream, r.end = ipcIn.file, ipcIn.stream, ipcIn.rows
-	if err := r.planColumns(ipcIn.schema, opts.Fields.WithDefaults(), opts.Columns); err != nil {
+	if err := r.planColumns(ipcIn.schema, opts); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -184,9 +184,12 @@ func openArrowIPC(f File, mem memory.Allocator) (a arrowIPC, err error) {
 }
 
 // planColumns picks the columns to read and where their cells go
-// (planArrowCols).
-func (r *ArrowReader) planColumns(schema *arrow.Schema, fields FieldNames, only []string) error {
-	cols, err := planArrowCols(schema, fieldSlotNames(fields), only, &r.metaNames)
+// (planArrowCols): opts' fields, metadata columns and struct nulls.
+func (r *ArrowReader) planColumns(schema *arrow.Schema, opts Options) error {
+	cols, err := planArrowCols(schema, fieldSlotNames(opts.Fields.WithDefaults()), opts.Columns, &r.metaNames)
+	for _, c := range cols {
+		c.nulls = opts.StructNulls
+	}
 	r.cols = cols
 	return err
 }

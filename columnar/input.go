@@ -250,7 +250,7 @@ func (in *Input) Open(u InputUnit, opts Options) (Reader, error) {
 	chat := in.from == InputMessages && (in.Format == InputParquet || in.Format == InputArrow)
 	if chat {
 		// Fields are mapped in the rollouts the rows become.
-		opts = Options{}
+		opts = Options{StructNulls: opts.StructNulls}
 	}
 	rd, err := newReader(in.Path, in.Format, f, opts)
 	if err == nil && chat {

@@ -33,16 +33,62 @@ import (
 //     the column has a time zone (its values are UTC instants) and no offset
 //     otherwise; durations and month intervals as numbers of their unit;
 //   - structs as objects (fields in schema order, a null field a member with
-//     value null); lists as arrays; maps as objects with their entries in
-//     stored order, repeated keys kept, a key that is not a string written
-//     as its JSON text; dictionaries and run-end encoded values as the value
-//     they stand for; unions as the value of their child; extension types as
-//     their storage.
+//     value null, or with StructNullsAbsent no member); lists as arrays;
+//     maps as objects with their entries in stored order, repeated keys
+//     kept, a key that is not a string written as its JSON text;
+//     dictionaries and run-end encoded values as the value they stand for;
+//     unions as the value of their child; extension types as their
+//     storage.
 //
 // The encoder of a column is built once per Arrow array (a record batch's
 // column): every type switch and field-name quoting happens then, and
 // rendering a value is a walk over concrete arrays appending to one buffer,
 // with no reflection and no intermediate values.
+
+// StructNulls says what a null field of a struct is in the JSON value a
+// nested column renders (Options.StructNulls). It concerns struct fields
+// alone: a null list element stays a null element, a map entry whose value
+// is null stays an entry, and a null top-level cell is an absent field
+// either way.
+//
+// The two readings exist because a struct has one set of fields for every
+// row. Written as structs, a null field is data: the writer gave the field
+// and no value, and a verifier may see that (StructNullsMember, the
+// default). Inferred from JSON objects, as pyarrow.json, Polars'
+// read_ndjson and pa.Table.from_pylist build them, the fields are the union
+// of every row's members, and a null field most often stands for a member
+// that row never had (StructNullsAbsent): then the object a verifier sees
+// holds the row's own members, as the JSON Lines line did. An explicit
+// null member of the JSON is absent too: the struct cannot tell it from a
+// missing one.
+type StructNulls uint8
+
+const (
+	// StructNullsMember renders a null struct field as a member with
+	// value null.
+	StructNullsMember StructNulls = iota
+	// StructNullsAbsent leaves a null struct field out of its object.
+	StructNullsAbsent
+)
+
+// ParseStructNulls returns the StructNulls named s: "member" or "absent".
+func ParseStructNulls(s string) (StructNulls, error) {
+	switch s {
+	case "member":
+		return StructNullsMember, nil
+	case "absent":
+		return StructNullsAbsent, nil
+	}
+	return 0, fmt.Errorf("unknown struct nulls %q (want member or absent)", s)
+}
+
+// String returns the name ParseStructNulls reads.
+func (n StructNulls) String() string {
+	if n == StructNullsAbsent {
+		return "absent"
+	}
+	return "member"
+}
 
 // jsonEnc appends the JSON text of the values of one Arrow array.
 type jsonEnc interface {
@@ -136,9 +182,10 @@ func jsonSupported(dt arrow.DataType) bool {
 	return false
 }
 
-// newJSONEnc returns the encoder of arr, whose type jsonSupported accepts.
-func newJSONEnc(arr arrow.Array) jsonEnc {
-	enc := newValueEnc(arr)
+// newJSONEnc returns the encoder of arr, whose type jsonSupported accepts;
+// nulls says how its structs render null fields.
+func newJSONEnc(arr arrow.Array, nulls StructNulls) jsonEnc {
+	enc := newValueEnc(arr, nulls)
 	if arr.NullN() > 0 && arr.DataType().ID() != arrow.NULL {
 		return nullableEnc{arr, enc}
 	}
@@ -146,7 +193,7 @@ func newJSONEnc(arr arrow.Array) jsonEnc {
 }
 
 // newValueEnc returns the encoder of arr's non-null values.
-func newValueEnc(arr arrow.Array) jsonEnc {
+func newValueEnc(arr arrow.Array, nulls StructNulls) jsonEnc {
 	switch a := arr.(type) {
 	case *array.Null:
 		return nullEnc{}
@@ -222,21 +269,21 @@ func newValueEnc(arr arrow.Array) jsonEnc {
 	case *array.MonthDayNanoInterval:
 		return monthDayNanoEnc{a}
 	case *array.Struct:
-		return newStructEnc(a)
+		return newStructEnc(a, nulls)
 	case *array.Map:
-		return newMapEnc(a)
+		return newMapEnc(a, nulls)
 	case array.ListLike:
-		return listEnc{a, newJSONEnc(a.ListValues())}
+		return listEnc{a, newJSONEnc(a.ListValues(), nulls)}
 	case *array.SparseUnion:
-		return newUnionEnc(a, nil)
+		return newUnionEnc(a, nil, nulls)
 	case *array.DenseUnion:
-		return newUnionEnc(a, a)
+		return newUnionEnc(a, a, nulls)
 	case *array.RunEndEncoded:
-		return reeEnc{a, newJSONEnc(a.Values())}
+		return reeEnc{a, newJSONEnc(a.Values(), nulls)}
 	case *array.Dictionary:
-		return dictEnc{a, newJSONEnc(a.Dictionary())}
+		return dictEnc{a, newJSONEnc(a.Dictionary(), nulls)}
 	case array.ExtensionArray:
-		return newJSONEnc(a.Storage())
+		return newJSONEnc(a.Storage(), nulls)
 	}
 	panic(fmt.Sprintf("columnar: no JSON rendering of %s", arr.DataType()))
 }
@@ -449,19 +496,21 @@ func (e monthDayNanoEnc) append(dst []byte, i int) ([]byte, error) {
 
 // structEnc renders a struct as an object; keys holds each field's quoted
 // name and colon, the comma before every field but the first included.
+// With absent, a field whose value renders as null is left out.
 type structEnc struct {
 	names  []string
 	keys   [][]byte
 	fields []jsonEnc
+	absent bool
 }
 
-func newStructEnc(a *array.Struct) structEnc {
+func newStructEnc(a *array.Struct, nulls StructNulls) structEnc {
 	st := a.DataType().(*arrow.StructType)
-	e := structEnc{}
+	e := structEnc{absent: nulls == StructNullsAbsent}
 	for k, f := range st.Fields() {
 		e.names = append(e.names, f.Name)
 		e.keys = append(e.keys, structKey(k, f.Name))
-		e.fields = append(e.fields, newJSONEnc(a.Field(k)))
+		e.fields = append(e.fields, newJSONEnc(a.Field(k), nulls))
 	}
 	return e
 }
@@ -479,15 +528,31 @@ func structKey(k int, name string) []byte {
 
 func (e structEnc) append(dst []byte, i int) ([]byte, error) {
 	dst = append(dst, '{')
+	open := len(dst)
 	for k, f := range e.fields {
-		dst = append(dst, e.keys[k]...)
+		mark := len(dst)
+		key := e.keys[k]
+		if mark == open && k > 0 {
+			key = key[1:] // the first member written: no comma
+		}
+		dst = append(dst, key...)
+		start := len(dst)
 		var err error
 		if dst, err = f.append(dst, i); err != nil {
 			return dst, within(err, "."+e.names[k])
 		}
+		if e.absent && isNullText(dst[start:]) {
+			dst = dst[:mark]
+		}
 	}
 	return append(dst, '}'), nil
 }
+
+// isNullText reports whether text, a value's JSON text, is null. Whatever
+// makes a value null (a validity bit, a dictionary or run-end encoded
+// value that is null, a union's null child, a null-typed field), its text
+// is the literal; a string "null" has its quotes.
+func isNullText(text []byte) bool { return string(text) == "null" }
 
 type listEnc struct {
 	a    array.ListLike
@@ -518,7 +583,7 @@ type mapEnc struct {
 	scratch    *[]byte
 }
 
-func newMapEnc(a *array.Map) mapEnc {
+func newMapEnc(a *array.Map, nulls StructNulls) mapEnc {
 	kt := a.DataType().(*arrow.MapType).KeyType()
 	str := false
 	switch kt.ID() {
@@ -530,7 +595,7 @@ func newMapEnc(a *array.Map) mapEnc {
 			str = true
 		}
 	}
-	return mapEnc{a: a, keys: newJSONEnc(a.Keys()), vals: newJSONEnc(a.Items()), strKeys: str, scratch: new([]byte)}
+	return mapEnc{a: a, keys: newJSONEnc(a.Keys(), nulls), vals: newJSONEnc(a.Items(), nulls), strKeys: str, scratch: new([]byte)}
 }
 
 func (e mapEnc) append(dst []byte, i int) ([]byte, error) {
@@ -583,10 +648,10 @@ func newUnionEnc(a interface {
 	ChildID(int) int
 	NumFields() int
 	Field(int) arrow.Array
-}, dense *array.DenseUnion) unionEnc {
+}, dense *array.DenseUnion, nulls StructNulls) unionEnc {
 	e := unionEnc{a: a, dense: dense}
 	for k := range a.NumFields() {
-		e.fields = append(e.fields, newJSONEnc(a.Field(k)))
+		e.fields = append(e.fields, newJSONEnc(a.Field(k), nulls))
 	}
 	return e
 }
@@ -626,7 +691,8 @@ type arrowCol struct {
 	index  int      // the column's index in the record batches
 	path   []string // struct fields from the column to the value
 	slots  []int
-	nested bool // values are rendered as JSON text
+	nested bool        // values are rendered as JSON text
+	nulls  StructNulls // how a nested value's null struct fields render
 	// memo keeps the texts of repeated values of the initial state's
 	// column, nil for other columns.
 	memo *nestedMemo
@@ -651,7 +717,7 @@ func (c *arrowCol) bind(rec arrow.RecordBatch) {
 	}
 	c.leaf, c.enc = arr, nil
 	if c.nested {
-		c.enc = newJSONEnc(arr)
+		c.enc = newJSONEnc(arr, c.nulls)
 		if c.memo == nil && slices.Contains(c.slots, slotInitial) {
 			c.memo = newNestedMemo()
 		}

@@ -17,7 +17,13 @@ import (
 // renderAll renders every value of arr as nestedJSON would, "ERR: ..." for
 // a value JSON cannot hold.
 func renderAll(arr arrow.Array) []string {
-	enc := newJSONEnc(arr)
+	return renderAllNulls(arr, StructNullsMember)
+}
+
+// renderAllNulls is renderAll with null struct fields rendered as nulls
+// says.
+func renderAllNulls(arr arrow.Array, nulls StructNulls) []string {
+	enc := newJSONEnc(arr, nulls)
 	var out []string
 	for i := range arr.Len() {
 		b, err := enc.append(nil, i)
@@ -186,10 +192,13 @@ func TestNestedJSONBadNumbers(t *testing.T) {
 	}
 }
 
-// fuzzGen draws types and values from fuzz input bytes.
+// fuzzGen draws types and values from fuzz input bytes. With absent, the
+// texts value returns leave out the struct fields it drew null (as
+// StructNullsAbsent renders them); what it draws and appends is the same.
 type fuzzGen struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	absent bool
 }
 
 func (z *fuzzGen) next() int {
@@ -322,9 +331,13 @@ func (z *fuzzGen) value(b array.Builder, canNull bool) string {
 	case *array.StructBuilder:
 		b.Append(true)
 		st := b.Type().(*arrow.StructType)
-		parts := make([]string, st.NumFields())
+		parts := make([]string, 0, st.NumFields())
 		for k, f := range st.Fields() {
-			parts[k] = marshal(f.Name) + ":" + z.value(b.FieldBuilder(k), f.Nullable)
+			v := z.value(b.FieldBuilder(k), f.Nullable)
+			if z.absent && v == "null" {
+				continue
+			}
+			parts = append(parts, marshal(f.Name)+":"+v)
 		}
 		return "{" + strings.Join(parts, ",") + "}"
 	case *array.MapBuilder:
@@ -380,7 +393,8 @@ func decodeJSON(text string) (any, error) {
 
 // FuzzNestedJSON builds random nested Arrow values and checks that their
 // JSON rendering is valid and parses (encoding/json) back to the value
-// built, whose text encoding/json writes.
+// built, whose text encoding/json writes; with StructNullsAbsent, to that
+// value without the struct fields drawn null.
 func FuzzNestedJSON(f *testing.F) {
 	f.Add([]byte{6, 2, 0, 1, 3, 8, 1, 11, 2, 9, 4, 10, 2, 5})
 	f.Add([]byte{12, 7, 1, 0, 0, 200, 3, 4, 5, 6, 7, 8, 9})
@@ -399,26 +413,44 @@ func FuzzNestedJSON(f *testing.F) {
 		}
 		arr := b.NewArray()
 		defer arr.Release()
-		enc := newJSONEnc(arr)
-		for i, w := range want {
-			got, err := enc.append(nil, i)
-			if err != nil {
-				t.Fatalf("row %d of %s: %v", i, dt, err)
-			}
-			if !json.Valid(got) {
-				t.Fatalf("row %d of %s: invalid JSON %q", i, dt, got)
-			}
-			gv, err := decodeJSON(string(got))
-			if err != nil {
-				t.Fatal(err)
-			}
-			wv, err := decodeJSON(w)
-			if err != nil {
-				t.Fatalf("want text %q: %v", w, err)
-			}
-			if !reflect.DeepEqual(gv, wv) {
-				t.Fatalf("row %d of %s: rendered %s, want %s", i, dt, got, w)
-			}
+		// The same draws, with the texts of StructNullsAbsent.
+		za := &fuzzGen{b: data, absent: true}
+		ba := array.NewBuilder(mem, za.typ(0))
+		defer ba.Release()
+		_ = za.next()
+		wantAbsent := make([]string, rows)
+		for i := range wantAbsent {
+			wantAbsent[i] = za.value(ba, true)
 		}
+		checkRendered(t, arr, StructNullsMember, want)
+		checkRendered(t, arr, StructNullsAbsent, wantAbsent)
 	})
+}
+
+// checkRendered renders every value of arr with nulls and fails unless
+// each is valid JSON that parses to the value of want's text.
+func checkRendered(t *testing.T, arr arrow.Array, nulls StructNulls, want []string) {
+	t.Helper()
+	dt := arr.DataType()
+	enc := newJSONEnc(arr, nulls)
+	for i, w := range want {
+		got, err := enc.append(nil, i)
+		if err != nil {
+			t.Fatalf("row %d of %s: %v", i, dt, err)
+		}
+		if !json.Valid(got) {
+			t.Fatalf("row %d of %s: invalid JSON %q", i, dt, got)
+		}
+		gv, err := decodeJSON(string(got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wv, err := decodeJSON(w)
+		if err != nil {
+			t.Fatalf("want text %q: %v", w, err)
+		}
+		if !reflect.DeepEqual(gv, wv) {
+			t.Fatalf("struct nulls %s, row %d of %s: rendered %s, want %s", nulls, i, dt, got, w)
+		}
+	}
 }

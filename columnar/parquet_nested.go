@@ -39,6 +39,7 @@ type pqNested struct {
 	tops   []int                  // the top-level field each column is in, by cols index
 	fields []*pqarrow.SchemaField // each column's field, by cols index
 	leaves []int                  // leaf columns to read
+	nulls  StructNulls            // how the columns render null struct fields
 
 	// The page reader, when it reads every column (pgPlan): then the
 	// pqarrow fields below stay unused. pgFile and pgGroups are the
@@ -180,7 +181,7 @@ func (n *pqNested) add(name string, top int, path []string, slots []int) (bool, 
 	if !flat && !jsonSupported(dt) {
 		return false, nil
 	}
-	n.cols = append(n.cols, &arrowCol{name: name, path: path, slots: slots, nested: !flat})
+	n.cols = append(n.cols, &arrowCol{name: name, path: path, slots: slots, nested: !flat, nulls: n.nulls})
 	n.tops = append(n.tops, top)
 	n.fields = append(n.fields, field)
 	n.leaves = appendLeaves(n.leaves, field)

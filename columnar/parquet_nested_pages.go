@@ -64,7 +64,7 @@ type pgNested struct {
 // the cursors of its leaves: the columns are assembled in parallel, each in
 // a goroutine of its own (fill), and share nothing.
 type pgCol struct {
-	c      *arrowCol // name and slots
+	c      *arrowCol // name, slots and struct nulls
 	node   *pgNode
 	leaves []*pgLeaf
 	fatal  error   // a read error or levels out of step; ends the reader
@@ -626,16 +626,29 @@ func (p *pgCol) write(dst []byte, nd *pgNode) ([]byte, error) {
 	}
 	switch nd.kind {
 	case pgStruct:
+		// As structEnc: with StructNullsAbsent, a field whose value is
+		// null is read (its leaves stay in step) and its member unwritten.
 		dst = append(dst, '{')
+		open := len(dst)
+		absent := p.c.nulls == StructNullsAbsent
 		var first error
 		for k, kid := range nd.kids {
-			dst = append(dst, nd.keys[k]...)
+			mark := len(dst)
+			key := nd.keys[k]
+			if mark == open && k > 0 {
+				key = key[1:] // the first member written: no comma
+			}
+			dst = append(dst, key...)
+			start := len(dst)
 			dst, err = p.write(dst, kid)
 			if p.fatal != nil {
 				return dst, nil
 			}
 			if err != nil && first == nil {
 				first = within(err, "."+nd.names[k])
+			}
+			if absent && isNullText(dst[start:]) {
+				dst = dst[:mark]
 			}
 		}
 		return append(dst, '}'), first

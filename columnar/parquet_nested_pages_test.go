@@ -287,7 +287,8 @@ func TestNestedPagesBadNumbers(t *testing.T) {
 
 // FuzzNestedPages draws a nested type and its values from the input,
 // writes them with pqarrow in small row groups and pages, and requires
-// the same cells from both readers, whichever reads the type.
+// the same cells from both readers, whichever reads the type, with null
+// struct fields as members and as absent.
 func FuzzNestedPages(f *testing.F) {
 	f.Add([]byte{6, 2, 0, 1, 3, 8, 1, 11, 2, 9, 4, 10, 2, 5})
 	f.Add([]byte{11, 7, 1, 0, 0, 200, 3, 4, 5, 6, 7, 8, 9})
@@ -309,6 +310,7 @@ func FuzzNestedPages(f *testing.F) {
 			t.Skipf("pqarrow cannot write %s: %v", dt, err) // a limit of the writer, not of the readers
 		}
 		bothPaths(t, path, Options{})
+		bothPaths(t, path, Options{StructNulls: StructNullsAbsent})
 	})
 }
 

@@ -178,7 +178,7 @@ func newParquetReader(path string, f File, opts Options) (*ParquetReader, error)
 	if total != file.NumRows() {
 		return nil, fmt.Errorf("open %s: corrupt footer: %d rows in row groups, %d in the file", path, total, file.NumRows())
 	}
-	if err := r.planColumns(opts.Fields.WithDefaults(), st.Size(), opts.Columns); err != nil {
+	if err := r.planColumns(opts.Fields.WithDefaults(), st.Size(), opts.Columns, opts.StructNulls); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return r, nil
@@ -267,8 +267,9 @@ func (r *ParquetReader) restrict(first, n int) error {
 // columns are read page by page here; nested ones (groups and repeated
 // columns) and fields inside struct columns (a mapped name COL.PATH that
 // no column has) through pqNested. size is the file's size; only,
-// when not nil, names the metadata columns to read.
-func (r *ParquetReader) planColumns(fields FieldNames, size int64, only []string) error {
+// when not nil, names the metadata columns to read; nulls is how nested
+// values render null struct fields.
+func (r *ParquetReader) planColumns(fields FieldNames, size int64, only []string, nulls StructNulls) error {
 	names := fieldSlotNames(fields)
 	nested := func() (*pqNested, error) {
 		if r.nested == nil {
@@ -276,7 +277,7 @@ func (r *ParquetReader) planColumns(fields FieldNames, size int64, only []string
 			if err != nil {
 				return nil, fmt.Errorf("read the schema of nested columns: %w", err)
 			}
-			n.pgFile, n.pgGroups = r.file, r.groups
+			n.pgFile, n.pgGroups, n.nulls = r.file, r.groups, nulls
 			r.nested = n
 		}
 		return r.nested, nil

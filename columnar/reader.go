@@ -51,6 +51,10 @@ type Options struct {
 	// ZstdMaxWindow bounds the window a zstd frame may ask the decoder to
 	// keep (0: 128 MiB); a frame asking more is an error.
 	ZstdMaxWindow int
+	// StructNulls says what a null field of a struct inside a nested
+	// Parquet or Arrow column is in the JSON value verifiers see: a
+	// member with value null (the zero value) or no member at all.
+	StructNulls StructNulls
 }
 
 // errReaderClosed is what Next returns after Close.

@@ -138,7 +138,7 @@ func newArrowStreamReader(s *arrowStreamIn, opts Options) (*ArrowReader, error) 
 		stream:      s.reader,
 		in:          s.in,
 	}
-	if err := r.planColumns(s.reader.Schema(), opts.Fields.WithDefaults(), opts.Columns); err != nil {
+	if err := r.planColumns(s.reader.Schema(), opts); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("read %s: %w", stdinName, err)
 	}

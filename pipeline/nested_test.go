@@ -108,7 +108,9 @@ func TestChatDatasetsNested(t *testing.T) {
 // TestNestedReadersSameOutputs grades generated nested datasets (unique
 // and repeated worlds, bad rows among them) with nested columns read by
 // parquet-go's pages and by pqarrow (GAVEL_NESTED_PQARROW), with one
-// worker and two: every rewards and checks file is byte-identical.
+// worker and two, with null struct fields as members (and, for repeated
+// worlds, as absent): for each, every rewards and checks file is
+// byte-identical.
 func TestNestedReadersSameOutputs(t *testing.T) {
 	for _, unique := range []bool{false, true} {
 		dir := t.TempDir()
@@ -117,36 +119,42 @@ func TestNestedReadersSameOutputs(t *testing.T) {
 		if _, err := gen.Run(context.Background(), cfg); err != nil {
 			t.Fatalf("gen: %v", err)
 		}
-		var want map[string][]byte
-		for _, arrowPath := range []bool{false, true} {
-			for _, workers := range []int{1, 2} {
-				if arrowPath {
-					t.Setenv("GAVEL_NESTED_PQARROW", "1")
-				} else {
-					t.Setenv("GAVEL_NESTED_PQARROW", "")
-				}
-				out := filepath.Join(dir, fmt.Sprintf("out-%v-%d", arrowPath, workers))
-				grade(t, Config{Inputs: []string{data}, Out: out, Format: columnar.FormatJSONL, Workers: workers, BatchSize: 64})
-				got := map[string][]byte{}
-				for _, sub := range []string{"rewards", "checks"} {
-					files, err := filepath.Glob(filepath.Join(out, sub, "*"))
-					if err != nil || len(files) == 0 {
-						t.Fatalf("no %s files in %s: %v", sub, out, err)
+		modes := []columnar.StructNulls{columnar.StructNullsMember}
+		if !unique {
+			modes = append(modes, columnar.StructNullsAbsent) // initial states memoized too
+		}
+		for _, nulls := range modes {
+			var want map[string][]byte
+			for _, arrowPath := range []bool{false, true} {
+				for _, workers := range []int{1, 2} {
+					if arrowPath {
+						t.Setenv("GAVEL_NESTED_PQARROW", "1")
+					} else {
+						t.Setenv("GAVEL_NESTED_PQARROW", "")
 					}
-					for _, f := range files {
-						b, err := os.ReadFile(f)
-						if err != nil {
-							t.Fatal(err)
+					out := filepath.Join(dir, fmt.Sprintf("out-%s-%v-%d", nulls, arrowPath, workers))
+					grade(t, Config{Inputs: []string{data}, Out: out, Format: columnar.FormatJSONL, Workers: workers, BatchSize: 64, StructNulls: nulls})
+					got := map[string][]byte{}
+					for _, sub := range []string{"rewards", "checks"} {
+						files, err := filepath.Glob(filepath.Join(out, sub, "*"))
+						if err != nil || len(files) == 0 {
+							t.Fatalf("no %s files in %s: %v", sub, out, err)
 						}
-						got[sub+"/"+filepath.Base(f)] = b
+						for _, f := range files {
+							b, err := os.ReadFile(f)
+							if err != nil {
+								t.Fatal(err)
+							}
+							got[sub+"/"+filepath.Base(f)] = b
+						}
 					}
-				}
-				if want == nil {
-					want = got
-					continue
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Fatalf("unique worlds %v, pqarrow %v, %d workers: outputs differ from the page reader's with one worker", unique, arrowPath, workers)
+					if want == nil {
+						want = got
+						continue
+					}
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Fatalf("unique worlds %v, struct nulls %s, pqarrow %v, %d workers: outputs differ from the page reader's with one worker", unique, nulls, arrowPath, workers)
+					}
 				}
 			}
 		}

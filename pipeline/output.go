@@ -55,6 +55,10 @@ type RunConfig struct {
 	TasksFile string `json:"tasks_file"`
 	// MaxLineBytes bounds one JSON Lines line.
 	MaxLineBytes int `json:"max_line_bytes"`
+	// StructNulls is "absent" when null struct fields of nested columns
+	// are absent members, and "" for the default, members with value
+	// null (so that manifests written before the setting existed match).
+	StructNulls string `json:"struct_nulls,omitempty"`
 	// Timeout bounds one verifier call ("none" when unbounded).
 	Timeout string `json:"timeout"`
 	// From is the harness format .json inputs are read in ("" when none).
@@ -127,6 +131,9 @@ func runConfig(cfg Config, p *plan) RunConfig {
 	if cfg.TasksFile != "" {
 		rc.TasksFile = filepath.Clean(cfg.TasksFile)
 	}
+	if cfg.StructNulls != columnar.StructNullsMember {
+		rc.StructNulls = cfg.StructNulls.String()
+	}
 	if cfg.Timeout > 0 {
 		rc.Timeout = cfg.Timeout.String()
 	}
@@ -161,6 +168,13 @@ func (c *RunConfig) differences(o *RunConfig) []string {
 	diff("kept columns", strings.Join(c.Keep, ","), strings.Join(o.Keep, ","))
 	diff("tasks file", c.TasksFile, o.TasksFile)
 	diff("line limit", strconv.Itoa(c.MaxLineBytes), strconv.Itoa(o.MaxLineBytes))
+	structNulls := func(s string) string {
+		if s == "" {
+			return columnar.StructNullsMember.String()
+		}
+		return s
+	}
+	diff("struct nulls", structNulls(c.StructNulls), structNulls(o.StructNulls))
 	diff("timeout", c.Timeout, o.Timeout)
 	diff("harness format", c.From, o.From)
 	diff("constant metadata", strings.Join(c.Set, ","), strings.Join(o.Set, ","))

@@ -662,7 +662,7 @@ func (r *runner) match(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reuse %s: %w", rs.dir, err)
 	}
-	opts := columnar.Options{Fields: r.plan.fields, MaxLineBytes: r.cfg.MaxLineBytes, Columns: []string{}}
+	opts := columnar.Options{Fields: r.plan.fields, MaxLineBytes: r.cfg.MaxLineBytes, Columns: []string{}, StructNulls: r.cfg.StructNulls}
 	keys := func(emit func(unit int, row int64, id []byte) error) error {
 		for k, u := range units {
 			rd, err := r.open(u, opts)

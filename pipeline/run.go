@@ -95,6 +95,13 @@ type Config struct {
 	// MaxLineBytes bounds one JSON Lines line (0: 64 MiB); a longer line
 	// is a row with status error.
 	MaxLineBytes int
+	// StructNulls says what a null field of a struct in a nested Parquet
+	// or Arrow column (inputs and the tasks table) is to verifiers: a
+	// member with value null (the zero value) or absent, as in JSON read
+	// into structs whose fields are the union of every row's members
+	// (columnar.StructNulls). It decides the states verifiers see, so it
+	// is part of the run's identity (RunConfig).
+	StructNulls columnar.StructNulls
 	// Judge, when set, judges the rubric checks of judged verifiers
 	// (verifiers.Verifier.Judged) with a language model; its Model may be
 	// empty, then only verifiers naming their own model are judged. Nil:
@@ -340,7 +347,7 @@ func prepare(cfg Config) (_ *runner, err error) {
 		return nil, err
 	}
 	if cfg.TasksFile != "" {
-		tasks, err := LoadTasks(cfg.TasksFile, cfg.Fields)
+		tasks, err := loadTasks(cfg.TasksFile, columnar.Options{Fields: cfg.Fields, StructNulls: cfg.StructNulls})
 		if err != nil {
 			return nil, &ConfigError{Field: "TasksFile", Msg: err.Error()}
 		}
@@ -725,7 +732,7 @@ func (r *runner) produce(ctx context.Context, units []*Unit, tokens chan struct{
 			return false
 		}
 	}
-	opts := columnar.Options{Fields: r.plan.fields, MaxLineBytes: r.cfg.MaxLineBytes}
+	opts := columnar.Options{Fields: r.plan.fields, MaxLineBytes: r.cfg.MaxLineBytes, StructNulls: r.cfg.StructNulls}
 	if r.cfg.Progress != nil {
 		r.cfg.Progress.SetTotal(totalRows(units))
 	}

@@ -29,8 +29,14 @@ type Tasks map[string]*Task
 // needs a task_id; a task id given twice, a row without one, or an
 // initial_state that is not valid JSON is an error naming the file and row.
 func LoadTasks(path string, fields columnar.FieldNames) (Tasks, error) {
-	fields = fields.WithDefaults()
-	r, err := columnar.Open(path, columnar.Options{Fields: fields})
+	return loadTasks(path, columnar.Options{Fields: fields})
+}
+
+// loadTasks is LoadTasks reading with opts: its fields, and how nested
+// initial states render null struct fields.
+func loadTasks(path string, opts columnar.Options) (Tasks, error) {
+	fields := opts.Fields.WithDefaults()
+	r, err := columnar.Open(path, columnar.Options{Fields: fields, StructNulls: opts.StructNulls})
 	if err != nil {
 		return nil, fmt.Errorf("tasks table: %w", err)
 	}

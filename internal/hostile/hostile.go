@@ -1,6 +1,6 @@
 // Package hostile holds the requests that try to take gavel serve over its
 // memory bound, and a watcher of a server process's resident memory and
-// liveness. The memory-bound test of cmd/gavel and `make loadtest` run
+// liveness. The memory-bound test of package cli and `make loadtest` run
 // them against `gavel serve` started with its default flags.
 package hostile
 

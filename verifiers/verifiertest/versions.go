@@ -96,10 +96,13 @@ func readVersions(t testing.TB, golden string, update bool) map[string]versionRe
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
+		if strings.HasPrefix(line, "#") {
 			continue
 		}
 		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
 		version, err := strconv.Atoi(f[min(1, len(f)-1)])
 		if len(f) != 3 || err != nil {
 			t.Fatalf("%s:%d: want ID VERSION HASH, got %q", golden, n, line)
