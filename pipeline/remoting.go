@@ -70,10 +70,6 @@ type rask struct {
 	pending    bool // left by the budget
 }
 
-// singleReward is the reward formula of a single-reward answer when the
-// verifier has none of its own: the reward itself.
-var singleReward = verifiers.MustFormula(verifiers.Expr("checks[0].score"))
-
 // newRemoting returns the run's remoting, or nil when no verifier in vs is
 // remote. Verifiers refused before any request (a gavel-protocol service
 // not declared pure without AllowImpure, an unset token) are a
@@ -153,7 +149,7 @@ func (g *grader) askRow(v *verifiers.Verifier, out *results, row, check int) (ve
 	if a, ok := cl.Cached(key); ok {
 		checks := a.AppendChecks(g.remoteChecks[:0], cl.Settings().Threshold)
 		g.remoteChecks = checks
-		return verifiers.ScoreWith(answerFormula(v, &a), checks, nil), checks
+		return scoreAnswer(v, &a, checks), checks
 	}
 	out.rasks = append(out.rasks, rask{row: row, check: check, v: v, cl: cl, body: slices.Clone(g.remoteBody), key: key})
 	g.remoteChecks = append(g.remoteChecks[:0], placeholder(v, cl))
@@ -185,13 +181,21 @@ func isPlaceholder(c *columnar.CheckRow, v *verifiers.Verifier) bool {
 		strings.HasPrefix(c.Label, remoteLabelPrefix) && strings.HasSuffix(c.Label, v.ID)
 }
 
-// answerFormula is the reward formula of an answer: the verifier's own,
-// else, for a single reward, the reward.
-func answerFormula(v *verifiers.Verifier, a *remote.Answer) verifiers.Formula {
-	if a.Single() && !v.Remote.RewardSet {
-		return singleReward
+// scoreAnswer returns the verdict of an answer's checks: with the
+// verifier's own reward formula, else, for a single reward, with the
+// reward itself as the rollout's reward (checks[0], the check "reward",
+// holds it as its score). That is the formula checks[0].score, computed
+// without evaluating CEL for every rollout, which cost a quick remote
+// verifier's rollout more than the rest of its grading.
+func scoreAnswer(v *verifiers.Verifier, a *remote.Answer, checks []verifiers.Check) verifiers.Verdict {
+	if !a.Single() || v.Remote.RewardSet {
+		return verifiers.ScoreWith(v.Reward, checks, nil)
 	}
-	return v.Reward
+	vd := verifiers.ScoreWith(verifiers.Fraction(), checks, nil)
+	if vd.HasReward {
+		vd.Reward = checks[0].Score
+	}
+	return vd
 }
 
 // start starts the requests of a batch's rasks, in input order: an answer
@@ -363,20 +367,22 @@ func (rs *remoting) finish(res *results, buf []verifiers.Check) ([]verifiers.Che
 			next++
 			if !a.pending {
 				buf = buf[:0]
-				f := a.v.Reward
+				var vd verifiers.Verdict
 				switch {
 				case a.c.err != nil:
 					buf = append(buf, placeholder(a.v, a.cl))
 					buf[0].Status, buf[0].Detail = verifiers.Error, a.c.err.Error()
+					vd = verifiers.ScoreWith(a.v.Reward, buf, nil)
 				case a.c.a.Err != "":
 					buf = append(buf, placeholder(a.v, a.cl))
 					buf[0].Status, buf[0].Detail = verifiers.Error, a.c.a.Err
+					vd = verifiers.ScoreWith(a.v.Reward, buf, nil)
 				default:
 					buf = a.c.a.AppendChecks(buf, a.cl.Settings().Threshold)
-					f = answerFormula(a.v, &a.c.a)
+					vd = scoreAnswer(a.v, &a.c.a, buf)
 				}
 				tmpl := old[at]
-				setVerdict(rw, verifiers.ScoreWith(f, buf, nil))
+				setVerdict(rw, vd)
 				for k := range buf {
 					checks = append(checks, remoteCheckRow(&tmpl, k, &buf[k]))
 				}

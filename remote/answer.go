@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/internal/nemogym"
+	"github.com/gavelhq/gavel/judge/call"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -86,10 +87,12 @@ func scoreCheck(id, label string, required bool, score, threshold float64) verif
 }
 
 // parseGavel reads a gavel-protocol answer about n rollouts: per rollout
-// a number or {"reward": x}, or a list of checks; for a batch (n > 1 or a
+// a number or {"reward": x}, a list of checks, or {"error": "..."} (the
+// service could not grade that rollout); for a batch (n > 1 or a
 // verifier whose batch is over 1... the caller sends arrays) a JSON array
 // of those; or the JSON Lines of `gavel serve`'s /v1/grade. A failure to
-// read makes every rollout's Err.
+// read makes every rollout's Err; an element {"error": ...} makes only its
+// rollout's.
 func parseGavel(body []byte, n int, threshold float64) []Answer {
 	fail := func(format string, args ...any) []Answer {
 		as := make([]Answer, n)
@@ -159,6 +162,9 @@ func oneAnswer(x any, at string) Answer {
 	case json.Number:
 		return rewardAnswer(v, at)
 	case map[string]any:
+		if e, ok := v["error"]; ok {
+			return errorAnswer(v, e, at)
+		}
 		r, ok := v["reward"]
 		if !ok {
 			return Answer{Err: fmt.Sprintf("answer%s: an object without reward: want {\"reward\": x}, a number or a list of checks", at)}
@@ -179,6 +185,22 @@ func oneAnswer(x any, at string) Answer {
 		return a
 	}
 	return Answer{Err: fmt.Sprintf("answer%s: want a reward, {\"reward\": x} or a list of checks, not %s", at, kindOf(x))}
+}
+
+// errorAnswer reads the answer {"error": e} (m, at its place at): the
+// service could not grade the rollout, which is an error, never a score.
+// Its text names neither the rollout's place in the batch nor the batch,
+// so that the row is the same whatever the batches. An error that is not
+// a non-empty string, or beside a reward, is an answer of the wrong shape.
+func errorAnswer(m map[string]any, e any, at string) Answer {
+	if _, ok := m["reward"]; ok {
+		return Answer{Err: fmt.Sprintf("answer%s: an object with both reward and error: want one of them", at)}
+	}
+	s, ok := e.(string)
+	if !ok || strings.TrimSpace(s) == "" {
+		return Answer{Err: fmt.Sprintf("answer%s.error: want the reason the rollout could not be graded, a non-empty string, not %s", at, describe(e))}
+	}
+	return Answer{Err: "could not grade the rollout: " + call.Quote(s)}
 }
 
 // rewardAnswer reads a reward, which must be a number in [0, 1].

@@ -29,6 +29,12 @@ func TestParseGavel(t *testing.T) {
 		{"bad required", `[{"status":"pass","required":"yes"}]`, 1, []float64{-2}, ".required: want true or false"},
 		{"empty list", `[]`, 1, []float64{-2}, "empty list"},
 		{"empty", ``, 1, []float64{-2}, "empty answer"},
+		{"batch element error", `[0.5, {"error": "KeyError: 'x'"}, [{"status":"pass"}]]`, 3, []float64{0.5, -2, -1}, `could not grade the rollout: "KeyError: 'x'"`},
+		{"error alone", `{"error": "ValueError: no answer"}`, 1, []float64{-2}, `could not grade the rollout: "ValueError: no answer"`},
+		{"error in a batch of one", `[{"error": "boom"}]`, 1, []float64{-2}, `could not grade the rollout: "boom"`},
+		{"error not a string", `[1, {"error": 3}]`, 2, []float64{1, -2}, `answer[1].error: want the reason the rollout could not be graded, a non-empty string, not a number`},
+		{"error empty", `{"error": " "}`, 1, []float64{-2}, `.error: want the reason`},
+		{"error and reward", `[{"error": "x", "reward": 1}, 0]`, 2, []float64{-2, 0}, "both reward and error"},
 		{"grade lines", "{\"rewards\":{\"status\":\"passed\"},\"checks\":[{\"check_id\":\"a\",\"status\":\"pass\",\"actual\":\"[1]\"}]}\n{\"rewards\":{\"status\":\"error\",\"error_kind\":\"input\",\"error\":\"bad\"},\"checks\":[]}\n", 2, []float64{-1, -2}, "graded as error (input): bad"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +61,19 @@ func TestParseGavel(t *testing.T) {
 			}
 		})
 	}
+	// An element's error is only its rollout's, and its text is the same
+	// whatever the batch and the rollout's place in it.
+	one := parseGavel([]byte(`{"error": "boom"}`), 1, 1)[0]
+	third := parseGavel([]byte(`[1, 0.5, {"error": "boom"}, 0]`), 4, 1)
+	if one.Err == "" || third[2].Err != one.Err {
+		t.Errorf("error alone %q, third of a batch %q: want the same text", one.Err, third[2].Err)
+	}
+	for _, i := range []int{0, 1, 3} {
+		if third[i].Err != "" || third[i].Reward == nil {
+			t.Errorf("answer %d of the batch: %+v, want its reward", i, third[i])
+		}
+	}
+
 	// /v1/grade's actual is JSON text already; a list's is any value.
 	a := parseGavel([]byte("{\"rewards\":{},\"checks\":[{\"check_id\":\"a\",\"status\":\"pass\",\"actual\":\"[1]\"}]}"), 1, 1)[0]
 	b := parseGavel([]byte(`[{"id":"a","status":"pass","actual":[1],"expected":"s"}]`), 1, 1)[0]

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -72,8 +73,49 @@ type Config struct {
 	// judge's (call.Policy.WithDefaults).
 	MaxRetries          int
 	Backoff, MaxBackoff time.Duration
-	// HTTPClient, if set, makes the requests (tests inject one).
+	// HTTPClient, if set, makes the requests (tests inject one); ConnectTo
+	// then does not apply.
 	HTTPClient *http.Client
+	// ConnectTo sends the requests of a URL whose host and port (the
+	// scheme's default when it names none) are a key to the address its
+	// value names instead, as curl's --connect-to does: "host:port" ->
+	// "host:port". The URL, as written, stays the verifier's identity (its
+	// fingerprint and its cache keys) and the requests' Host. nil reads
+	// $GAVEL_REMOTE_CONNECT_TO (ParseConnectTo); gavel.grade in Python
+	// names there the port, picked per run, of the service its functions
+	// run in, behind a URL that is the same every run.
+	ConnectTo map[string]string
+}
+
+// ConnectToEnv is the environment variable Config.ConnectTo is read from
+// when nil.
+const ConnectToEnv = "GAVEL_REMOTE_CONNECT_TO"
+
+// ParseConnectTo reads a list of HOST:PORT=ADDR:PORT pairs separated by
+// commas (Config.ConnectTo); "" is none.
+func ParseConnectTo(s string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		from, to, ok := strings.Cut(pair, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want HOST:PORT=ADDR:PORT", pair)
+		}
+		for _, hp := range []string{from, to} {
+			host, port, err := net.SplitHostPort(hp)
+			if err != nil || host == "" || port == "" {
+				return nil, fmt.Errorf("%q: %q is not HOST:PORT", pair, hp)
+			}
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return nil, fmt.Errorf("%q: port %q is not a number from 1 to 65535", pair, port)
+			}
+		}
+		m[strings.ToLower(from)] = to
+	}
+	return m, nil
 }
 
 // Stats counts a Caller's work.
@@ -102,6 +144,13 @@ var cacheLayout = call.Layout{Name: "remote cache", Magic: "GVREMOT1", Prefix: "
 func New(cfg Config) (*Caller, error) {
 	pol := call.Policy{MaxRetries: cfg.MaxRetries, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff}.WithDefaults()
 	cfg.MaxRetries, cfg.Backoff, cfg.MaxBackoff = pol.MaxRetries, pol.Backoff, pol.MaxBackoff
+	if cfg.ConnectTo == nil {
+		m, err := ParseConnectTo(os.Getenv(ConnectToEnv))
+		if err != nil {
+			return nil, fmt.Errorf("$%s: %w", ConnectToEnv, err)
+		}
+		cfg.ConnectTo = m
+	}
 	c := &Caller{cfg: cfg, clients: map[*verifiers.Verifier]*Client{}, sleep: call.SleepCtx, jitter: rand.Float64, now: time.Now}
 	if cfg.CacheDir != "off" {
 		dir, err := call.CacheDir(cfg.CacheDir, "remote")
@@ -241,10 +290,45 @@ func (c *Caller) For(v *verifiers.Verifier) (*Client, error) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = s.Concurrency
 		tr.MaxConnsPerHost = s.Concurrency
+		if len(c.cfg.ConnectTo) > 0 {
+			tr.DialContext = connectTo(c.cfg.ConnectTo)
+			proxy := tr.Proxy
+			tr.Proxy = func(r *http.Request) (*url.URL, error) {
+				if _, ok := c.cfg.ConnectTo[strings.ToLower(canonicalAddr(r.URL))]; ok || proxy == nil {
+					return nil, nil // the address named is where to connect, never through a proxy
+				}
+				return proxy(r)
+			}
+		}
 		cl.hc = &http.Client{Transport: tr}
 	}
 	c.clients[v] = cl
 	return cl, nil
+}
+
+// connectTo returns a dialer that connects to m[addr] instead of addr
+// when there is one (Config.ConnectTo).
+func connectTo(m map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if to, ok := m[strings.ToLower(addr)]; ok {
+			addr = to
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// canonicalAddr returns u's host:port, the port the scheme's default
+// when u names none.
+func canonicalAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // joinPath returns raw with "/"+p appended to its path, its query kept.
@@ -398,6 +482,11 @@ func (cl *Client) AskInTurn(ctx context.Context, t *call.Ticket, bodies [][]byte
 	defer t.Done()
 	var payload []byte
 	if cl.s.Batch > 1 {
+		size := len(bodies) + 1
+		for _, b := range bodies {
+			size += len(b)
+		}
+		payload = make([]byte, 0, size)
 		payload = append(payload, '[')
 		for i, b := range bodies {
 			if i > 0 {

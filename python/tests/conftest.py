@@ -127,9 +127,10 @@ def run_doc_blocks(
     blocks: list[tuple[str, int, str]], cwd: Path, replace: dict[str, str] | None = None, page: Path = DOCS
 ) -> None:
     """Runs blocks of a docs page in order, in one namespace, in cwd (where
-    docs/python.md's examples find rollouts.parquet)."""
+    docs/python.md's examples find rollouts.parquet and rollouts.jsonl)."""
     if page == DOCS:
         _gen(cwd / "rollouts.parquet", 300, 1, 0.02)
+        _gen(cwd / "rollouts.jsonl", 300, 1)
     namespace: dict[str, Any] = {}
     old = os.getcwd()
     os.chdir(cwd)

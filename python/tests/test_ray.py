@@ -223,6 +223,47 @@ def test_grade_in_one_process(ray_cluster: None, parquet: Path, want: gavel.Resu
     assert _sorted_checks(got.checks) == _sorted_checks(want.checks)
 
 
+def test_functions(ray_cluster: None, parquet: Path) -> None:
+    """verifiers=: each task serves the functions it was given (Ray sends them, a closure
+    here), and stops their service when its batch is graded; the rows are gavel.grade's."""
+    table = pq.read_table(parquet)
+    # Tasks of their own, which no Go verifier binds.
+    tasks = pa.array([f"fn/{t}" for t in table.column("task_id").to_pylist()], pa.string())
+    table = table.set_column(table.schema.get_field_index("task_id"), "task_id", tasks)
+    bad = set(table.column("rollout_id").to_pylist()[::97])
+
+    def judged(rollout: dict[str, Any]) -> list[dict[str, Any]]:
+        if rollout["rollout_id"] in bad:
+            raise ValueError(f"cannot judge {rollout['rollout_id']}")
+        return [
+            {"id": "answered", "status": "pass" if rollout.get("output") else "fail"},
+            {"id": "pid", "status": "pass", "detail": f"{os.getpid()} {os.getppid()}"},
+        ]
+
+    verifiers = {"fn/*": judged}
+    want = gavel.grade(table, verifiers=verifiers, pure=True, keep=["model"])
+    ds = _blocks(table, SIZES)
+    rewards, checks = gavel.ray.grade(ds, verifiers=verifiers, pure=True, keep=["model"],
+                                      map_batches_args={"batch_size": None}, checks=True)
+    got, got_checks = _collect(rewards), _collect(checks)
+    assert _sorted_rewards(got) == _sorted_rewards(want.rewards)
+    judged_rows = {r["rollout_id"]: r for r in got.to_pylist() if r["verifier_id"] == "judged"}
+    assert len(judged_rows) > ROLLOUTS * 0.9
+    raised = [judged_rows[b] for b in bad if b in judged_rows]
+    assert raised and all(r["status"] == "error" and f"ValueError: cannot judge {r['rollout_id']}" in r["error"] for r in raised)
+    assert {r["status"] for r in judged_rows.values()} >= {"passed", "failed"}
+    # Every batch's service and workers are gone; Ray's worker processes that ran them are not.
+    pids = {int(p) for c in got_checks.to_pylist() if c["check_id"] == "pid" for p in c["detail"].split()}
+    services = {int(c["detail"].split()[1]) for c in got_checks.to_pylist() if c["check_id"] == "pid"}
+    assert len(services) >= 2, "want several tasks, each with its service"
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in pids if _alive(p)] == []
+    with pytest.raises(TypeError, match="verifiers= needs pure="):
+        gavel.ray.grade(ds, verifiers=verifiers)
+
+
 def test_docs_examples(ray_cluster: None, tmp_path: Path) -> None:
     """The blocks of docs/python.md that grade a Ray Dataset run, on this cluster."""
     from conftest import doc_blocks, run_doc_blocks

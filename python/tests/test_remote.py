@@ -148,10 +148,30 @@ def test_raising_is_422(pool: RemoteServer) -> None:
         "error": "ValueError: rollout r7: no meta.expected",
         "hint": "the function raised on this rollout: gavel records it as an error row, never a score",
     })
-    rows = [{"rollout_id": "a", "output": "1", "meta": {"expected": "1"}}, {"rollout_id": "b", "output": "1"}]
-    status, got = post(pool.url, rows)
-    assert status == 422
-    assert got["error"] == 'rollout 1 of the batch (rollout_id "b"): ValueError: rollout b: no meta.expected'
+
+
+
+def test_batch_error_is_the_rollouts_alone(pool: RemoteServer, threads: RemoteServer) -> None:
+    """In a batch, a rollout the function raises on, or answers outside
+    the protocol, is its element {"error": ...}; the others are graded."""
+    rows = [
+        {"rollout_id": "a", "output": "1", "meta": {"expected": "1"}},
+        {"rollout_id": "b", "output": "1"},
+        {"rollout_id": "c", "output": "2", "meta": {"expected": "1"}},
+    ]
+    assert post(pool.url, rows) == (200, [1.0, {"error": "ValueError: rollout b: no meta.expected"}, 0.0])
+    # The message is the same as the rollout's alone, wherever it is in whichever batch.
+    status, alone = post(pool.url, rows[1])
+    assert status == 422 and alone["error"] == "ValueError: rollout b: no meta.expected"
+    assert post(pool.url, [rows[1]] * 9 + [rows[0]]) == (200, [{"error": alone["error"]}] * 9 + [1.0])
+    answers = [{"meta": {"answer": a}} for a in (0.5, 1.5, [{"status": "ok"}], "nan", [{"status": "pass"}])]
+    assert post(threads.url, answers) == (200, [
+        0.5,
+        {"error": "BadAnswer: the function returned a reward of 1.5, outside [0, 1] (never clamped)"},
+        {"error": "BadAnswer: the function returned check 0 with status 'ok'; want one of pass, fail, error"},
+        {"error": "BadAnswer: the function returned a reward of nan; a reward is a number in [0, 1]"},
+        [{"status": "pass"}],
+    ])
 
 
 @pytest.mark.parametrize(
@@ -319,10 +339,14 @@ def test_one_log_line_per_request_without_bodies(capfd: pytest.CaptureFixture[st
         capfd.readouterr()
         post(s.url, {"output": "do-not-log-me", "meta": {"answer": 0.5}})
         post(s.url, {"meta": {"answer": 7}})
+        post(s.url, [{"meta": {"answer": 1}}, {"meta": {"answer": 7}}])
         err = capfd.readouterr().err
     lines = [json.loads(line) for line in err.splitlines()]
-    assert [(r["method"], r["path"], r["status"], r["rollouts"]) for r in lines] == [("POST", "/", 200, 1), ("POST", "/", 422, 0)]
+    assert [(r["method"], r["path"], r["status"], r["rollouts"]) for r in lines] == [
+        ("POST", "/", 200, 1), ("POST", "/", 422, 0), ("POST", "/", 200, 2)]
+    assert "error" not in lines[0]
     assert "outside [0, 1]" in lines[1]["error"]
+    assert lines[2]["error"].startswith("1 of 2 rollouts could not be graded, the first: BadAnswer: the function returned a reward of 7.0")
     assert "do-not-log-me" not in err
 
 

@@ -2,7 +2,8 @@
 
 :func:`grade` runs the gavel binary this package carries on files, URLs or
 rows in memory (pyarrow, pandas, Polars, dicts) and returns the rewards
-and checks as pyarrow tables; :func:`read` reads a result directory;
+and checks as pyarrow tables (with ``verifiers=``, Python functions grade
+beside the binary's verifiers); :func:`read` reads a result directory;
 :class:`Client` grades through a running ``gavel serve``.
 :func:`gavel.ray.grade`, in a module of its own (``import gavel.ray``, which
 needs Ray Data), grades a Ray Dataset in Ray's tasks.

@@ -20,6 +20,9 @@ import pyarrow.ipc as ipc
 from ._binary import binary
 from ._client import json_default
 from ._errors import GavelError
+from ._frames import json_columns, memory_args, pandas_table
+from ._functions import Verifiers, binary_env, current_env, serving
+from ._functions import take as take_functions
 from ._options import GradeOptions, PathArg, option_args
 from ._pipe import PipeSink
 from ._results import Results, read
@@ -49,7 +52,13 @@ reads itself; or rows in memory: a pyarrow ``Table``, ``RecordBatch`` or
 process one at a time), or a list of dicts."""
 
 
-def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
+def grade(
+    data: Data,
+    *,
+    verifiers: Verifiers | None = None,
+    pure: bool | None = None,
+    **options: Unpack[GradeOptions],
+) -> Results:
     """Grades rollouts with gavel's verifiers and returns the results.
 
     ``data`` is one of :data:`Data`. Paths and URLs (files, directories,
@@ -59,6 +68,10 @@ def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
     (a pyarrow table or a Polars frame written from its own buffers,
     without a conversion), and a list of dicts as JSON Lines, one dict a
     line; the rewards come back as an Arrow stream on its standard output.
+    Rows in memory are graded with ``struct_nulls="absent"`` unless it is
+    given: a null field of a struct is no member, as in the JSON objects
+    such structs are most often inferred from; a pandas frame's object
+    columns that hold the states and the log are sent as JSON text.
 
     ``options`` are the flags of ``gavel grade`` (:class:`GradeOptions`):
     ``spec=``, ``tasks=``, ``map=``, ``keep=``, ``judge_model=``,
@@ -69,10 +82,29 @@ def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
     directory at all (then :attr:`Results.judgements` is ``None``: a
     streamed run refuses several judgements per check).
 
+    ``verifiers={"TASK-OR-PATTERN": fn, ...}`` grades with Python
+    functions too, beside the spec files and Go verifiers: each ``fn``
+    takes a rollout as a dict and returns a reward, a dict or a list of
+    checks, as for :func:`gavel.remote.serve`; a value is a function or a
+    pair ``(fn, "VERSION")``, and a pattern a task id, a prefix ending in
+    ``*`` or ``"all"``. ``pure=`` is then required: True declares that each
+    function gives the same answer to the same rollout every time (its
+    answers are cached and its rows reused by its version; a function
+    without one is neither), False that it may not (never cached nor
+    reused). The functions run in worker processes forked from this one,
+    one per CPU, behind a service on 127.0.0.1 that the call starts and
+    stops (see docs/python.md, "Functions as verifiers").
+
     Rows with status ``error`` are rows of the results (``exit_status``
     3). A usage or configuration error (exit status 2) or a fatal error
     (exit status 1) raises :class:`GavelError` with the binary's message.
     """
+    functions = take_functions(verifiers, pure, "grade")
+    if functions is not None:
+        # The functions' service runs for the call; the binary reaches it
+        # through its environment (binary_env) and the spec file it adds.
+        with serving(functions) as served, binary_env(served.env):
+            return grade(data, **cast(GradeOptions, served.options(options)))
     opts: dict[str, object] = dict(options)
     out = cast("PathArg | None", opts.pop("out", None))
     if out is not None and os.fspath(out).startswith(AZBLOB):
@@ -91,11 +123,14 @@ def grade(data: Data, **options: Unpack[GradeOptions]) -> Results:
         if all(isinstance(d, Mapping) for d in data):
             return _grade_stream(_Lines(data), args, out)  # type: ignore[arg-type]
         raise TypeError("grade: a list must hold only paths or only rows (dicts)")
-    return _grade_stream(_reader(data), args, out)
+    # Rows in memory: null struct fields are absent members (gavel._frames).
+    return _grade_stream(_reader(data, json_columns(opts)), memory_args(opts), out)
 
 
-def _reader(data: object) -> pa.RecordBatchReader:
-    """Returns a reader over in-memory data, without copying where Arrow allows."""
+def _reader(data: object, json_cols: Sequence[str] = ()) -> pa.RecordBatchReader:
+    """Returns a reader over in-memory data, without copying where Arrow
+    allows; a pandas frame's object columns named in json_cols are sent as
+    JSON text (gavel._frames.pandas_table)."""
     if isinstance(data, pa.RecordBatchReader):
         return data
     if isinstance(data, pa.Table):
@@ -108,7 +143,7 @@ def _reader(data: object) -> pa.RecordBatchReader:
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(data, pd.DataFrame):
         # pandas' own stream would carry the index as a column.
-        return pa.Table.from_pandas(data, preserve_index=False).to_reader()
+        return pandas_table(data, json_cols).to_reader()
     if hasattr(data, "__arrow_c_stream__"):
         # Polars, DuckDB and other Arrow producers hand over their buffers.
         return pa.RecordBatchReader.from_stream(data)
@@ -214,7 +249,9 @@ def _grade_paths(inputs: list[str], args: list[str], out: PathArg | None) -> Res
         dest = os.fspath(out) if out is not None else os.path.join(tmp, "out")
         # "--" ends the flags: an input named like a flag stays an input.
         cmd = [bin_path, "grade", *args, "--out", dest, "--", *inputs]
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+        proc = subprocess.run(
+            cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", env=current_env()
+        )
         if proc.returncode not in (0, 3):
             raise _failed(proc.returncode, proc.stderr)
         res = read(dest, exit_status=proc.returncode)
@@ -273,7 +310,9 @@ def run_stream(
             extra += ["--summary-out", summary_path]
         fmt = "jsonl" if isinstance(reader, _Lines) else "arrow-stream"
         cmd = [bin_path, "grade", *args, "--input-format", fmt, *extra, "--out", dest, "-"]
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=current_env()
+        )
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         failures: list[BaseException] = []
         stderr_chunks: list[bytes] = []

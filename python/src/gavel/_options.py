@@ -15,7 +15,7 @@ import os
 import typing
 from collections.abc import Mapping, Sequence
 from enum import Enum
-from typing import Annotated, TypedDict
+from typing import Annotated, Literal, TypedDict
 
 __all__ = ["GradeOptions", "PathArg", "option_args", "MANAGED_FLAGS"]
 
@@ -90,6 +90,11 @@ class GradeOptions(TypedDict, total=False):
     """A verifier running longer than this on one rollout gives that row status ``error``."""
     max_line_bytes: Annotated[int, Kind.VALUE]
     """A JSON Lines line longer than this is an input error for that row."""
+    struct_nulls: Annotated[Literal["member", "absent"], Kind.VALUE]
+    """What a null field of a struct in a nested column is to verifiers:
+    ``"member"``, a member with value null (the binary's default, for
+    paths), or ``"absent"``, no member (the default for rows in memory,
+    whose structs are most often inferred from JSON objects)."""
     baseline: Annotated[PathArg, Kind.VALUE]
     """At the end, compare with an earlier result directory as ``gavel diff`` does."""
     fail_on: Annotated[str | int | float, Kind.VALUE]

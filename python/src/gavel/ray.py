@@ -25,6 +25,9 @@ from typing import Any, Literal, Unpack, cast, overload
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._frames import memory_args
+from ._functions import Functions, Verifiers, binary_env, serving
+from ._functions import take as take_functions
 from ._grade import run_stream
 from ._options import GradeOptions, option_args
 
@@ -69,6 +72,8 @@ def grade(
     *,
     checks: Literal[False] = ...,
     map_batches_args: Mapping[str, Any] | None = ...,
+    verifiers: Verifiers | None = ...,
+    pure: bool | None = ...,
     **options: Unpack[GradeOptions],
 ) -> ray.data.Dataset: ...
 
@@ -79,6 +84,8 @@ def grade(
     *,
     checks: Literal[True],
     map_batches_args: Mapping[str, Any] | None = ...,
+    verifiers: Verifiers | None = ...,
+    pure: bool | None = ...,
     **options: Unpack[GradeOptions],
 ) -> tuple[ray.data.Dataset, ray.data.Dataset]: ...
 
@@ -88,6 +95,8 @@ def grade(
     *,
     checks: bool = False,
     map_batches_args: Mapping[str, Any] | None = None,
+    verifiers: Verifiers | None = None,
+    pure: bool | None = None,
     **options: Unpack[GradeOptions],
 ) -> ray.data.Dataset | tuple[ray.data.Dataset, ray.data.Dataset]:
     """Grades a Ray Dataset of rollouts in Ray tasks and returns the rewards as a Dataset.
@@ -117,6 +126,11 @@ def grade(
     are passed on to ``Dataset.map_batches`` (``batch_size``,
     ``num_cpus``, ``concurrency``, ``memory``, ``runtime_env``, ...).
 
+    ``verifiers=`` and ``pure=`` grade with Python functions, as for
+    :func:`gavel.grade`: each task serves the functions it was given (sent
+    to it by Ray), in as many worker processes as it has CPUs, for the
+    time of its batch.
+
     Rows with status ``error`` are rows of the rewards. A usage or fatal
     error of the binary fails its task with a :class:`gavel.GavelError`;
     Ray then raises an error of its own, carrying the GavelError's
@@ -124,6 +138,7 @@ def grade(
     ``checks=True``). Every node running the tasks needs the
     gavel package (with its binary) installed.
     """
+    functions = take_functions(verifiers, pure, "gavel.ray.grade")
     opts: dict[str, object] = dict(options)
     for key, why in REFUSED.items():
         # Not "in (None, False)": 0 == False, and fail_on=0 is an option given.
@@ -139,12 +154,13 @@ def grade(
     managed = sorted(MANAGED_MAP_ARGS & map_args.keys())
     if managed:
         raise ValueError(f"gavel.ray.grade: map_batches_args: gavel.ray.grade sets {', '.join(managed)} itself")
+    cpus = max(1, int(map_args.get("num_cpus") or 1))
     if opts.get("workers") is None:
-        opts["workers"] = max(1, int(map_args.get("num_cpus") or 1))
+        opts["workers"] = cpus
     map_args.setdefault("batch_size", BATCH_SIZE)
-    args = option_args(opts)
+    args = memory_args(opts)  # null struct fields are absent members (gavel._frames)
     graded = dataset.map_batches(
-        functools.partial(_grade_batch, args=args, checks=checks),
+        functools.partial(_grade_batch, args=args, checks=checks, functions=functions, processes=cpus),
         batch_format="pyarrow",
         zero_copy_batch=True,
         **map_args,
@@ -158,10 +174,19 @@ def grade(
     )
 
 
-def _grade_batch(batch: Batch, args: list[str], checks: bool) -> pa.Table:
-    """Grades one batch with the binary: its rewards, or its rewards and checks packed in one row."""
+def _grade_batch(
+    batch: Batch, args: list[str], checks: bool, functions: Functions | None = None, processes: int = 1
+) -> pa.Table:
+    """Grades one batch with the binary: its rewards, or its rewards and
+    checks packed in one row. With functions, the task serves them, in
+    processes worker processes, while the binary runs."""
     assert isinstance(batch, pa.Table)
-    _, _, rewards, checks_table, _ = run_stream(batch.to_reader(), args, checks=checks)
+    if functions is None:
+        _, _, rewards, checks_table, _ = run_stream(batch.to_reader(), args, checks=checks)
+    else:
+        with serving(functions, processes) as served, binary_env(served.env):
+            extra = option_args({"spec": [served.spec_path], "allow_impure": functions.impure})
+            _, _, rewards, checks_table, _ = run_stream(batch.to_reader(), [*args, *extra], checks=checks)
     assert rewards is not None
     if not checks:
         return rewards

@@ -15,30 +15,37 @@ service answers one answer per rollout, in order:
 
 A rollout the function cannot grade is never a score: when ``fn`` raises,
 or returns something that is not an answer (a reward outside [0, 1], NaN,
-a bool, a check without a status...), the request is ``422`` with
-``{"error": "<exception type>: <message>"}`` and gavel records the
-rollout as an error. The service is the standard library only
-(:class:`http.server.ThreadingHTTPServer`), and runs ``fn`` in a
-:class:`concurrent.futures.ProcessPoolExecutor` (or in threads, with
-``processes=0``). See docs/remote-verifiers.md.
+a bool, a check without a status...), the request of that one rollout is
+``422`` with ``{"error": "<exception type>: <message>"}``, and in a batch
+that rollout's element of the answer is ``{"error": "<exception type>:
+<message>"}``, the others graded; gavel records the rollout as an error.
+The service is the standard library only
+(:class:`http.server.ThreadingHTTPServer`), and runs ``fn`` in worker
+processes, each given a part of a batch at a time (:class:`_Pool`), or in
+threads, with ``processes=0``. See docs/remote-verifiers.md.
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures as cf
 import hmac
 import json
 import math
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.context
+import multiprocessing.util
 import numbers
 import os
 import pickle
+import queue
 import signal
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures.process import BrokenProcessPool
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType, TracebackType
 from typing import Any, Final
@@ -80,17 +87,34 @@ class _BadAnswer(Exception):
 
 # --- in the worker: calling fn and checking its answer ---------------------
 
-_loaded: Callable[[dict[str, Any]], Any] | None = None
+Routes = Mapping[str, RewardFn]
+"""The functions of a service by the path that POSTs to them; the path
+``""`` stands for every path (:func:`serve`'s one function)."""
+
+_loaded: Routes | None = None
 _load_error: str = ""
+_inherited: Routes | None = None
+"""The functions a service of :mod:`gavel._functions` hands its workers:
+set in the service's process before it forks them, so that they share
+the functions without pickling them."""
 
 
-def _load(fn_pickle: bytes) -> None:
-    """Initializer of each worker process: loads fn once, keeps the error if it cannot."""
+def _load(fn_pickle: bytes | None) -> None:
+    """Initializer of each worker process: loads the functions once (from
+    their pickle, or those the process inherited when None), keeps the
+    error if it cannot."""
     global _loaded, _load_error
     # Ctrl-C reaches the whole process group: the parent shuts the pool
     # down; workers killed mid-task by it would only add tracebacks.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM stops a worker, whatever handler a forked one inherited (a
+    # Ray driver's raises SystemExit, and its C library's own prints a
+    # stack trace first).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="gavel-remote-orphan", daemon=True).start()
+    if fn_pickle is None:
+        _loaded = _inherited
+        return
     try:
         _loaded = pickle.loads(fn_pickle)
     except Exception as e:  # reported by _probe, at start
@@ -112,11 +136,17 @@ def _probe() -> tuple[int, str]:
     return os.getpid(), _load_error
 
 
-def _run_loaded(rollout: dict[str, Any]) -> tuple[bool, str]:
-    """Grades one rollout with the worker's fn (see :func:`_run`)."""
+def _run_loaded(route: str, rollouts: list[dict[str, Any]]) -> list[tuple[bool, str]]:
+    """Grades a chunk of rollouts with the worker's function of route (see :func:`_run_chunk`)."""
     if _loaded is None:
-        return False, f"RuntimeError: the worker could not load the function: {_load_error}"
-    return _run(_loaded, rollout)
+        error = f"RuntimeError: the worker could not load the function: {_load_error}"
+        return [(False, error)] * len(rollouts)
+    return _run_chunk(_loaded[route], rollouts)
+
+
+def _run_chunk(fn: Callable[[dict[str, Any]], Any], rollouts: list[dict[str, Any]]) -> list[tuple[bool, str]]:
+    """Calls fn on each rollout of a chunk, in order (see :func:`_run`)."""
+    return [_run(fn, r) for r in rollouts]
 
 
 def _run(fn: Callable[[dict[str, Any]], Any], rollout: dict[str, Any]) -> tuple[bool, str]:
@@ -127,9 +157,37 @@ def _run(fn: Callable[[dict[str, Any]], Any], rollout: dict[str, Any]) -> tuple[
         text = str(e)
         return False, f"{type(e).__name__}: {text}" if text else type(e).__name__
     try:
-        return True, json.dumps(_answer(value), allow_nan=False, separators=(",", ":"), default=_jsonable)
+        answer = _answer(value)
+        if type(answer) is float:
+            # The text json.dumps writes for a finite float, without its
+            # machinery: most functions return a reward.
+            return True, float.__repr__(answer)
+        return True, json.dumps(answer, allow_nan=False, separators=(",", ":"), default=_jsonable)
     except _BadAnswer as e:
         return False, f"BadAnswer: the function {e}"
+
+
+def _worker_main(
+    conn: multiprocessing.connection.Connection,
+    fn_pickle: bytes | None,
+    inherited: list[multiprocessing.connection.Connection],
+) -> None:
+    """A worker process: loads the functions, says whether it could, then
+    grades the chunks conn brings, one at a time, until conn closes.
+
+    inherited are the service's ends of the workers' pipes, this one's
+    included, which a forked worker holds copies of: closed here, so that
+    each worker sees its pipe close when the service closes its end."""
+    for c in inherited:
+        c.close()
+    _load(fn_pickle)
+    try:
+        conn.send(_probe())
+        while True:
+            route, chunk = pickle.loads(conn.recv_bytes())
+            conn.send_bytes(pickle.dumps(_run_loaded(route, chunk), pickle.HIGHEST_PROTOCOL))
+    except (EOFError, OSError):  # the service closed its end: it is stopping
+        pass
 
 
 def _jsonable(value: Any) -> Any:
@@ -226,6 +284,195 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
+class _WorkerDied(Exception):
+    """A worker process ended (a crash, the memory killer) while grading a chunk."""
+
+
+class _Worker:
+    """One worker process and the pipe that brings it chunks and takes back their answers."""
+
+    def __init__(
+        self, ctx: multiprocessing.context.BaseContext, fn_pickle: bytes | None, others: list[_Worker]
+    ) -> None:
+        ours, theirs = ctx.Pipe()
+        # Forked, the worker holds copies of the service's ends of the pipes
+        # (started afresh, it holds none, and they must not be sent to it).
+        inherited = [ours, *(w.conn for w in others)] if ctx.get_start_method() == "fork" else []
+        # Not a daemon: a function may start processes of its own.
+        self.proc = ctx.Process(  # type: ignore[attr-defined]
+            target=_worker_main, args=(theirs, fn_pickle, inherited), name="gavel-remote-worker"
+        )
+        self.proc.start()
+        theirs.close()
+        self.conn: multiprocessing.connection.Connection = ours
+
+    def stop(self) -> None:
+        self.conn.close()
+
+
+class _Pool:
+    """The worker processes of a service, each given one chunk at a time.
+
+    A request's handler thread sends its chunks to free workers itself
+    and reads their answers back: one pickled message each way per
+    chunk, with no thread in between (concurrent.futures' process pool
+    took several times the CPU of a quick function per chunk, in threads
+    handing the work on). A handler waits for a free worker only while it
+    holds none; holding some, it first reads the answer of its oldest, so
+    that handlers never wait on each other's workers. A worker that dies
+    is replaced, and its chunk's request is 503.
+    """
+
+    def __init__(self, n: int, fn_pickle: bytes | None, ctx: multiprocessing.context.BaseContext, name: str) -> None:
+        self._ctx = ctx
+        self._fn_pickle = fn_pickle
+        self._name = name
+        self._lock = threading.Lock()
+        self._free: queue.SimpleQueue[_Worker | None] = queue.SimpleQueue()
+        self._all: list[_Worker] = []
+        self._closed = False
+        try:
+            for _ in range(n):
+                self._free.put(self._start())
+        except BaseException:
+            self.close(0, kill=True)
+            raise
+        # At interpreter exit, before multiprocessing joins its children:
+        # a service never shut down must not hold the exit.
+        multiprocessing.util.Finalize(self, self.close, args=(0,), kwargs={"kill": True}, exitpriority=10)
+
+    def _start(self) -> _Worker:
+        """Starts a worker and checks that it loaded the functions."""
+        with self._lock:  # forked under the lock: every other worker's pipe is in _all
+            w = _Worker(self._ctx, self._fn_pickle, self._all)
+            self._all.append(w)
+        try:
+            if not w.conn.poll(120):
+                raise TypeError(f"gavel.remote.serve: worker process {w.proc.pid} did not start within 120 s")
+            pid, err = w.conn.recv()
+        except (EOFError, OSError):
+            err = f"it exited with status {w.proc.exitcode}" if not w.proc.is_alive() else "it closed its pipe"
+            pid = w.proc.pid
+        if err:
+            raise TypeError(
+                f"gavel.remote.serve: worker process {pid} could not load the function {self._name}"
+                f" ({err}); define it in a module the workers can import (a script's top level,"
+                ' guarded by if __name__ == "__main__":), or pass processes=0 to run it in threads'
+            )
+        return w
+
+    @property
+    def pids(self) -> list[int]:
+        """The pids of the worker processes now."""
+        with self._lock:
+            return [w.proc.pid for w in self._all if w.proc.pid is not None]
+
+    def run(self, route: str, chunks: list[list[dict[str, Any]]]) -> list[tuple[bool, str]]:
+        """Grades chunks with the function of route on free workers; answers in order.
+
+        Raises _WorkerDied when a worker died on one of them (it is
+        replaced), _Refused 503 when the pool is closing.
+        """
+        results: list[list[tuple[bool, str]]] = [[] for _ in chunks]
+        held: collections.deque[tuple[_Worker, int]] = collections.deque()
+        died: BaseException | None = None
+        try:
+            for i, chunk in enumerate(chunks):
+                w = self._take(block=not held)
+                while w is None:
+                    hw, j = held.popleft()
+                    results[j] = self._answer(hw)
+                    w = self._take(block=not held)
+                data = pickle.dumps((route, chunk), pickle.HIGHEST_PROTOCOL)
+                held.append((w, i))
+                try:
+                    w.conn.send_bytes(data)
+                except OSError:  # it died between two chunks
+                    pass  # _answer finds it dead
+            while held:
+                hw, j = held.popleft()
+                results[j] = self._answer(hw)
+        except _WorkerDied as e:
+            died = e
+            for hw, _ in held:  # their answers are read, so that their pipes stay in step
+                try:
+                    self._answer(hw)
+                except _WorkerDied:
+                    pass
+            raise
+        finally:
+            if died is None and held:  # an unexpected error: forget the workers not read back
+                for hw, _ in held:
+                    self._replace(hw)
+        out: list[tuple[bool, str]] = []
+        for r in results:
+            out += r
+        return out
+
+    def _take(self, block: bool) -> _Worker | None:
+        """A free worker; None when none is free and not block."""
+        try:
+            w = self._free.get(block=block)
+        except queue.Empty:
+            return None
+        if w is None:  # closing: the sentinel goes on to the next waiter
+            self._free.put(None)
+            raise _Refused(503, "the service is stopping", "retry against a running service", {"Retry-After": "1"})
+        return w
+
+    def _answer(self, w: _Worker) -> list[tuple[bool, str]]:
+        """Reads w's answers to its chunk and frees it."""
+        try:
+            got: list[tuple[bool, str]] = pickle.loads(w.conn.recv_bytes())
+        except (EOFError, OSError):
+            code = w.proc.exitcode
+            self._replace(w)
+            raise _WorkerDied(f"worker process {w.proc.pid} ended" + (f" with status {code}" if code is not None else "")) from None
+        self._free.put(w)
+        return got
+
+    def _replace(self, w: _Worker) -> None:
+        """Stops w and starts a worker in its place, unless the pool is closing."""
+        with self._lock:
+            if w in self._all:
+                self._all.remove(w)
+            closing = self._closed
+        w.stop()
+        w.proc.join(1)
+        if w.proc.is_alive():
+            w.proc.kill()
+            w.proc.join()
+        if not closing:
+            self._free.put(self._start())
+
+    def close(self, grace: float, kill: bool = False) -> None:
+        """Stops the workers: at once with kill; else those still busy after grace seconds are terminated."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers = list(self._all)
+        self._free.put(None)
+        procs = [w.proc for w in workers]
+        if kill:
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+        for w in workers:
+            w.stop()  # an idle worker sees its pipe close and exits
+        deadline = time.monotonic() + grace
+        for p in procs:
+            p.join(max(0.0, deadline - time.monotonic()))
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(5)
+            if p.is_alive():  # pragma: no cover - a worker ignoring SIGTERM
+                p.kill()
+                p.join()
+
+
 class _Refused(Exception):
     """A request the service answers with an error status."""
 
@@ -259,7 +506,7 @@ class RemoteServer:
 
     def __init__(
         self,
-        fn: RewardFn,
+        fn: RewardFn | None,
         *,
         host: str,
         port: int,
@@ -267,9 +514,19 @@ class RemoteServer:
         processes: int | None,
         max_body: int,
         token: str | None,
+        _routes: Routes | None = None,
+        _inherit: bool = False,
+        _max_inflight: int | None = None,
+        _quiet: bool = False,
     ) -> None:
-        if not callable(fn):
-            raise TypeError(f"gavel.remote.serve: fn is a {type(fn).__name__}, not a function")
+        # The underscored arguments are gavel._functions': several
+        # functions by path, handed to workers forked from this process
+        # (no pickling: lambdas and closures too), as many requests in
+        # flight as the binary sends, and no log lines.
+        routes: Routes = _routes if _routes is not None else {"": fn}  # type: ignore[dict-item]
+        for f in routes.values():
+            if not callable(f):
+                raise TypeError(f"gavel.remote.serve: fn is a {type(f).__name__}, not a function")
         if not isinstance(pure, bool):
             raise TypeError(
                 f"gavel.remote.serve: pure={pure!r}; want True or False (whether fn always gives a rollout the same answer)"
@@ -289,15 +546,17 @@ class RemoteServer:
         """Worker processes running fn (0: fn runs in threads of this process)."""
         self.workers: Final = self.processes or min(32, _cpus() + 4)
         """Rollouts graded at once: the processes, or the threads when ``processes=0``."""
-        self.max_inflight: Final = max(4, 2 * self.workers)
+        self.max_inflight: Final = _max_inflight or max(4, 2 * self.workers)
         """Requests read and graded at once; one more waits a second, then is 503."""
         self._token = token.encode() if token else None
-        self._fn = fn
-        self._name = getattr(fn, "__qualname__", repr(fn))
-        self._fn_pickle = b""
-        if self.processes:
+        self._routes = dict(routes)
+        self._quiet = _quiet
+        self._name = ", ".join(getattr(f, "__qualname__", repr(f)) for f in routes.values())
+        self._fn_pickle: bytes | None = None
+        self._mp_context = multiprocessing.get_context("fork" if _inherit else None)
+        if self.processes and not _inherit:
             try:
-                self._fn_pickle = pickle.dumps(fn)
+                self._fn_pickle = pickle.dumps(self._routes)
             except Exception as e:
                 raise TypeError(
                     f"gavel.remote.serve: the function {self._name} cannot be sent to worker processes"
@@ -316,11 +575,11 @@ class RemoteServer:
         self._log_lock = threading.Lock()
         # The workers start before the socket is opened: forked after, each
         # would hold the listening socket open past shutdown.
-        self._pool: cf.Executor = self._new_pool()
+        self._pool = self._new_pool()
         try:
             self._httpd = _HTTPServer((host, port), self)
         except BaseException:
-            _stop_pool(self._pool, 0)
+            _stop_pool(self._pool, 0, kill=True)
             raise
         self.host: Final = host
         self.port: Final[int] = self._httpd.server_address[1]
@@ -331,56 +590,53 @@ class RemoteServer:
 
     # --- the pool
 
-    def _new_pool(self) -> cf.Executor:
-        """Starts the executor; for processes, starts every worker and checks it loaded fn."""
+    def _new_pool(self) -> _Pool | cf.ThreadPoolExecutor:
+        """Starts the workers; for processes, starts every one and checks it loaded the functions."""
         if not self.processes:
             return cf.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="gavel-remote")
-        pool = cf.ProcessPoolExecutor(max_workers=self.processes, initializer=_load, initargs=(self._fn_pickle,))
-        try:
-            probes = [pool.submit(_probe) for _ in range(self.processes)]
-            for p in probes:
-                pid, err = p.result(timeout=120)
-                if err:
-                    raise TypeError(
-                        f"gavel.remote.serve: worker process {pid} could not load the function {self._name}"
-                        f" ({err}); define it in a module the workers can import (a script's top level,"
-                        ' guarded by if __name__ == "__main__":), or pass processes=0 to run it in threads'
-                    )
-        except BaseException:
-            _stop_pool(pool, 0)
-            raise
-        return pool
+        return _Pool(self.processes, self._fn_pickle, self._mp_context, self._name)
 
-    def _restart_pool(self, broken: cf.Executor) -> None:
-        """Replaces a broken process pool (a worker died), once, unless shutting down."""
-        with self._lock:
-            if self._pool is not broken or self._closing:
-                return
-            self._pool = self._new_pool()
-        _stop_pool(broken, 0)
+    @property
+    def worker_pids(self) -> list[int]:
+        """The pids of the worker processes now (none with ``processes=0``)."""
+        return self._pool.pids if isinstance(self._pool, _Pool) else []
 
-    def _grade(self, rollouts: list[dict[str, Any]]) -> list[tuple[bool, str]]:
-        """Grades rollouts in parallel on the pool; results in their order."""
-        with self._lock:
-            pool = self._pool
+    def _grade(self, route: str, rollouts: list[dict[str, Any]]) -> list[tuple[bool, str]]:
+        """Grades rollouts with the function of route, in parallel on the
+        workers; results in their order.
+
+        The rollouts go in chunks, one per worker (as even as they
+        divide): a worker process receives its chunk, and sends its
+        answers back, in one message each way, rather than one per
+        rollout, which cost more than a quick function itself.
+        """
+        n = len(rollouts)
+        if n == 0:
+            return []
+        size = -(-n // min(n, self.workers))
+        chunks = [rollouts[i : i + size] for i in range(0, n, size)]
+        pool = self._pool
+        if isinstance(pool, _Pool):
+            try:
+                return pool.run(route, chunks)
+            except _WorkerDied as e:
+                raise _Refused(
+                    503,
+                    f"a worker process died while grading ({e}); another was started in its place",
+                    "the function crashed its process (a segfault, os._exit, the memory killer?); the request may be retried",
+                    {"Retry-After": "1"},
+                ) from None
+        fn = self._routes[route]
         try:
-            if self.processes:
-                futures = [pool.submit(_run_loaded, r) for r in rollouts]
-            else:
-                futures = [pool.submit(_run, self._fn, r) for r in rollouts]
-            return [f.result() for f in futures]
-        except BrokenProcessPool as e:
-            self._restart_pool(pool)
-            raise _Refused(
-                503,
-                f"a worker process died while grading ({e}); the pool was restarted",
-                "the function crashed its process (a segfault, os._exit, the memory killer?); the request may be retried",
-                {"Retry-After": "1"},
-            ) from None
+            futures = [pool.submit(_run_chunk, fn, c) for c in chunks]
         except RuntimeError as e:  # submit after shutdown
             raise _Refused(
                 503, f"the service is stopping ({e})", "retry against a running service", {"Retry-After": "1"}
             ) from None
+        results: list[tuple[bool, str]] = []
+        for f in futures:
+            results += f.result()
+        return results
 
     # --- requests in flight
 
@@ -400,6 +656,8 @@ class RemoteServer:
 
     def _log(self, record: dict[str, Any]) -> None:
         """Writes one access log line (JSON, never a body) to standard error."""
+        if self._quiet:
+            return
         line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **record})
         with self._log_lock:
             sys.stderr.write(line + "\n")
@@ -408,7 +666,11 @@ class RemoteServer:
     # --- running and stopping
 
     def _start(self) -> None:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="gavel-remote-server", daemon=True)
+        # shutdown() waits for the loop to look again: every 50 ms, not
+        # socketserver's 500 (a call of gavel.grade stops a service).
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="gavel-remote-server", daemon=True
+        )
         self._thread.start()
 
     def _serve_blocking(self) -> None:
@@ -438,7 +700,10 @@ class RemoteServer:
         """
         self._stop(serving=self._thread is not None)
 
-    def _stop(self, serving: bool) -> None:
+    def _stop(self, serving: bool, grace: float = SHUTDOWN_GRACE) -> None:
+        """Stops the service, letting requests in flight finish for up to
+        grace seconds; with a grace of 0, the workers are terminated at
+        once, whatever they run (gavel._functions', whose client is gone)."""
         with self._lock:
             if self._closed:
                 return
@@ -448,7 +713,18 @@ class RemoteServer:
             self._httpd.shutdown()
             assert self._thread is not None
             self._thread.join()
-        deadline = time.monotonic() + SHUTDOWN_GRACE
+        if not grace:
+            self._httpd.server_close()
+            with self._lock:
+                conns = list(self._conns)
+            for c in conns:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            _stop_pool(self._pool, 0, kill=True)
+            return
+        deadline = time.monotonic() + grace
         with self._lock:
             while self._inflight and time.monotonic() < deadline:
                 self._idle.wait(max(0.0, deadline - time.monotonic()))
@@ -460,7 +736,8 @@ class RemoteServer:
             except OSError:
                 pass
         self._httpd.server_close()
-        _stop_pool(self._pool, 0 if drained else 1)
+        # Drained, the workers are idle and exit as their pipes close.
+        _stop_pool(self._pool, 5 if drained else 1)
         self._log({"msg": "stopped", "url": self.url, "drained": drained})
 
     def __enter__(self) -> RemoteServer:
@@ -476,22 +753,13 @@ class RemoteServer:
         return f"<gavel.remote.RemoteServer {self._name} at {self.url} {state}>"
 
 
-def _stop_pool(pool: cf.Executor, grace: float) -> None:
-    """Shuts an executor down; worker processes still busy after grace seconds are terminated."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    if grace and procs:
-        deadline = time.monotonic() + grace
-        for p in procs:
-            p.join(max(0.0, deadline - time.monotonic()))
-    for p in procs:
-        if p.is_alive() and grace:
-            p.terminate()
-    pool.shutdown(wait=True, cancel_futures=True)
-    for p in procs:
-        p.join(5)
-        if p.is_alive():  # pragma: no cover - a worker ignoring SIGTERM
-            p.kill()
-            p.join()
+def _stop_pool(pool: _Pool | cf.ThreadPoolExecutor, grace: float, kill: bool = False) -> None:
+    """Stops the workers; worker processes still busy after grace seconds
+    are terminated (with kill, every worker process at once)."""
+    if isinstance(pool, _Pool):
+        pool.close(grace, kill=kill)
+    else:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -499,7 +767,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     server: _HTTPServer
     _consumed = False
+    _note = ""
+    """What the log line of a request answered 200 says went wrong (rollouts of a batch in error)."""
     protocol_version = "HTTP/1.1"
+    # An answer is written as its headers, then its body: with Nagle's
+    # algorithm, the body waited for the client's delayed acknowledgement
+    # of the headers (40 ms on Linux), longer than most batches take.
+    disable_nagle_algorithm = True
     timeout = IDLE_TIMEOUT
     server_version = "gavel-remote/1"
 
@@ -546,6 +820,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _request(self, route: Callable[[], tuple[int, Any, int]]) -> None:
         remote = self.server.remote
         self._consumed = False
+        self._note = ""
         start = time.monotonic()
         rollouts = 0
         error = ""
@@ -559,6 +834,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._authorize()
             status, body, rollouts = route()
+            error = self._note
             status = self._send(status, body)
         except _Refused as e:
             error = e.error
@@ -621,6 +897,9 @@ class _Handler(BaseHTTPRequestHandler):
         remote = self.server.remote
         if self._path in ("/reverify_mode", "/healthz"):
             return self._method_not_allowed()
+        route = "" if "" in remote._routes else self._path
+        if route not in remote._routes:
+            raise _Refused(404, f"POST {self._path}: no function here", "POST to one of " + ", ".join(sorted(remote._routes)))
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.close_connection = True
             raise _Refused(411, "chunked request bodies are not read", "send the body with a Content-Length")
@@ -649,18 +928,22 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 raise _Refused(400, f"request body: ended after {len(body)} of {length} bytes", "send the whole body")
             rollouts, batch = _parse(body)
-            results = remote._grade(rollouts)
+            results = remote._grade(route, rollouts)
         finally:
             remote._slots.release()
-        for i, (ok, text) in enumerate(results):
+        if not batch:
+            ok, text = results[0]
             if not ok:
-                if batch:
-                    rid = rollouts[i].get("rollout_id")
-                    named = f" (rollout_id {json.dumps(rid)})" if isinstance(rid, str) else ""
-                    text = f"rollout {i} of the batch{named}: {text}"
                 raise _Refused(422, text, _hint_422(text))
-        answers = [text for _, text in results]
-        return 200, _Raw("[" + ",".join(answers) + "]" if batch else answers[0]), len(rollouts)
+            return 200, _Raw(text), 1
+        # In a batch, a rollout the function cannot grade is the element
+        # {"error": ...} of the answer, the others graded: its message is
+        # the function's alone, the same whatever the batch.
+        answers = [text if ok else json.dumps({"error": text}) for ok, text in results]
+        failed = [text for ok, text in results if not ok]
+        if failed:
+            self._note = f"{len(failed)} of {len(results)} rollouts could not be graded, the first: {failed[0]}"
+        return 200, _Raw("[" + ",".join(answers) + "]"), len(rollouts)
 
     def _send(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> int:
         if not self._consumed and self.headers.get("Content-Length", "0").strip() not in ("", "0"):
@@ -778,8 +1061,8 @@ def serve(
     Anything else, a reward outside [0, 1] or NaN, and any exception ``fn``
     raises make the request ``422`` with ``{"error": "<type>: <message>"}``
     (a wrong return value is reported as ``BadAnswer: ...``); nothing is
-    clamped. In a batch the first failing rollout fails the whole request,
-    named by its index (``rollout 3 of the batch: ...``).
+    clamped. In a batch, such a rollout's element of the answer is
+    ``{"error": "<type>: <message>"}`` and the other rollouts are graded.
 
     Args:
         fn: the reward function. With worker processes it must be
