@@ -406,13 +406,15 @@ var ver006 = &verifiers.Verifier{
 	ID:      "VER-006",
 	Name:    "Top active rep by open pipeline named",
 	Tasks:   []string{"TASK-006"},
-	Version: 1,
+	Version: 2,
 	Grade:   gradeVER006,
 }
 
 // gradeVER006 grades TASK-006. A user's pipeline is the sum of the amounts
 // of the initial opportunities they own (ownerId equal to the user's key)
-// with status "open". Active users are those with "active": true; any other
+// with status "open", taken exactly (in cents) when every amount is a whole
+// number of cents, so that it does not depend on the order of the deals
+// (Version 2). Active users are those with "active": true; any other
 // value, or none, counts as inactive. The expected user is the active user
 // with the largest pipeline, the trap the inactive user with the largest
 // pipeline when that is larger than the expected user's; ties go to the
@@ -514,9 +516,12 @@ func topReps(state jsonview.Value) (active, inactive rep, fault string) {
 			open = append(open, openDeal{opp: o, owner: owner, amount: amount, ok: ok})
 		}
 	}
+	const exactLimit = 1 << 53 // integers below it are exact in a float64
 	for u := users.First(); u.Exists(); u = u.Next() {
 		id := u.Key()
 		var p float64
+		var cents int64 // Σ amount in cents, while exact
+		exact := true
 		for i := range open {
 			d := &open[i]
 			if !bytes.Equal(d.owner, id) {
@@ -526,6 +531,18 @@ func topReps(state jsonview.Value) (active, inactive rep, fault string) {
 				return rep{}, rep{}, string(d.opp.Key()) + ": amount is not a number"
 			}
 			p += d.amount
+			if exact {
+				c := math.Round(d.amount * 100)
+				exact = c/100 == d.amount && math.Abs(float64(cents)+c) < exactLimit
+				if exact {
+					cents += int64(c)
+				}
+			}
+		}
+		if exact {
+			// Whole cents: the sum is taken exactly, whatever the order of
+			// the deals, and p is the float64 nearest it.
+			p = float64(cents) / 100
 		}
 		best := &inactive
 		if on, _ := u.Get("active").Bool(); on {
