@@ -4,7 +4,7 @@
 # module outside the source tree with `gavel verifier init --gavel`, whose
 # main passes the CRM verifiers to cli.Main (what a team does with its
 # own), builds it as make build builds gavel, generates N CRM rollouts
-# once (DATA/rollouts.parquet, seed 1), then grades them PAIRS times with
+# once (DATA/rollouts-N.parquet, seed 1), then grades them PAIRS times with
 # each binary, alternating (stock, module, stock, module, ...), and prints
 # one Markdown row per binary: median wall seconds and median CPU seconds
 # (user + system, GNU time), and the ratio of the module's medians to the
@@ -16,8 +16,8 @@ time=/usr/bin/time
 src=$(pwd)
 mkdir -p "$data"
 data=$(cd "$data" && pwd)
-if [ ! -f "$data/rollouts.parquet" ]; then
-	"$gavel" gen --quiet --out "$data/rollouts.parquet" --rollouts "$n" --seed 1 >/dev/null
+if [ ! -f "$data/rollouts-$n.parquet" ]; then
+	"$gavel" gen --quiet --out "$data/rollouts-$n.parquet" --rollouts "$n" --seed 1 >/dev/null
 fi
 rm -rf "$data/mod"
 "$gavel" verifier init "$data/mod" --module example.com/bench-crm --gavel "$src" >/dev/null
@@ -41,7 +41,7 @@ GO
 # expected) and appends "wall cpu" to DATA/times-$(basename BIN).
 run() {
 	rm -rf "$data/out"
-	$time -f "%e %U %S" -o "$data/time.txt" "$1" grade --quiet --out "$data/out" "$data/rollouts.parquet" >/dev/null 2>"$data/err.txt" ||
+	$time -f "%e %U %S" -o "$data/time.txt" "$1" grade --quiet --out "$data/out" "$data/rollouts-$n.parquet" >/dev/null 2>"$data/err.txt" ||
 		[ $? -eq 3 ] || { cat "$data/err.txt" >&2; exit 1; }
 	tail -n 1 "$data/time.txt" | awk '{ printf "%s %.2f\n", $1, $2 + $3 }' >>"$data/times-$(basename "$1")"
 }
