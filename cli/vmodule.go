@@ -73,21 +73,18 @@ func findVerifierModule(start string, exact bool) (*verifierModule, error) {
 	if err != nil {
 		return nil, err
 	}
-	first := modPath + " (" + root + ")"
+	none := fmt.Errorf("module %s (%s) has no verifier registry: no Go file with the line %q; make a verifier module with gavel verifier init DIR --module PATH", modPath, root, registryMarker)
 	for {
 		m, err := registryOf(root, modPath)
-		if err == nil || !errors.Is(err, errNoRegistry) || exact {
-			if errors.Is(err, errNoRegistry) {
-				return nil, fmt.Errorf("module %s has no verifier registry: no Go file with the line %q; make a verifier module with gavel verifier init DIR --module PATH", first, registryMarker)
-			}
+		if !errors.Is(err, errNoRegistry) {
 			return m, err
 		}
 		parent := filepath.Dir(root)
-		if parent == root {
-			return nil, fmt.Errorf("module %s has no verifier registry: no Go file with the line %q, nor has any module above it; make a verifier module with gavel verifier init DIR --module PATH", first, registryMarker)
+		if exact || parent == root {
+			return nil, none
 		}
 		if root, modPath, err = nearestModule(parent, false); err != nil {
-			return nil, fmt.Errorf("module %s has no verifier registry: no Go file with the line %q; make a verifier module with gavel verifier init DIR --module PATH", first, registryMarker)
+			return nil, none // no module above
 		}
 	}
 }

@@ -531,28 +531,39 @@ func (e structEnc) append(dst []byte, i int) ([]byte, error) {
 	open := len(dst)
 	for k, f := range e.fields {
 		mark := len(dst)
-		key := e.keys[k]
-		if mark == open && k > 0 {
-			key = key[1:] // the first member written: no comma
-		}
-		dst = append(dst, key...)
+		dst = append(dst, memberKey(e.keys[k], k, open, mark)...)
 		start := len(dst)
 		var err error
 		if dst, err = f.append(dst, i); err != nil {
 			return dst, within(err, "."+e.names[k])
 		}
-		if e.absent && isNullText(dst[start:]) {
-			dst = dst[:mark]
-		}
+		dst = dropNull(dst, e.absent, mark, start)
 	}
 	return append(dst, '}'), nil
 }
 
-// isNullText reports whether text, a value's JSON text, is null. Whatever
-// makes a value null (a validity bit, a dictionary or run-end encoded
-// value that is null, a union's null child, a null-typed field), its text
-// is the literal; a string "null" has its quotes.
-func isNullText(text []byte) bool { return string(text) == "null" }
+// memberKey returns key, a struct field's quoted name and colon with the
+// comma before it (field k > 0), without the comma when the field is the
+// first member written since open, the offset after the object's '{' (mark
+// is where it is written): earlier fields were left out.
+func memberKey(key []byte, k, open, mark int) []byte {
+	if mark == open && k > 0 {
+		return key[1:]
+	}
+	return key
+}
+
+// dropNull leaves out the member written from mark, whose value's text
+// starts at start, when absent and the value is null (StructNullsAbsent).
+// Whatever makes a value null (a validity bit, a dictionary or run-end
+// encoded value that is null, a union's null child, a null-typed field),
+// its text is the literal; a string "null" has its quotes.
+func dropNull(dst []byte, absent bool, mark, start int) []byte {
+	if absent && string(dst[start:]) == "null" {
+		return dst[:mark]
+	}
+	return dst
+}
 
 type listEnc struct {
 	a    array.ListLike

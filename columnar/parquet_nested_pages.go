@@ -634,11 +634,7 @@ func (p *pgCol) write(dst []byte, nd *pgNode) ([]byte, error) {
 		var first error
 		for k, kid := range nd.kids {
 			mark := len(dst)
-			key := nd.keys[k]
-			if mark == open && k > 0 {
-				key = key[1:] // the first member written: no comma
-			}
-			dst = append(dst, key...)
+			dst = append(dst, memberKey(nd.keys[k], k, open, mark)...)
 			start := len(dst)
 			dst, err = p.write(dst, kid)
 			if p.fatal != nil {
@@ -647,9 +643,7 @@ func (p *pgCol) write(dst []byte, nd *pgNode) ([]byte, error) {
 			if err != nil && first == nil {
 				first = within(err, "."+nd.names[k])
 			}
-			if absent && isNullText(dst[start:]) {
-				dst = dst[:mark]
-			}
+			dst = dropNull(dst, absent, mark, start)
 		}
 		return append(dst, '}'), first
 	case pgList, pgMap:
