@@ -20,6 +20,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
@@ -143,7 +144,7 @@ type GradeConfig struct {
 type Result struct {
 	Rollouts int64
 	Elapsed  time.Duration
-	Summary  *pipeline.Summary
+	Summary  *results.Summary
 }
 
 // RolloutsPerSecond returns the run's rate.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/results"
 )
 
 const commitExamples = `  gavel grade --shard 0/4 --out results data/ &   # ... one process per shard, 0/4 to 3/4
@@ -23,11 +23,11 @@ func runCommit(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("gavel commit results", "want one output directory, got %d arguments", fs.NArg())
 	}
 	dir := fs.Arg(0)
-	s, err := pipeline.Commit(dir)
+	s, err := results.Commit(dir)
 	switch {
-	case errors.Is(err, pipeline.ErrNoShards):
+	case errors.Is(err, results.ErrNoShards):
 		return fmt.Errorf("%w (grade with --shard I/N first)", err)
-	case errors.Is(err, pipeline.ErrIncomplete):
+	case errors.Is(err, results.ErrIncomplete):
 		return fmt.Errorf("%w (run those shards again with --resume)", err)
 	case err != nil:
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/results"
 )
 
 const gradeExamples = `  gavel grade rollouts.parquet
@@ -358,7 +359,7 @@ func splitList(s string) []string {
 // printSummary prints the run's counts, overall and per verifier; verb
 // says what the run did ("graded"). A run that took results from --reuse
 // says so in its first line: its throughput is not a grading speed.
-func printSummary(w io.Writer, verb string, s *pipeline.Summary, out string) {
+func printSummary(w io.Writer, verb string, s *results.Summary, out string) {
 	what := fmt.Sprintf("%s %d rollouts", verb, s.Rollouts)
 	if ru := s.Reuse; ru != nil && ru.Reused > 0 {
 		what = fmt.Sprintf("reused %d rollouts", s.Rollouts)

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/internal/store"
-	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/results"
 )
 
 // localResults returns a local directory holding the results at dir: dir
@@ -20,7 +20,7 @@ func localResults(dir string) (local string, done func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if err := pipeline.FetchResults(context.Background(), dir, tmp); err != nil {
+	if err := results.FetchResults(context.Background(), dir, tmp); err != nil {
 		os.RemoveAll(tmp)
 		return "", nil, err
 	}

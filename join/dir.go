@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/results"
 )
 
 // Tables of a result directory.
@@ -24,35 +25,10 @@ const (
 // of result directories opens them here.
 type Dir struct {
 	Path     string
-	Manifest *Manifest
+	Manifest *results.Manifest
 	// duplicates is the summary's duplicate_ids, -1 when the summary does
 	// not say (no summary, or one written before the count existed).
 	duplicates int64
-}
-
-// Manifest is what a join reads of manifest.json (SPEC 6): the gavel
-// version, each verifier's fingerprint and each input unit.
-type Manifest struct {
-	Version   string             `json:"gavel_version"`
-	Verifiers []ManifestVerifier `json:"verifiers"`
-	Inputs    []ManifestInput    `json:"inputs"`
-}
-
-// ManifestVerifier is a verifier named in a manifest.
-type ManifestVerifier struct {
-	ID          string `json:"id"`
-	Fingerprint string `json:"fingerprint"`
-}
-
-// ManifestInput is one input unit named in a manifest, with its part.
-type ManifestInput struct {
-	Path          string `json:"path"`
-	Size          int64  `json:"size"`
-	FirstRowGroup int    `json:"first_row_group"`
-	RowGroups     int    `json:"row_groups"`
-	Rows          *int64 `json:"rows"`
-	Part          string `json:"part"`
-	Complete      bool   `json:"complete"`
 }
 
 // Open reads the manifest (and, when there is one, the summary) of the
@@ -63,7 +39,7 @@ func Open(dir string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
-	var m Manifest
+	var m results.Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -82,19 +58,6 @@ func Open(dir string) (*Dir, error) {
 		}
 	}
 	return d, nil
-}
-
-// rows returns the rows the manifest counts in every unit, or -1 when
-// a unit's are unknown.
-func (m *Manifest) rows() int64 {
-	var n int64
-	for _, in := range m.Inputs {
-		if in.Rows == nil {
-			return -1
-		}
-		n += *in.Rows
-	}
-	return n
 }
 
 // Parts lists the complete part files of one table of the result

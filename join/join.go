@@ -158,7 +158,7 @@ func Join(ctx context.Context, left, right *Dir, cfg Config, fn func(*Pair) erro
 // counts them, or when it does not, an estimate from the size of its parts
 // that errs on the high side.
 func estimateRows(d *Dir) int64 {
-	if n := d.Manifest.rows(); n >= 0 {
+	if n := d.Manifest.Rows(); n >= 0 {
 		return n
 	}
 	var size int64

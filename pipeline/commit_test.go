@@ -13,6 +13,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/judge/judgetest"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -71,21 +72,21 @@ func TestCommitOtherRun(t *testing.T) {
 			if _, err := Run(context.Background(), cfg); err != nil {
 				t.Fatalf("shard %v: %v", cfg.Shard, err)
 			}
-			_, err := Commit(out)
+			_, err := results.Commit(out)
 			if tt.want == "" {
 				if err != nil {
-					t.Fatalf("Commit = %v, want the shards joined", err)
+					t.Fatalf("results.Commit = %v, want the shards joined", err)
 				}
-				if _, err := os.Stat(filepath.Join(out, successFile)); err != nil {
-					t.Errorf("committed run without %s: %v", successFile, err)
+				if _, err := os.Stat(filepath.Join(out, results.SuccessFile)); err != nil {
+					t.Errorf("committed run without %s: %v", results.SuccessFile, err)
 				}
 				return
 			}
 			want := strings.ReplaceAll(tt.want, "IN0", inputs[0])
 			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Fatalf("Commit = %v, want an error holding %q", err, want)
+				t.Fatalf("results.Commit = %v, want an error holding %q", err, want)
 			}
-			for _, f := range []string{manifestFile, summaryFile, successFile} {
+			for _, f := range []string{results.ManifestFile, results.SummaryFile, results.SuccessFile} {
 				if _, err := os.Stat(filepath.Join(out, f)); !os.IsNotExist(err) {
 					t.Errorf("refused commit wrote %s (stat: %v)", f, err)
 				}
@@ -117,7 +118,7 @@ func TestCommitCounters(t *testing.T) {
 	if one.Judge == nil || one.Judge.Requests != 40 || one.Judge.Probes != 1 || one.Judge.PromptTokens == 0 {
 		t.Fatalf("one process: judge %+v, want 40 requests after 1 probe", one.Judge)
 	}
-	commitShards := func(out, cache, reuse string, edit func(out string)) *Summary {
+	commitShards := func(out, cache, reuse string, edit func(out string)) *results.Summary {
 		t.Helper()
 		for i := range 2 {
 			grade(t, cfg(out, cache, reuse, Shard{i, 2}))
@@ -125,7 +126,7 @@ func TestCommitCounters(t *testing.T) {
 		if edit != nil {
 			edit(filepath.Join(dir, out))
 		}
-		s, err := Commit(filepath.Join(dir, out))
+		s, err := results.Commit(filepath.Join(dir, out))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,8 +134,8 @@ func TestCommitCounters(t *testing.T) {
 	}
 	// Shard 1 found VER-R impure: its manifest and summary say so.
 	impure := func(out string) {
-		for _, name := range []string{shardBase(Shard{1, 2}) + ".manifest.json", shardBase(Shard{1, 2}) + ".summary.json"} {
-			path := filepath.Join(out, shardsDir, name)
+		for _, name := range []string{results.ShardBase(1, 2) + ".manifest.json", results.ShardBase(1, 2) + ".summary.json"} {
+			path := filepath.Join(out, results.ShardsDir, name)
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -161,18 +162,18 @@ func TestCommitCounters(t *testing.T) {
 	if s.Reuse != nil || s.Remote != nil {
 		t.Errorf("committed reuse %+v, remote %+v; want none", s.Reuse, s.Remote)
 	}
-	m, err := readManifest(filepath.Join(dir, "sharded", manifestFile))
+	m, err := results.ReadManifest(filepath.Join(dir, "sharded", results.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(m.ImpureVerifiers) != "[VER-R]" || fmt.Sprint(s.ImpureVerifiers) != "[VER-R]" {
 		t.Errorf("committed impure verifiers: manifest %v, summary %v; want [VER-R] in both", m.ImpureVerifiers, s.ImpureVerifiers)
 	}
-	written, err := os.ReadFile(filepath.Join(dir, "sharded", summaryFile))
+	written, err := os.ReadFile(filepath.Join(dir, "sharded", results.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Summary
+	var back results.Summary
 	if err := json.Unmarshal(written, &back); err != nil || back.Judge == nil || *back.Judge != want {
 		t.Errorf("summary.json judge %+v (%v), want %+v", back.Judge, err, want)
 	}
@@ -215,10 +216,10 @@ func TestCommitStaleParts(t *testing.T) {
 	for i := range 2 {
 		grade(t, Config{Inputs: inputs[:2], Out: out, Verifiers: v, Shard: Shard{i, 2}})
 	}
-	if _, err := Commit(out); err != nil {
+	if _, err := results.Commit(out); err != nil {
 		t.Fatal(err)
 	}
-	os.RemoveAll(filepath.Join(out, shardsDir))
+	os.RemoveAll(filepath.Join(out, results.ShardsDir))
 	want := filepath.Join(dir, "want")
 	grade(t, Config{Inputs: inputs[:2], Out: want, Verifiers: v})
 	sameOutput(t, want, out)

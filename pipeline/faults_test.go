@@ -101,7 +101,7 @@ func TestVerifierTimeout(t *testing.T) {
 		}
 	}
 	if res.Summary.Error != 3 {
-		t.Errorf("Summary.Error = %d, want 3", res.Summary.Error)
+		t.Errorf("results.Summary.Error = %d, want 3", res.Summary.Error)
 	}
 }
 

@@ -108,7 +108,7 @@ type grader struct {
 }
 
 // results are one batch's result rows.
-type results struct {
+type batchResults struct {
 	rewards []columnar.RewardRow
 	checks  []columnar.CheckRow
 	// asks are the rubric checks left to the writer's judge, in order;
@@ -128,7 +128,7 @@ type results struct {
 	reused int
 }
 
-func (r *results) reset() {
+func (r *batchResults) reset() {
 	clear(r.rewards)
 	r.rewards = r.rewards[:0]
 	clear(r.checks)
@@ -147,7 +147,7 @@ func (r *results) reset() {
 
 // gradeBatch appends the results of the rows of b, from row from on, to
 // out.
-func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *results, from int) {
+func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *batchResults, from int) {
 	if !b.JSONLines {
 		g.keepIdx = g.keepIdx[:0]
 		for _, k := range g.plan.keep {
@@ -174,7 +174,7 @@ func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *results, from int) 
 	}
 }
 
-func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *results) {
+func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *batchResults) {
 	rw := columnar.RewardRow{SourceFile: u.Path, SourceRow: row.Index}
 	if len(g.plan.keep) > 0 {
 		rw.Keep = make([]columnar.NullString, len(g.plan.keep))
@@ -234,7 +234,7 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *re
 }
 
 // endJudgements records where the judgements of the row just appended end.
-func (g *grader) endJudgements(out *results) {
+func (g *grader) endJudgements(out *batchResults) {
 	if js := g.plan.judging; js != nil && js.multi {
 		out.jends = append(out.jends, len(out.judgements))
 	}
@@ -246,7 +246,7 @@ func (g *grader) endJudgements(out *results) {
 // of rw. When the earlier run's row prev may be reused (grader.take),
 // reused is true, rw has its verdict and out its check rows, and the
 // verifier is not run.
-func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow, prev *prevRow, out *results) (_ *verifiers.Verifier, _ verifiers.Verdict, _ []verifiers.Check, reused bool) {
+func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow, prev *prevRow, out *batchResults) (_ *verifiers.Verifier, _ verifiers.Verdict, _ []verifiers.Check, reused bool) {
 	v, inputErr := g.decode(u, b, row, rw)
 	if inputErr != "" {
 		return nil, verifiers.InputError(inputErr), nil, false

@@ -12,6 +12,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/judge"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -329,7 +330,7 @@ func (js *judging) panelText(ps []*judge.Judge) string {
 }
 
 // runJudge returns the judge settings that are part of the run's identity.
-func (js *judging) runJudge(cfg *judge.Config) *RunJudge {
+func (js *judging) runJudge(cfg *judge.Config) *results.RunJudge {
 	if js == nil {
 		return nil
 	}
@@ -337,7 +338,7 @@ func (js *judging) runJudge(cfg *judge.Config) *RunJudge {
 	if url == "" {
 		url = judge.DefaultBaseURL
 	}
-	rj := &RunJudge{Model: js.baseModel, URL: judge.RedactURL(url), Threshold: js.base.Threshold(),
+	rj := &results.RunJudge{Model: js.baseModel, URL: judge.RedactURL(url), Threshold: js.base.Threshold(),
 		Template: js.base.Template().Version() + " sha256:" + js.base.Template().Fingerprint()}
 	if js.multi {
 		// Absent from one-judge runs, whose manifests stay as they were.
@@ -368,7 +369,7 @@ func (js *judging) runJudge(cfg *judge.Config) *RunJudge {
 // again. In a run that writes the judgements table, each judged check
 // appends its judgements' rows to out.judgements (an ask's are filled in
 // by finish).
-func (g *grader) judgeRow(v *verifiers.Verifier, checks []verifiers.Check, out *results, row, from int) bool {
+func (g *grader) judgeRow(v *verifiers.Verifier, checks []verifiers.Check, out *batchResults, row, from int) bool {
 	js := g.plan.judging
 	changed := false
 	for i := range checks {
@@ -493,7 +494,7 @@ func applyVerdict(cr *columnar.CheckRow, j *judge.Judge, v judge.Verdict) {
 // failed). A failed judgement makes the check an error, unless the panel
 // is partial and some succeeded. The failure of a run's context is
 // returned, and nothing is applied.
-func (js *judging) apply(res *results, a *ask) error {
+func (js *judging) apply(res *batchResults, a *ask) error {
 	subs := res.subs[a.from : a.from+a.n]
 	cr := &res.checks[a.check]
 	var firstErr *judge.Error
@@ -675,7 +676,7 @@ func setVerdict(rw *columnar.RewardRow, v verifiers.Verdict) {
 // asked or cached is shared, the budget decides the others, a check's
 // judgements all or none. The first request to a server the cache cannot
 // answer is preceded by the server's probe.
-func (js *judging) start(ctx context.Context, res *results) error {
+func (js *judging) start(ctx context.Context, res *batchResults) error {
 	for i := range res.asks {
 		a := &res.asks[i]
 		subs := res.subs[a.from : a.from+a.n]
@@ -749,7 +750,7 @@ var closedChan = func() chan struct{} {
 
 // waiting returns the done channel of a batch's first unfinished
 // judgement, or nil when every one has finished.
-func waiting(res *results) <-chan struct{} {
+func waiting(res *batchResults) <-chan struct{} {
 	for i := range res.asks {
 		a := &res.asks[i]
 		if a.pending {
@@ -770,7 +771,7 @@ func waiting(res *results) <-chan struct{} {
 
 // release forgets the judgements of res that its asks started, so that a
 // later ask of the same key asks again.
-func (js *judging) release(res *results) {
+func (js *judging) release(res *batchResults) {
 	for k := range res.subs {
 		if s := &res.subs[k]; s.owner && js.inflight[s.key] == s.c {
 			delete(js.inflight, s.key)
@@ -782,7 +783,7 @@ func (js *judging) release(res *results) {
 // and computes the verdicts of the rows they changed. A failed judgement
 // makes its check an error (and so the rollout an error, never a score);
 // a cancelled one returns the context's error.
-func (js *judging) finish(res *results, buf []verifiers.Check) ([]verifiers.Check, error) {
+func (js *judging) finish(res *batchResults, buf []verifiers.Check) ([]verifiers.Check, error) {
 	js.release(res)
 	dropped := false
 	for i := range res.asks {
@@ -833,31 +834,12 @@ func (js *judging) sync() error {
 	return nil
 }
 
-// JudgeSummary counts a run's judging: probes of the server, requests
-// sent (retries included),
-// verdicts found in the cache, retries, failed judgements, tokens, and
-// rubric checks left pending by the request budget. It depends on the
-// cache and the server as well as on the inputs: like the timing fields,
-// it may differ between runs whose parts are identical.
-type JudgeSummary struct {
-	// Probes counts the probes of the judge's server (one before the
-	// first request the cache cannot answer); Requests does not.
-	Probes           int64 `json:"probes"`
-	Requests         int64 `json:"requests"`
-	CacheHits        int64 `json:"cache_hits"`
-	Retries          int64 `json:"retries"`
-	Failures         int64 `json:"failures"`
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	PendingBudget    int64 `json:"pending_by_budget"`
-}
-
-func (js *judging) summary() *JudgeSummary {
+func (js *judging) summary() *results.JudgeSummary {
 	if js == nil {
 		return nil
 	}
 	s := js.base.Stats()
-	return &JudgeSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
+	return &results.JudgeSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
 		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, PendingBudget: js.pendingBudget}
 }
 
@@ -867,7 +849,7 @@ func (js *judging) summary() *JudgeSummary {
 // cancellation, so that a judgement shared by two requests is not failed
 // by one client leaving; each is bounded by the judge's own timeout. The
 // verdicts are made durable before the rows are returned.
-func (js *judging) judgeNow(ctx context.Context, res *results, buf []verifiers.Check) ([]verifiers.Check, error) {
+func (js *judging) judgeNow(ctx context.Context, res *batchResults, buf []verifiers.Check) ([]verifiers.Check, error) {
 	if err := js.probeFor(ctx, res); err != nil {
 		return buf, err
 	}
@@ -905,7 +887,7 @@ func (js *judging) judgeNow(ctx context.Context, res *results, buf []verifiers.C
 // outside js.shared, so a slow or failing probe holds up only the calls
 // that need a probe, each for as long as its own context allows; a failed
 // probe is tried again by the next call.
-func (js *judging) probeFor(ctx context.Context, res *results) error {
+func (js *judging) probeFor(ctx context.Context, res *batchResults) error {
 	for k := range res.subs {
 		s := &res.subs[k]
 		if s.c != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/crm"
 	"github.com/gavelhq/gavel/verifiers/spec"
@@ -144,7 +145,7 @@ func TestJudgeVerdicts(t *testing.T) {
 			t.Errorf("prompt lacks %q:\n%s", want, u)
 		}
 	}
-	m, err := readManifest(filepath.Join(out, manifestFile))
+	m, err := results.ReadManifest(filepath.Join(out, results.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestJudgeProbe(t *testing.T) {
 		if err == nil || errors.As(err, &ce) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "--resume") {
 			t.Fatalf("Run = %v, want a probe error (not a ConfigError) saying --resume", err)
 		}
-		if partDone(out, 0, "part-00000.jsonl") == nil {
+		if results.PartDone(out, 0, "part-00000.jsonl") == nil {
 			t.Fatal("the first part is not complete")
 		}
 		srv.Models("judge-1")
@@ -595,7 +596,7 @@ func TestNoJudgeWithoutRubrics(t *testing.T) {
 	if res.Summary.Judge != nil {
 		t.Errorf("summary judge = %+v, want none", res.Summary.Judge)
 	}
-	m, _ := readManifest(filepath.Join(dir, "out", manifestFile))
+	m, _ := results.ReadManifest(filepath.Join(dir, "out", results.ManifestFile))
 	if m.Config.Judge != nil {
 		t.Errorf("manifest judge = %+v, want none", m.Config.Judge)
 	}

@@ -1,126 +1,26 @@
 package pipeline
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/internal/store"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-// Files of the output directory besides the parts.
-const (
-	manifestFile = "manifest.json"
-	summaryFile  = "summary.json"
-	successFile  = "_SUCCESS"
-	shardsDir    = "_shards"
-)
-
-// Manifest is manifest.json: what produced the results and which parts
-// are complete. A shard process writes its own manifest under _shards; it
-// lists every unit of the run, complete or not, and Commit joins them.
-type Manifest struct {
-	Version   string             `json:"gavel_version"`
-	Shard     string             `json:"shard,omitempty"`
-	Verifiers []ManifestVerifier `json:"verifiers"`
-	Config    RunConfig          `json:"config"`
-	Inputs    []ManifestInput    `json:"inputs"`
-	// ImpureVerifiers lists the remote verifiers asked although not
-	// declared stateless (--allow-impure): their rows are never reused.
-	ImpureVerifiers []string `json:"impure_verifiers,omitempty"`
-}
-
-// RunConfig is the part of a run's configuration that decides its results
-// and parts, normalised: a default left implicit and the same value given
-// explicitly are equal, and tuning (workers, batch size, progress) is not
-// in it. With the verifiers and the inputs it is a run's identity: a
-// resumed run and the shards of one run must have equal RunConfigs.
-type RunConfig struct {
-	// Format is the output format.
-	Format string `json:"format"`
-	// Fields are the input columns of the rollout fields.
-	Fields RunFields `json:"fields"`
-	// Keep are the metadata columns copied into the rewards, as resolved.
-	Keep []string `json:"keep"`
-	// TasksFile is the tasks table ("" when none).
-	TasksFile string `json:"tasks_file"`
-	// MaxLineBytes bounds one JSON Lines line.
-	MaxLineBytes int `json:"max_line_bytes"`
-	// StructNulls is "absent" when null struct fields of nested columns
-	// are absent members, and "" for the default, members with value
-	// null (so that manifests written before the setting existed match).
-	StructNulls string `json:"struct_nulls,omitempty"`
-	// Timeout bounds one verifier call ("none" when unbounded).
-	Timeout string `json:"timeout"`
-	// From is the harness format .json inputs are read in ("" when none).
-	From string `json:"from,omitempty"`
-	// Set is the constant metadata of every row, as K=V.
-	Set []string `json:"set,omitempty"`
-	// Shards is the number of shard processes of a sharded run; a
-	// committed run's manifest, like a single process's, has none.
-	Shards int `json:"shards,omitempty"`
-	// Judge is the run's judge of rubric checks (absent when none judges).
-	Judge *RunJudge `json:"judge,omitempty"`
-	// Rewards are the reward formulas by verifier id of the verifiers
-	// whose formula is not fraction (absent when none has one).
-	Rewards map[string]verifiers.Formula `json:"rewards,omitempty"`
-}
-
-// RunJudge is the run's judge as manifest.json records it: never the API
-// key, and the URL without user information or query. A verifier's own
-// judge settings are in its fingerprint.
-type RunJudge struct {
-	// Model is the run's judge model ("" when only verifiers name one).
-	Model string `json:"model"`
-	// URL is the server's API root.
-	URL string `json:"url"`
-	// Threshold is the score a rubric check needs to pass.
-	Threshold float64 `json:"threshold"`
-	// Template is the prompt template's version and fingerprint.
-	Template string `json:"template"`
-	// The fields below are set only by runs where some rubric check gets
-	// more than one judgement (a one-judge run's manifest has none).
-	// Models are the run's judge models, in order.
-	Models []string `json:"models,omitempty"`
-	// URLs are the API roots of the models not at URL.
-	URLs map[string]string `json:"urls,omitempty"`
-	// Samples is the number of judgements asked of each model.
-	Samples int `json:"samples,omitempty"`
-	// Temperature is the temperature of samples 1 and later.
-	Temperature float64 `json:"temperature,omitempty"`
-	// Aggregate makes a check's score of its judgements' scores.
-	Aggregate string `json:"aggregate,omitempty"`
-	// Partial is "ok" when a check aggregates the judgements that
-	// succeeded, "error" when a failed judgement makes it an error.
-	Partial string `json:"partial,omitempty"`
-}
-
-// RunFields are columnar.FieldNames as written in manifest.json.
-type RunFields struct {
-	ID      string `json:"rollout_id"`
-	Task    string `json:"task_id"`
-	Final   string `json:"final_state"`
-	Initial string `json:"initial_state"`
-	Output  string `json:"output"`
-	Log     string `json:"log"`
-}
-
 // runConfig returns the RunConfig of cfg, whose defaults prepare applied,
 // and of its plan.
-func runConfig(cfg Config, p *plan) RunConfig {
+func runConfig(cfg Config, p *plan) results.RunConfig {
 	f := p.fields
-	rc := RunConfig{
+	rc := results.RunConfig{
 		Format:       cfg.Format,
-		Fields:       RunFields{ID: f.ID, Task: f.Task, Final: f.Final, Initial: f.Initial, Output: f.Output, Log: f.Log},
+		Fields:       results.RunFields{ID: f.ID, Task: f.Task, Final: f.Final, Initial: f.Initial, Output: f.Output, Log: f.Log},
 		Keep:         append([]string{}, p.keep...),
 		MaxLineBytes: cfg.MaxLineBytes,
 		Timeout:      "none",
@@ -147,108 +47,8 @@ func runConfig(cfg Config, p *plan) RunConfig {
 	return rc
 }
 
-// differences lists how o, written by an earlier run, differs from c, one
-// "name: o's value there, c's given" per differing setting.
-func (c *RunConfig) differences(o *RunConfig) []string {
-	var out []string
-	diff := func(name, mine, theirs string) {
-		if mine != theirs {
-			out = append(out, fmt.Sprintf("%s: %s there, %s given", name, orNone(theirs), orNone(mine)))
-		}
-	}
-	diff("format", c.Format, o.Format)
-	fields := func(f RunFields) [][2]string {
-		return [][2]string{{columnar.FieldID, f.ID}, {columnar.FieldTask, f.Task}, {columnar.FieldFinal, f.Final},
-			{columnar.FieldInitial, f.Initial}, {columnar.FieldOutput, f.Output}, {columnar.FieldLog, f.Log}}
-	}
-	mine, theirs := fields(c.Fields), fields(o.Fields)
-	for i := range mine {
-		diff(mine[i][0]+" column", mine[i][1], theirs[i][1])
-	}
-	diff("kept columns", strings.Join(c.Keep, ","), strings.Join(o.Keep, ","))
-	diff("tasks file", c.TasksFile, o.TasksFile)
-	diff("line limit", strconv.Itoa(c.MaxLineBytes), strconv.Itoa(o.MaxLineBytes))
-	structNulls := func(s string) string {
-		if s == "" {
-			return columnar.StructNullsMember.String()
-		}
-		return s
-	}
-	diff("struct nulls", structNulls(c.StructNulls), structNulls(o.StructNulls))
-	diff("timeout", c.Timeout, o.Timeout)
-	diff("harness format", c.From, o.From)
-	diff("constant metadata", strings.Join(c.Set, ","), strings.Join(o.Set, ","))
-	diff("shards", strconv.Itoa(max(c.Shards, 1)), strconv.Itoa(max(o.Shards, 1)))
-	judgeText := func(j *RunJudge) string {
-		if j == nil {
-			return ""
-		}
-		t := fmt.Sprintf("model %s at %s, threshold %g, template %s", orNone(j.Model), j.URL, j.Threshold, j.Template)
-		if len(j.Models) > 0 {
-			var urls []string
-			for _, m := range sortedKeys(j.URLs) {
-				urls = append(urls, m+"="+j.URLs[m])
-			}
-			t += fmt.Sprintf(", models %s (at %s), %d samples at temperature %g, aggregate %s, partial %s",
-				strings.Join(j.Models, ","), strings.Join(urls, ","), j.Samples, j.Temperature, j.Aggregate, j.Partial)
-		}
-		return t
-	}
-	diff("judge", judgeText(c.Judge), judgeText(o.Judge))
-	rewardsText := func(r map[string]verifiers.Formula) string {
-		var parts []string
-		for _, id := range sortedKeys(r) {
-			parts = append(parts, id+" "+r[id].String())
-		}
-		return strings.Join(parts, ", ")
-	}
-	diff("reward formulas", rewardsText(c.Rewards), rewardsText(o.Rewards))
-	return out
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
-// ManifestVerifier identifies one loaded verifier.
-type ManifestVerifier struct {
-	ID          string   `json:"id"`
-	Name        string   `json:"name"`
-	Tasks       []string `json:"tasks"`
-	Source      string   `json:"source"`
-	Fingerprint string   `json:"fingerprint"`
-}
-
-// ManifestInput is one input unit and the state of its part.
-type ManifestInput struct {
-	Path string `json:"path"`
-	Size int64  `json:"size"`
-	// ETag pins an object of object storage as the run found it (absent
-	// for a local file): a resumed run or a commit refuses an input whose
-	// ETag changed.
-	ETag string `json:"etag,omitempty"`
-	// FirstRowGroup and RowGroups give the row-group range of a unit that
-	// is part of a large Parquet file (absent: the whole file).
-	FirstRowGroup int `json:"first_row_group,omitempty"`
-	RowGroups     int `json:"row_groups,omitempty"`
-	// Rows is the number of rows read (null until the part is complete).
-	Rows     *int64 `json:"rows"`
-	Part     string `json:"part"`
-	Complete bool   `json:"complete"`
-	// Error says why the unit could not be graded, when it could not.
-	Error string `json:"error,omitempty"`
-	// ModTime and Digest identify the file's content as it was read: its
-	// modification time and a fast digest (inputDigest); a later run with
-	// Config.Reuse copies the unit's parts whole when they are unchanged.
-	ModTime string `json:"mod_time,omitempty"`
-	Digest  string `json:"digest,omitempty"`
-}
-
-func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
-	m := &Manifest{Version: cfg.Version, Config: runConfig(cfg, p), Shard: cfg.Shard.String()}
+func newManifest(cfg Config, p *plan, units []Unit) *results.Manifest {
+	m := &results.Manifest{Version: cfg.Version, Config: runConfig(cfg, p), Shard: cfg.Shard.String()}
 	if cfg.Shard.Count <= 1 {
 		m.Shard = ""
 	}
@@ -260,7 +60,7 @@ func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
 			}
 			m.Config.Rewards[v.ID] = v.Reward
 		}
-		m.Verifiers = append(m.Verifiers, ManifestVerifier{
+		m.Verifiers = append(m.Verifiers, results.ManifestVerifier{
 			ID: v.ID, Name: v.Name, Tasks: v.Tasks, Source: v.Source,
 			Fingerprint: p.judging.fingerprint(v),
 		})
@@ -268,7 +68,7 @@ func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
 	sort.Slice(m.Verifiers, func(i, j int) bool { return m.Verifiers[i].ID < m.Verifiers[j].ID })
 	digests := map[string][2]string{}
 	for _, u := range units {
-		in := ManifestInput{Path: u.Path, Size: u.Size, ETag: u.ETag, FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups,
+		in := results.ManifestInput{Path: u.Path, Size: u.Size, ETag: u.ETag, FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups,
 			Part: columnar.PartName(u.Index, cfg.Format)}
 		if u.input != nil && u.Path != Stdin && !store.IsURL(u.Path) {
 			d, ok := digests[u.Path]
@@ -283,129 +83,20 @@ func newManifest(cfg Config, p *plan, units []Unit) *Manifest {
 	return m
 }
 
-func (m *Manifest) complete(unit int, rows int64) {
-	m.Inputs[unit].Rows = &rows
-	m.Inputs[unit].Complete = true
-	m.Inputs[unit].Error = ""
-}
-
-// errNoConfig is sameRun's answer for a manifest written before manifests
-// recorded the run's configuration: such a run cannot be resumed.
-var errNoConfig = errors.New("its manifest predates the config section that identifies a run; it cannot be continued, grade it again from the start")
-
-// sameRun reports how o, read from an output directory, differs from m in
-// what decides the results (nil when it does not).
-func (m *Manifest) sameRun(o *Manifest) error {
-	strip := func(in []ManifestInput) []ManifestInput {
-		out := make([]ManifestInput, len(in))
-		for i, x := range in {
-			out[i] = ManifestInput{Path: x.Path, Size: x.Size, ETag: x.ETag, FirstRowGroup: x.FirstRowGroup, RowGroups: x.RowGroups, Part: x.Part}
-		}
-		return out
-	}
-	switch {
-	case m.Version != o.Version:
-		return fmt.Errorf("gavel version %s, not %s", o.Version, m.Version)
-	case o.Config.Format == "":
-		return errNoConfig
-	case !reflect.DeepEqual(m.Verifiers, o.Verifiers):
-		return fmt.Errorf("other verifiers (%s)", verifierDifference(m.Verifiers, o.Verifiers))
-	}
-	if d := m.Config.differences(&o.Config); len(d) > 0 {
-		return fmt.Errorf("other configuration (%s)", strings.Join(d, "; "))
-	}
-	if mine, theirs := strip(m.Inputs), strip(o.Inputs); !reflect.DeepEqual(mine, theirs) {
-		for i := range min(len(mine), len(theirs)) {
-			a, b := theirs[i], mine[i]
-			if a.Path == b.Path && (a.Size != b.Size || a.ETag != b.ETag) {
-				return fmt.Errorf("other inputs: %s changed (size %d, ETag %s there; size %d, ETag %s now)", a.Path, a.Size, orNone(a.ETag), b.Size, orNone(b.ETag))
-			}
-		}
-		return errors.New("other inputs (paths, sizes or row groups differ)")
-	}
-	// A file rewritten to the same size: its digest (recorded for local
-	// files; absent from manifests written before it) tells.
-	for i := range m.Inputs {
-		a, b := o.Inputs[i], m.Inputs[i]
-		if a.Digest != "" && b.Digest != "" && a.Digest != b.Digest {
-			return fmt.Errorf("other inputs: %s changed (its content differs)", a.Path)
-		}
-	}
-	return nil
-}
-
-// sameModTimes reports, as an error naming the first, a local input whose
-// modification time differs from the one o records: a file rewritten in
-// place may keep its size and the bytes the digest reads (its first and
-// last MiB), but not its time. --resume checks it; gavel commit does not,
-// as shards on other machines may read copies of a file made at other
-// times.
-func (m *Manifest) sameModTimes(o *Manifest) error {
-	for i := range min(len(m.Inputs), len(o.Inputs)) {
-		a, b := o.Inputs[i], m.Inputs[i]
-		if a.ModTime != "" && b.ModTime != "" && a.ModTime != b.ModTime {
-			return fmt.Errorf("other inputs: %s changed (modified at %s there, %s now)", a.Path, a.ModTime, b.ModTime)
-		}
-	}
-	return nil
-}
-
-// verifierDifference names the first verifier that differs between
-// theirs, read from an output directory, and mine, in the words of
-// RunConfig.differences.
-func verifierDifference(mine, theirs []ManifestVerifier) string {
-	short := func(fp string) string { return fp[:min(len(fp), 12)] }
-	for i := range max(len(mine), len(theirs)) {
-		switch {
-		case i >= len(mine):
-			return fmt.Sprintf("%s there, not given", theirs[i].ID)
-		case i >= len(theirs):
-			return fmt.Sprintf("%s given, not there", mine[i].ID)
-		}
-		a, b := theirs[i], mine[i]
-		switch {
-		case a.ID != b.ID:
-			return fmt.Sprintf("%s there, %s given", a.ID, b.ID)
-		case a.Fingerprint != b.Fingerprint:
-			return fmt.Sprintf("%s: fingerprint %s there, %s given", a.ID, short(a.Fingerprint), short(b.Fingerprint))
-		case !reflect.DeepEqual(a, b):
-			return fmt.Sprintf("%s: name, tasks or source differ", a.ID)
-		}
-	}
-	return "none differs"
-}
-
-func readManifest(path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return &m, nil
-}
-
-// shardBase returns the file name prefix of a shard's manifest and summary.
-func shardBase(s Shard) string {
-	return fmt.Sprintf("shard-%d-of-%d", s.Index, s.Count)
-}
-
 func (r *runner) sharded() bool { return r.cfg.Shard.Count > 1 }
 
 func (r *runner) manifestPath() string {
 	if r.sharded() {
-		return filepath.Join(r.cfg.Out, shardsDir, shardBase(r.cfg.Shard)+".manifest.json")
+		return filepath.Join(r.cfg.Out, results.ShardsDir, results.ShardBase(r.cfg.Shard.Index, r.cfg.Shard.Count)+".manifest.json")
 	}
-	return filepath.Join(r.cfg.Out, manifestFile)
+	return filepath.Join(r.cfg.Out, results.ManifestFile)
 }
 
 func (r *runner) summaryPath() string {
 	if r.sharded() {
-		return filepath.Join(r.cfg.Out, shardsDir, shardBase(r.cfg.Shard)+".summary.json")
+		return filepath.Join(r.cfg.Out, results.ShardsDir, results.ShardBase(r.cfg.Shard.Index, r.cfg.Shard.Count)+".summary.json")
 	}
-	return filepath.Join(r.cfg.Out, summaryFile)
+	return filepath.Join(r.cfg.Out, results.SummaryFile)
 }
 
 func (r *runner) writeManifest() error {
@@ -415,14 +106,14 @@ func (r *runner) writeManifest() error {
 	return r.writeJSON(r.manifestPath(), r.manifest, true)
 }
 
-// writeJSON is writeJSON into the output directory: for an output URL
+// WriteJSON is WriteJSON into the output directory: for an output URL
 // the file is uploaded once written.
 func (r *runner) writeJSON(path string, v any, durable bool) error {
-	if err := writeJSON(path, v, durable); err != nil {
+	if err := results.WriteJSON(path, v, durable); err != nil {
 		return err
 	}
 	if r.remote != nil {
-		return r.remote.put(r.cfg.Out, rel(r.cfg.Out, path))
+		return r.remote.Put(r.cfg.Out, results.Rel(r.cfg.Out, path))
 	}
 	return nil
 }
@@ -430,11 +121,11 @@ func (r *runner) writeJSON(path string, v any, durable bool) error {
 // remove removes a file of the output directory, and its object for an
 // output URL.
 func (r *runner) remove(path string) error {
-	if err := removeIfExists(path); err != nil {
+	if err := results.RemoveIfExists(path); err != nil {
 		return err
 	}
 	if r.remote != nil {
-		return r.remote.del(rel(r.cfg.Out, path))
+		return r.remote.Del(results.Rel(r.cfg.Out, path))
 	}
 	return nil
 }
@@ -452,13 +143,13 @@ func (r *runner) prepareOut() error {
 		return fmt.Errorf("create output directory: %w", err)
 	}
 	if r.sharded() {
-		if err := os.MkdirAll(filepath.Join(dir, shardsDir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, results.ShardsDir), 0o755); err != nil {
 			return fmt.Errorf("create output directory: %w", err)
 		}
 	}
-	finished := []string{successFile}
+	finished := []string{results.SuccessFile}
 	if r.sharded() {
-		finished = append(finished, manifestFile, summaryFile)
+		finished = append(finished, results.ManifestFile, results.SummaryFile)
 	}
 	for _, f := range finished {
 		if err := r.remove(filepath.Join(dir, f)); err != nil {
@@ -466,21 +157,21 @@ func (r *runner) prepareOut() error {
 		}
 	}
 	if r.cfg.Resume {
-		if r.remote != nil && r.remote.has(rel(dir, r.manifestPath())) {
-			if err := r.remote.get(dir, rel(dir, r.manifestPath())); err != nil {
+		if r.remote != nil && r.remote.Has(results.Rel(dir, r.manifestPath())) {
+			if err := r.remote.Get(dir, results.Rel(dir, r.manifestPath())); err != nil {
 				return err
 			}
 		}
-		old, err := readManifest(r.manifestPath())
+		old, err := results.ReadManifest(r.manifestPath())
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			// Nothing to resume: start from the beginning.
 		case err != nil:
 			return err
 		default:
-			err := r.manifest.sameRun(old)
+			err := r.manifest.SameRun(old)
 			if err == nil {
-				err = r.manifest.sameModTimes(old)
+				err = r.manifest.SameModTimes(old)
 			}
 			if err != nil {
 				return &ConfigError{Field: "Resume", Msg: fmt.Sprintf("%s was written by another run: %v", r.outName, err)}
@@ -499,31 +190,31 @@ func (r *runner) prepareOut() error {
 		return r.remove(r.summaryPath())
 	}
 	if r.remote != nil {
-		if err := r.remote.clear(); err != nil {
+		if err := r.remote.Clear(); err != nil {
 			return err
 		}
 	}
-	return clearOut(dir)
+	return results.ClearOut(dir)
 }
 
-// removeUnit is removeUnit in the output directory, and for an output URL
+// RemoveUnit is RemoveUnit in the output directory, and for an output URL
 // in its listing too.
 func (r *runner) removeUnit(unit int) error {
 	if r.remote != nil {
-		if err := r.remote.delUnit(unit); err != nil {
+		if err := r.remote.DelUnit(unit); err != nil {
 			return err
 		}
 	}
-	return removeUnit(r.cfg.Out, unit)
+	return results.RemoveUnit(r.cfg.Out, unit)
 }
 
-// partDone is partDone in the output directory, or in its listing for an
+// PartDone is PartDone in the output directory, or in its listing for an
 // output URL.
-func (r *runner) partDone(unit int) *partStats {
+func (r *runner) partDone(unit int) *results.PartStats {
 	if r.remote != nil {
-		return r.remote.partDone(r.cfg.Out, unit, r.manifest.Inputs[unit].Part)
+		return r.remote.PartDone(r.cfg.Out, unit, r.manifest.Inputs[unit].Part)
 	}
-	return partDone(r.cfg.Out, unit, r.manifest.Inputs[unit].Part)
+	return results.PartDone(r.cfg.Out, unit, r.manifest.Inputs[unit].Part)
 }
 
 // resume records the complete parts of this process's units and removes
@@ -535,64 +226,10 @@ func (r *runner) resume() error {
 		}
 		if ps := r.partDone(i); ps != nil {
 			r.stats[i] = ps
-			r.manifest.complete(i, ps.Rows)
+			r.manifest.Complete(i, ps.Rows)
 			continue
 		}
 		if err := r.removeUnit(i); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// judgementsDir is the subdirectory of the judgements parts, written by
-// runs where some rubric check gets more than one judgement.
-const judgementsDir = "judgements"
-
-// removeUnit removes a unit's part files, in every format, and statistics.
-func removeUnit(dir string, unit int) error {
-	for _, sub := range []string{"rewards", "checks", judgementsDir} {
-		for _, f := range []string{columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL} {
-			if err := removeIfExists(filepath.Join(dir, sub, columnar.PartName(unit, f))); err != nil {
-				return err
-			}
-		}
-	}
-	if err := removeIfExists(idsPath(dir, unit)); err != nil {
-		return err
-	}
-	return removeIfExists(statsPath(dir, unit))
-}
-
-func removeIfExists(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("clear output directory: %w", err)
-	}
-	return nil
-}
-
-// clearOut removes the results of an earlier run in dir: parts, their
-// statistics, shard files, summary and manifest.
-func clearOut(dir string) error {
-	for _, sub := range []string{"rewards", "checks", judgementsDir, statsDir, shardsDir} {
-		entries, err := os.ReadDir(filepath.Join(dir, sub))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read output directory: %w", err)
-		}
-		for _, e := range entries {
-			n := e.Name()
-			if strings.HasPrefix(n, "part-") || strings.HasPrefix(n, ".part-") || strings.HasPrefix(n, "shard-") {
-				if err := removeIfExists(filepath.Join(dir, sub, n)); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	for _, f := range []string{summaryFile, manifestFile} {
-		if err := removeIfExists(filepath.Join(dir, f)); err != nil {
 			return err
 		}
 	}
@@ -604,14 +241,14 @@ func clearOut(dir string) error {
 // Duplicate ids are looked for only when the run ended (every unit that
 // could be read is complete), in an output directory: they need every
 // part's id hashes.
-func (r *runner) finishSummary(complete bool) (*Summary, error) {
-	var parts []*partStats
+func (r *runner) finishSummary(complete bool) (*results.Summary, error) {
+	var parts []*results.PartStats
 	for i := range r.units {
 		if ps := r.stats[i]; ps != nil {
 			parts = append(parts, ps)
 		}
 	}
-	s := mergeStats(parts, r.skipped)
+	s := results.MergeStats(parts, r.skipped)
 	s.Judge = r.plan.judging.summary()
 	s.Remote = r.plan.remoting.summary()
 	s.ImpureVerifiers = r.plan.remoting.impure()
@@ -619,7 +256,7 @@ func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	s.FailedInputs = append(s.FailedInputs, r.failed...)
 	var err error
 	if complete && !r.streaming() {
-		s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(r.cfg.Out, r.cfg.Format, parts, r.remote)
+		s.DuplicateIDs, s.DuplicateIDList, err = results.FindDuplicates(r.cfg.Out, r.cfg.Format, parts, r.remote)
 	}
 	elapsed := time.Since(r.start)
 	s.ElapsedSeconds = elapsed.Seconds()
@@ -628,7 +265,7 @@ func (r *runner) finishSummary(complete bool) (*Summary, error) {
 	}
 	if r.streaming() {
 		if r.cfg.SummaryOut != "" && err == nil {
-			err = writeJSON(r.cfg.SummaryOut, s, true)
+			err = results.WriteJSON(r.cfg.SummaryOut, s, true)
 		}
 		return s, err
 	}
@@ -644,18 +281,11 @@ func (r *runner) markSuccess() error {
 	if r.sharded() {
 		return nil
 	}
-	if err := writeSuccess(r.cfg.Out); err != nil {
+	if err := results.WriteSuccess(r.cfg.Out); err != nil {
 		return err
 	}
 	if r.remote != nil {
-		return r.remote.put(r.cfg.Out, successFile)
-	}
-	return nil
-}
-
-func writeSuccess(dir string) error {
-	if err := os.WriteFile(filepath.Join(dir, successFile), nil, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, successFile), err)
+		return r.remote.Put(r.cfg.Out, results.SuccessFile)
 	}
 	return nil
 }

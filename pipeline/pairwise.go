@@ -17,6 +17,7 @@ import (
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/internal/atomicfile"
 	"github.com/gavelhq/gavel/judge"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -103,7 +104,7 @@ type PairwiseResult struct {
 	Unpaired int64
 	// Judge counts the judge's work (it depends on the cache: it is not
 	// part of the outputs).
-	Judge JudgeSummary
+	Judge results.JudgeSummary
 	// PairsFile is the path of the pairs table written.
 	PairsFile string
 	// Template is the version of the pairwise template used.
@@ -176,7 +177,7 @@ func Pairwise(ctx context.Context, cfg PairwiseConfig) (*PairwiseResult, error) 
 		err = fmt.Errorf("judge cache: %w", cerr)
 	}
 	s := base.Stats()
-	res.Judge = JudgeSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries,
+	res.Judge = results.JudgeSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries,
 		Failures: s.Failures, PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, PendingBudget: res.Judge.PendingBudget}
 	if err != nil {
 		return res, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/judge/judgetest"
+	"github.com/gavelhq/gavel/results"
 )
 
 // oneJudgeHashes are the sha256 of the parts a one-judge, one-sample run
@@ -45,7 +46,7 @@ func TestJudgeOneJudgeBytesUnchanged(t *testing.T) {
 			t.Errorf("%s: a one-judge run wrote a judgements directory (%v)", format, err)
 		}
 		if format == columnar.FormatJSONL {
-			m, err := readManifest(filepath.Join(out, manifestFile))
+			m, err := results.ReadManifest(filepath.Join(out, results.ManifestFile))
 			if err != nil {
 				t.Fatal(err)
 			}

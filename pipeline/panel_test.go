@@ -15,6 +15,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/judge/judgetest"
+	"github.com/gavelhq/gavel/results"
 )
 
 // panelScores are the scores the panel server gives, by model, by whether
@@ -516,7 +517,7 @@ func TestJudgePanelReuse(t *testing.T) {
 	full := config("full", ins)
 	grade(t, full)
 
-	asked := func(cfg Config) (int, *ReuseSummary) {
+	asked := func(cfg Config) (int, *results.ReuseSummary) {
 		before := srv.Requests()
 		res := grade(t, cfg)
 		return srv.Requests() - before, res.Summary.Reuse
@@ -539,7 +540,7 @@ func TestJudgePanelReuse(t *testing.T) {
 		t.Errorf("rule: %d requests, reuse %+v; want 8 judgements asked again and the first part copied", n, ru)
 	}
 	sameParts(t, auto.Out, full.Out)
-	if got := countResultRows(t, filepath.Join(auto.Out, judgementsDir)); got != 11*4 {
+	if got := countResultRows(t, filepath.Join(auto.Out, results.JudgementsDir)); got != 11*4 {
 		t.Errorf("reusing run wrote %d judgements, want 4 for each of 11 rows", got)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	callpkg "github.com/gavelhq/gavel/judge/call"
 	"github.com/gavelhq/gavel/remote"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -140,7 +141,7 @@ func (rs *remoting) mayReuse(v *verifiers.Verifier, allowImpure bool) bool {
 // from the cache (its checks and verdict), or with one pending placeholder
 // check and an rask of out for the writer. row and check are the indexes
 // the row's reward and first check rows will have in out.
-func (g *grader) askRow(v *verifiers.Verifier, out *results, row, check int) (verifiers.Verdict, []verifiers.Check) {
+func (g *grader) askRow(v *verifiers.Verifier, out *batchResults, row, check int) (verifiers.Verdict, []verifiers.Check) {
 	rs := g.plan.remoting
 	cl := rs.clients[v]
 	g.remoteBody = cl.AppendBody(g.remoteBody[:0], &g.rollout)
@@ -204,7 +205,7 @@ func scoreAnswer(v *verifiers.Verifier, a *remote.Answer, checks []verifiers.Che
 // together. The first request to a service is preceded by its probe (NeMo
 // Gym: GET /reverify_mode), or is itself the probe, sent alone (gavel):
 // its failure to reach the service stops the run.
-func (rs *remoting) start(ctx context.Context, res *results) error {
+func (rs *remoting) start(ctx context.Context, res *batchResults) error {
 	var group []*rask
 	flush := func() error {
 		if len(group) == 0 {
@@ -315,7 +316,7 @@ func probeFailure(k remote.Kind) bool {
 
 // waitingRemote returns the done channel of a batch's first unfinished
 // remote request, or nil.
-func waitingRemote(res *results) <-chan struct{} {
+func waitingRemote(res *batchResults) <-chan struct{} {
 	for i := range res.rasks {
 		a := &res.rasks[i]
 		if a.pending || a.c == nil {
@@ -331,7 +332,7 @@ func waitingRemote(res *results) <-chan struct{} {
 }
 
 // release forgets the requests the batch's rasks started.
-func (rs *remoting) release(res *results) {
+func (rs *remoting) release(res *batchResults) {
 	for i := range res.rasks {
 		if a := &res.rasks[i]; a.owner && rs.inflight[a.key] == a.c {
 			delete(rs.inflight, a.key)
@@ -345,7 +346,7 @@ func (rs *remoting) release(res *results) {
 // error, never a score); a rollout the service refused or answered in the
 // wrong shape likewise, with the reason; a cancelled request returns the
 // context's error. Rows left by the budget keep their pending placeholder.
-func (rs *remoting) finish(res *results, buf []verifiers.Check) ([]verifiers.Check, error) {
+func (rs *remoting) finish(res *batchResults, buf []verifiers.Check) ([]verifiers.Check, error) {
 	rs.release(res)
 	for i := range res.rasks {
 		a := &res.rasks[i]
@@ -434,31 +435,19 @@ func (rs *remoting) close() error {
 	return rs.caller.Close()
 }
 
-// RemoteSummary counts a run's requests to remote verifiers, as
-// JudgeSummary counts the judge's; like it, it depends on the cache and
-// the services, not only on the inputs.
-type RemoteSummary struct {
-	Probes        int64 `json:"probes"`
-	Requests      int64 `json:"requests"`
-	CacheHits     int64 `json:"cache_hits"`
-	Retries       int64 `json:"retries"`
-	Failures      int64 `json:"failures"`
-	PendingBudget int64 `json:"pending_by_budget"`
-}
-
-func (rs *remoting) summary() *RemoteSummary {
+func (rs *remoting) summary() *results.RemoteSummary {
 	if rs == nil {
 		return nil
 	}
 	s := rs.caller.Stats()
-	return &RemoteSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
+	return &results.RemoteSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
 		PendingBudget: rs.budget.Pending()}
 }
 
 // remoteNow asks a batch's rasks and waits for them, for RowGrader (see
 // judgeNow): the writer-owned fields are taken under rs.shared, probes one
 // at a time, and the requests run without the caller's cancellation.
-func (rs *remoting) remoteNow(ctx context.Context, res *results, buf []verifiers.Check) ([]verifiers.Check, error) {
+func (rs *remoting) remoteNow(ctx context.Context, res *batchResults, buf []verifiers.Check) ([]verifiers.Check, error) {
 	rs.probeMu.Lock()
 	rs.shared.Lock()
 	err := rs.start(context.WithoutCancel(ctx), res)

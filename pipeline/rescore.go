@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/internal/atomicfile"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -87,7 +89,7 @@ type partChanges struct {
 // ChecksTotal rows per rollout), which Rescore verifies row by row.
 func Rescore(ctx context.Context, cfg RescoreConfig) (*RescoreResult, error) {
 	start := time.Now()
-	m, err := readManifest(filepath.Join(cfg.Dir, manifestFile))
+	m, err := results.ReadManifest(filepath.Join(cfg.Dir, results.ManifestFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, &ConfigError{Field: "Dir", Msg: cfg.Dir + " holds no manifest.json: not the output directory of a finished run"}
 	}
@@ -95,7 +97,7 @@ func Rescore(ctx context.Context, cfg RescoreConfig) (*RescoreResult, error) {
 		return nil, err
 	}
 	if m.Config.Format == "" {
-		return nil, &ConfigError{Field: "Dir", Msg: cfg.Dir + ": " + errNoConfig.Error()}
+		return nil, &ConfigError{Field: "Dir", Msg: cfg.Dir + ": " + results.ErrNoConfig.Error()}
 	}
 	if sameDir(cfg.Dir, cfg.Out) {
 		return nil, &ConfigError{Field: "Out", Msg: "--out must differ from the directory rescored: its checks parts are read while the new ones are written"}
@@ -104,20 +106,20 @@ func Rescore(ctx context.Context, cfg RescoreConfig) (*RescoreResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	var old Summary
-	if data, err := os.ReadFile(filepath.Join(cfg.Dir, summaryFile)); err != nil {
+	var old results.Summary
+	if data, err := os.ReadFile(filepath.Join(cfg.Dir, results.SummaryFile)); err != nil {
 		return nil, fmt.Errorf("read summary: %w", err)
 	} else if err := json.Unmarshal(data, &old); err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(cfg.Dir, summaryFile), err)
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(cfg.Dir, results.SummaryFile), err)
 	}
 
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
-	if err := removeIfExists(filepath.Join(cfg.Out, successFile)); err != nil {
+	if err := results.RemoveIfExists(filepath.Join(cfg.Out, results.SuccessFile)); err != nil {
 		return nil, err
 	}
-	if err := clearOut(cfg.Out); err != nil {
+	if err := results.ClearOut(cfg.Out); err != nil {
 		return nil, err
 	}
 
@@ -152,7 +154,7 @@ func Rescore(ctx context.Context, cfg RescoreConfig) (*RescoreResult, error) {
 			complete = false
 		}
 	}
-	stats := make([]*partStats, len(m.Inputs))
+	stats := make([]*results.PartStats, len(m.Inputs))
 	changes := make([]partChanges, len(m.Inputs))
 	workers := cfg.Workers
 	if workers <= 0 {
@@ -194,17 +196,17 @@ feed:
 		return nil, err
 	}
 
-	var parts []*partStats
+	var parts []*results.PartStats
 	for _, ps := range stats {
 		if ps != nil {
 			parts = append(parts, ps)
 		}
 	}
-	s := mergeStats(parts, old.FilesSkipped)
+	s := results.MergeStats(parts, old.FilesSkipped)
 	s.Judge = old.Judge
 	s.FailedInputs = append(s.FailedInputs, old.FailedInputs...)
 	if complete && len(old.FailedInputs) == 0 {
-		if s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(cfg.Out, m.Config.Format, parts, nil); err != nil {
+		if s.DuplicateIDs, s.DuplicateIDList, err = results.FindDuplicates(cfg.Out, m.Config.Format, parts, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -213,15 +215,15 @@ feed:
 	if elapsed > 0 {
 		s.RowsPerSecond = float64(s.Rollouts) / elapsed.Seconds()
 	}
-	if err := writeJSON(filepath.Join(cfg.Out, manifestFile), &nm, true); err != nil {
+	if err := results.WriteJSON(filepath.Join(cfg.Out, results.ManifestFile), &nm, true); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(cfg.Out, summaryFile), s, true); err != nil {
+	if err := results.WriteJSON(filepath.Join(cfg.Out, results.SummaryFile), s, true); err != nil {
 		return nil, err
 	}
 	ok := complete && len(old.FailedInputs) == 0
 	if ok {
-		if err := writeSuccess(cfg.Out); err != nil {
+		if err := results.WriteSuccess(cfg.Out); err != nil {
 			return nil, err
 		}
 	}
@@ -235,7 +237,7 @@ feed:
 
 // rescoreFormulas checks cfg.Rewards against the run m describes and
 // returns the formula of each of its verifiers.
-func rescoreFormulas(cfg RescoreConfig, m *Manifest) (map[string]verifiers.Formula, error) {
+func rescoreFormulas(cfg RescoreConfig, m *results.Manifest) (map[string]verifiers.Formula, error) {
 	formulas := map[string]verifiers.Formula{}
 	var ids []string
 	for _, v := range m.Verifiers {
@@ -243,7 +245,7 @@ func rescoreFormulas(cfg RescoreConfig, m *Manifest) (map[string]verifiers.Formu
 		ids = append(ids, v.ID)
 	}
 	weighted := map[string]map[string]bool{} // verifier -> the check ids of its rows
-	for _, id := range sortedKeys(cfg.Rewards) {
+	for _, id := range slices.Sorted(maps.Keys(cfg.Rewards)) {
 		if _, ok := formulas[id]; !ok {
 			return nil, &ConfigError{Field: "Rewards", Msg: fmt.Sprintf("unknown verifier %q: %s was graded with %s", id, cfg.Dir, strings.Join(ids, ", "))}
 		}
@@ -265,11 +267,11 @@ func rescoreFormulas(cfg RescoreConfig, m *Manifest) (map[string]verifiers.Formu
 			return nil, err
 		}
 	}
-	for _, id := range sortedKeys(weighted) {
+	for _, id := range slices.Sorted(maps.Keys(weighted)) {
 		seen := weighted[id]
 		for _, c := range cfg.Rewards[id].WeightedChecks() {
 			if !seen[c] {
-				known := sortedKeys(seen)
+				known := slices.Sorted(maps.Keys(seen))
 				if len(known) == 0 {
 					known = []string{"none"}
 				}
@@ -341,30 +343,30 @@ const rescoreBatch = 1024
 
 // rescorePart rescores the part of unit i of the run m describes and
 // returns its statistics; the rollouts whose reward changed go to changes.
-func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, formulas map[string]verifiers.Formula, changes *partChanges) (*partStats, error) {
+func rescorePart(ctx context.Context, cfg RescoreConfig, m *results.Manifest, i int, formulas map[string]verifiers.Formula, changes *partChanges) (*results.PartStats, error) {
 	in := &m.Inputs[i]
 	format := m.Config.Format
 	// The judgements part (when the run wrote one), then the checks part:
 	// a rewards part in place implies the others (columnar.Part).
-	if err := copyFile(filepath.Join(cfg.Dir, judgementsDir, in.Part), filepath.Join(cfg.Out, judgementsDir, in.Part)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := copyFile(filepath.Join(cfg.Dir, results.JudgementsDir, in.Part), filepath.Join(cfg.Out, results.JudgementsDir, in.Part)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	if err := copyFile(filepath.Join(cfg.Dir, "checks", in.Part), filepath.Join(cfg.Out, "checks", in.Part)); err != nil {
 		return nil, err
 	}
-	if err := copyFile(idsPath(cfg.Dir, i), idsPath(cfg.Out, i)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := copyFile(results.IDsPath(cfg.Dir, i), results.IDsPath(cfg.Out, i)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 
 	// A part none of whose verifiers' formulas changed is copied whole:
 	// rescoring it would write the same bytes.
-	if old, err := readStats(cfg.Dir, i); err == nil && old.Rows == derefRows(in.Rows) &&
-		!slices.ContainsFunc(sortedKeys(old.Verifiers), func(id string) bool { return !formulas[id].Equal(m.Config.Rewards[id]) }) {
-		if err := copyFile(statsPath(cfg.Dir, i), statsPath(cfg.Out, i)); err != nil {
+	if old, err := results.ReadStats(cfg.Dir, i); err == nil && old.Rows == derefRows(in.Rows) &&
+		!slices.ContainsFunc(slices.Sorted(maps.Keys(old.Verifiers)), func(id string) bool { return !formulas[id].Equal(m.Config.Rewards[id]) }) {
+		if err := copyFile(results.StatsPath(cfg.Dir, i), results.StatsPath(cfg.Out, i)); err != nil {
 			return nil, err
 		}
 		if err := copyFile(filepath.Join(cfg.Dir, "rewards", in.Part), filepath.Join(cfg.Out, "rewards", in.Part)); err != nil {
-			os.Remove(statsPath(cfg.Out, i))
+			os.Remove(results.StatsPath(cfg.Out, i))
 			return nil, err
 		}
 		return old, nil
@@ -387,7 +389,7 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 	}
 	defer part.Abort()
 
-	sum := newSummary(nil)
+	sum := results.NewSummary(nil)
 	strs := columnar.Interner{}
 	rows := make([]columnar.RewardRow, 0, rescoreBatch)
 	var crs []columnar.CheckRow
@@ -438,7 +440,7 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 				}
 			}
 		}
-		sum.add(&rw)
+		sum.Add(&rw)
 		sum.Checks += int64(len(crs))
 		rows = append(rows, rw)
 		n++
@@ -460,19 +462,19 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *Manifest, i int, for
 	if in.Rows != nil && *in.Rows != n {
 		return nil, fmt.Errorf("read %s: %d rows, the manifest says %d", filepath.Join(cfg.Dir, "rewards", in.Part), n, *in.Rows)
 	}
-	ps := newPartStats(&Unit{Index: i, Path: in.Path}, n, sum)
+	ps := results.NewPartStats(i, in.Path, n, sum)
 	// Rescoring keeps every row's errors and pending checks, and so its
 	// retry rows (retryRow); statistics that predate the count keep none.
 	// It keeps every check row, and so the unextracted counts.
-	if old, err := readStats(cfg.Dir, i); err == nil {
+	if old, err := results.ReadStats(cfg.Dir, i); err == nil {
 		ps.RetryRows = old.RetryRows
 		ps.Unextracted = old.Unextracted
 	}
-	if err := writeStats(cfg.Out, ps); err != nil {
+	if err := results.WriteStats(cfg.Out, ps); err != nil {
 		return nil, err
 	}
 	if err := part.Close(); err != nil {
-		os.Remove(statsPath(cfg.Out, i))
+		os.Remove(results.StatsPath(cfg.Out, i))
 		return nil, err
 	}
 	return ps, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -63,7 +64,7 @@ func TestRescoreKeepsRetryRows(t *testing.T) {
 
 func readStatsFile(t *testing.T, dir string, unit int) []byte {
 	t.Helper()
-	data, err := os.ReadFile(statsPath(dir, unit))
+	data, err := os.ReadFile(results.StatsPath(dir, unit))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
@@ -31,7 +32,7 @@ func sameOutput(t *testing.T, want, got string) {
 			if err == nil && !info.IsDir() {
 				rel, _ := filepath.Rel(root, path)
 				data, _ := os.ReadFile(path)
-				if rel == summaryFile {
+				if rel == results.SummaryFile {
 					var keep []string
 					for _, l := range strings.Split(string(data), "\n") {
 						if !strings.Contains(l, `"elapsed_seconds"`) && !strings.Contains(l, `"rows_per_second"`) {
@@ -105,8 +106,8 @@ func TestOutputFaults(t *testing.T) {
 		}, "checks: not a directory"},
 		{"statistics directory that cannot be created", func(t *testing.T, out string) func() {
 			os.MkdirAll(out, 0o755)
-			writeFile(t, filepath.Join(out, statsDir), []byte("in the way"))
-			return func() { os.Remove(filepath.Join(out, statsDir)) }
+			writeFile(t, filepath.Join(out, results.StatsDir), []byte("in the way"))
+			return func() { os.Remove(filepath.Join(out, results.StatsDir)) }
 		}, "_stats: not a directory"},
 	}
 	for _, tt := range tests {
@@ -126,7 +127,7 @@ func TestOutputFaults(t *testing.T) {
 				// An earlier run completed parts 0 and 1 only.
 				grade(t, cfg)
 				for _, u := range []int{2, 3} {
-					if err := removeUnit(cfg.Out, u); err != nil {
+					if err := results.RemoveUnit(cfg.Out, u); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -151,7 +152,7 @@ func TestOutputFaults(t *testing.T) {
 			done := map[string]os.FileInfo{}
 			for u := range inputs {
 				name := columnar.PartName(u, cfg.Format)
-				if partDone(cfg.Out, u, name) == nil {
+				if results.PartDone(cfg.Out, u, name) == nil {
 					continue
 				}
 				for _, sub := range []string{"rewards", "checks"} {
@@ -277,7 +278,7 @@ func TestResumeOldManifest(t *testing.T) {
 	v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
 	out := filepath.Join(dir, "out")
 	grade(t, Config{Inputs: inputs, Out: out, Verifiers: v})
-	path := filepath.Join(out, manifestFile)
+	path := filepath.Join(out, results.ManifestFile)
 	var m map[string]any
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -388,8 +389,8 @@ func TestShardsInProcess(t *testing.T) {
 	v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
 	grade(t, Config{Inputs: inputs, Out: filepath.Join(dir, "ref", "out"), Verifiers: v})
 	out := filepath.Join(dir, "run", "out")
-	if _, err := Commit(out); err == nil || !strings.Contains(err.Error(), "no shard manifests") {
-		t.Errorf("Commit of an empty directory = %v, want no shard manifests", err)
+	if _, err := results.Commit(out); err == nil || !strings.Contains(err.Error(), "no shard manifests") {
+		t.Errorf("results.Commit of an empty directory = %v, want no shard manifests", err)
 	}
 	errs := make(chan error, 3)
 	for i := range 3 {
@@ -403,9 +404,9 @@ func TestShardsInProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Commit(out); err != nil {
+	if _, err := results.Commit(out); err != nil {
 		t.Fatal(err)
 	}
-	os.RemoveAll(filepath.Join(out, shardsDir))
+	os.RemoveAll(filepath.Join(out, results.ShardsDir))
 	sameOutput(t, filepath.Join(dir, "ref", "out"), out)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/join"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -45,14 +46,14 @@ import (
 // and judged rows included (their verifier's fingerprint covers the
 // judge's model, threshold and template, and the judge's cache would give
 // the same verdict). A part's statistics count its retry rows
-// (partStats.RetryRows); a unit is copied whole only when its earlier part
+// (PartStats.RetryRows); a unit is copied whole only when its earlier part
 // has none, else it takes the row path, which grades exactly those rows
 // again.
 
 // reuseSource is the earlier run a run reuses.
 type reuseSource struct {
 	dir      string
-	manifest *Manifest
+	manifest *results.Manifest
 	// fingerprints are the earlier fingerprints of the verifiers whose
 	// rows may be reused, by verifier id.
 	reusable map[string]bool
@@ -63,7 +64,7 @@ type reuseSource struct {
 	parts map[string]string
 	// inputs are the earlier complete units whose input was digested,
 	// by unit key.
-	inputs map[string]*ManifestInput
+	inputs map[string]*results.ManifestInput
 	// setup is set, before any unit is read, when the earlier run had the
 	// same gavel, verifiers (ids and tasks) and configuration as this one
 	// and no tasks table (sameSetup), whatever its fingerprints.
@@ -98,7 +99,7 @@ type reusePath uint8
 
 const (
 	// reuseAuto copies the unit whole when its earlier part has no retry
-	// rows (partStats.RetryRows), and reads it row by row otherwise.
+	// rows (PartStats.RetryRows), and reads it row by row otherwise.
 	reuseAuto reusePath = iota
 	// reuseWhole copies the unit whole, retry rows or not.
 	reuseWhole
@@ -119,12 +120,12 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 	if sameDir(cfg.Reuse, cfg.Out) {
 		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s is the output directory; reuse the results of another run", cfg.Reuse)}
 	}
-	m, err := readManifest(filepath.Join(cfg.Reuse, manifestFile))
+	m, err := results.ReadManifest(filepath.Join(cfg.Reuse, results.ManifestFile))
 	if err != nil {
 		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: not a result directory (%v)", cfg.Reuse, err)}
 	}
 	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{},
-		inputs: map[string]*ManifestInput{}, path: cfg.reusePath, multi: p.judging != nil && p.judging.multi}
+		inputs: map[string]*results.ManifestInput{}, path: cfg.reusePath, multi: p.judging != nil && p.judging.multi}
 	old := map[string]string{}
 	for _, v := range m.Verifiers {
 		old[v.ID] = v.Fingerprint
@@ -318,7 +319,7 @@ const (
 
 // open returns the reader of the earlier part of unit u (nil: none). cur
 // is the unit's entry in this run's manifest.
-func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUnit {
+func (rs *reuseSource) open(u *Unit, cur *results.ManifestInput, keep []string) *prevUnit {
 	if rs == nil || rs.noHash || len(rs.reusable) == 0 {
 		return nil
 	}
@@ -351,7 +352,7 @@ func (rs *reuseSource) open(u *Unit, cur *ManifestInput, keep []string) *prevUni
 	if rs.multi {
 		// Without its judgements part, no judged row of the unit is
 		// reused (prevRow.noJudgements).
-		pu.judgements, _ = columnar.OpenResult(filepath.Join(rs.dir, judgementsDir, part), prevJudgementCols)
+		pu.judgements, _ = columnar.OpenResult(filepath.Join(rs.dir, results.JudgementsDir, part), prevJudgementCols)
 	}
 	go pu.readAhead()
 	return pu
@@ -742,7 +743,7 @@ func (rs *reuseSource) closeMatches() {
 // take fills rw and out with the earlier results of the row just decoded
 // into rw, bound to v, when they may be reused, and reports whether they
 // were.
-func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow, out *results) bool {
+func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow, out *batchResults) bool {
 	if p == nil || v == nil || !rw.InputHashValid || p.rw.InputHash != rw.InputHash || p.rw.RolloutID != rw.RolloutID ||
 		!p.reusable(g.plan, v) {
 		return false
@@ -760,7 +761,7 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 // (an id or task that is not plain text, a fallback id, a JSON Lines line,
 // whose ids are only known once it is parsed) goes through grade, which
 // may still take p once it has hashed the row.
-func (g *grader) takeUnchanged(u *Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *results) bool {
+func (g *grader) takeUnchanged(u *Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *batchResults) bool {
 	if p == nil || !p.sameInput || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
 		row.Task.Kind != columnar.CellString || len(p.rw.Keep) != len(g.plan.keep) ||
 		string(row.ID.Data) != p.rw.RolloutID || string(row.Task.Data) != p.rw.TaskID {
@@ -781,7 +782,7 @@ func (g *grader) takeUnchanged(u *Unit, b *columnar.Batch, row *columnar.Row, p 
 
 // fill copies the earlier verdict of p into rw and its check rows, bound
 // to rw's ids, to out.
-func (p *prevRow) fill(rw *columnar.RewardRow, out *results) {
+func (p *prevRow) fill(rw *columnar.RewardRow, out *batchResults) {
 	rw.Status, rw.Passed, rw.PassedValid = p.rw.Status, p.rw.Passed, p.rw.PassedValid
 	rw.Reward, rw.RewardValid = p.rw.Reward, p.rw.RewardValid
 	rw.ChecksTotal, rw.ChecksPassed = p.rw.ChecksTotal, p.rw.ChecksPassed
@@ -797,29 +798,12 @@ func (p *prevRow) fill(rw *columnar.RewardRow, out *results) {
 	}
 }
 
-// ReuseSummary counts what a run with Config.Reuse took from the earlier
-// run.
-type ReuseSummary struct {
-	// Reused counts the rollouts whose results were taken from the
-	// earlier run, those of units copied whole included; Graded the
-	// others.
-	Reused int64 `json:"reused"`
-	Graded int64 `json:"graded"`
-	// CopiedParts counts the parts copied whole.
-	CopiedParts int64 `json:"copied_parts"`
-	// Note says why nothing could be reused, when nothing could.
-	Note string `json:"note,omitempty"`
-
-	// undecoded counts the reused rollouts taken without decoding.
-	undecoded int64
-}
-
 // summary returns the counts of rs (nil when rs is nil).
-func (rs *reuseSource) summary() *ReuseSummary {
+func (rs *reuseSource) summary() *results.ReuseSummary {
 	if rs == nil {
 		return nil
 	}
-	s := &ReuseSummary{Reused: rs.reused.Load(), Graded: rs.graded.Load(), CopiedParts: rs.copied.Load(), undecoded: rs.undecoded.Load()}
+	s := &results.ReuseSummary{Reused: rs.reused.Load(), Graded: rs.graded.Load(), CopiedParts: rs.copied.Load(), Undecoded: rs.undecoded.Load()}
 	if rs.noHash {
 		s.Note = rs.dir + " predates input_hash: every rollout was graded"
 	}
@@ -864,7 +848,7 @@ func inputDigest(path string, size int64) (modTime, digest string) {
 // earlier run had the same gavel, verifiers (ids, tasks and
 // fingerprints) and configuration, and no tasks table (whose content the
 // manifest does not identify), and the part holds no retry rows
-// (partStats.RetryRows). The copied units are complete.
+// (PartStats.RetryRows). The copied units are complete.
 func (r *runner) copyUnits() error {
 	rs := r.plan.reuse
 	if rs == nil || rs.noHash {
@@ -889,7 +873,7 @@ func (r *runner) copyUnits() error {
 			continue
 		}
 		r.stats[i] = ps
-		r.manifest.complete(i, ps.Rows)
+		r.manifest.Complete(i, ps.Rows)
 		rs.copied.Add(1)
 		rs.reused.Add(ps.Rows)
 		if rp, ok := r.cfg.Progress.(ReuseProgress); ok {
@@ -903,7 +887,7 @@ func (r *runner) copyUnits() error {
 // manifest is cur, when the earlier run had this run's setup (sameSetup)
 // and read the same input: the same file, size, modification time and
 // digest, and the same part. It returns nil otherwise.
-func (rs *reuseSource) unchanged(u *Unit, cur *ManifestInput) *ManifestInput {
+func (rs *reuseSource) unchanged(u *Unit, cur *results.ManifestInput) *results.ManifestInput {
 	if rs == nil || !rs.setup || cur == nil || cur.Digest == "" {
 		return nil
 	}
@@ -921,12 +905,12 @@ func (rs *reuseSource) unchanged(u *Unit, cur *ManifestInput) *ManifestInput {
 // the setup: a unit's part is the same whichever process graded it, so a
 // sharded run copies whole the unchanged parts of its units from a
 // committed or single run, and the other way round.
-func (rs *reuseSource) sameSetup(m *Manifest) bool {
+func (rs *reuseSource) sameSetup(m *results.Manifest) bool {
 	o := rs.manifest
 	oc := o.Config
 	oc.Shards = m.Config.Shards
 	if o.Version != m.Version || o.Config.TasksFile != "" || len(o.Verifiers) != len(m.Verifiers) ||
-		len(m.Config.differences(&oc)) > 0 {
+		len(m.Config.Differences(&oc)) > 0 {
 		return false
 	}
 	for i, v := range m.Verifiers {
@@ -940,7 +924,7 @@ func (rs *reuseSource) sameSetup(m *Manifest) bool {
 
 // sameFingerprints reports whether the earlier run's verifiers have the
 // fingerprints of those of the run m describes, in the same order.
-func (rs *reuseSource) sameFingerprints(m *Manifest) bool {
+func (rs *reuseSource) sameFingerprints(m *results.Manifest) bool {
 	o := rs.manifest
 	if len(o.Verifiers) != len(m.Verifiers) {
 		return false
@@ -955,7 +939,7 @@ func (rs *reuseSource) sameFingerprints(m *Manifest) bool {
 
 // unitIndex returns the index of the earlier unit in, the number of its
 // part.
-func (rs *reuseSource) unitIndex(in *ManifestInput) int {
+func (rs *reuseSource) unitIndex(in *results.ManifestInput) int {
 	for i := range rs.manifest.Inputs {
 		if &rs.manifest.Inputs[i] == in {
 			return i
@@ -969,31 +953,31 @@ func (rs *reuseSource) unitIndex(in *ManifestInput) int {
 // then rewards. It returns the part's statistics, or nil when the earlier
 // part is not complete or may hold rows to grade again: its statistics
 // count some retry rows, or predate the count.
-func (rs *reuseSource) copyUnit(dir string, from, to int, part string) (*partStats, error) {
+func (rs *reuseSource) copyUnit(dir string, from, to int, part string) (*results.PartStats, error) {
 	if from != to {
 		return nil, nil // the part's name is its unit's number: same units only
 	}
-	ps := partDone(rs.dir, from, part)
+	ps := results.PartDone(rs.dir, from, part)
 	if ps == nil || rs.path != reuseWhole && (ps.RetryRows == nil || *ps.RetryRows > 0) {
 		return nil, nil
 	}
-	files := [][2]string{{statsPath(rs.dir, from), statsPath(dir, to)}}
-	if _, err := os.Stat(idsPath(rs.dir, from)); err == nil {
-		files = append(files, [2]string{idsPath(rs.dir, from), idsPath(dir, to)})
+	files := [][2]string{{results.StatsPath(rs.dir, from), results.StatsPath(dir, to)}}
+	if _, err := os.Stat(results.IDsPath(rs.dir, from)); err == nil {
+		files = append(files, [2]string{results.IDsPath(rs.dir, from), results.IDsPath(dir, to)})
 	}
 	subs := []string{"checks", "rewards"}
 	if rs.multi {
-		if _, err := os.Stat(filepath.Join(rs.dir, judgementsDir, part)); err != nil {
+		if _, err := os.Stat(filepath.Join(rs.dir, results.JudgementsDir, part)); err != nil {
 			return nil, nil // the part lacks its judgements: read row by row
 		}
-		subs = []string{judgementsDir, "checks", "rewards"}
+		subs = []string{results.JudgementsDir, "checks", "rewards"}
 	}
 	for _, sub := range subs {
 		files = append(files, [2]string{filepath.Join(rs.dir, sub, part), filepath.Join(dir, sub, part)})
 	}
 	for _, f := range files {
 		if err := copyFile(f[0], f[1]); err != nil {
-			removeUnit(dir, to)
+			results.RemoveUnit(dir, to)
 			return nil, fmt.Errorf("reuse: %w", err)
 		}
 	}

@@ -175,8 +175,8 @@ func TestReuseKeep(t *testing.T) {
 			rows := cfg("rows", []string{pq}, first.Out)
 			rows.reusePath = reuseRows
 			res = grade(t, rows)
-			if ru := res.Summary.Reuse; ru.CopiedParts != 0 || ru.undecoded == 0 || ru.undecoded != ru.Reused {
-				t.Errorf("rows: reuse summary %+v (%d undecoded), want every reused row taken undecoded", ru, ru.undecoded)
+			if ru := res.Summary.Reuse; ru.CopiedParts != 0 || ru.Undecoded == 0 || ru.Undecoded != ru.Reused {
+				t.Errorf("rows: reuse summary %+v (%d undecoded), want every reused row taken undecoded", ru, ru.Undecoded)
 			}
 			sameParts(t, rows.Out, first.Out)
 

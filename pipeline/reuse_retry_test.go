@@ -17,6 +17,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
 	"github.com/gavelhq/gavel/judge/judgetest"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
@@ -152,15 +153,15 @@ func (rc *retryCase) checkCalls(t *testing.T, name string, want map[string]int64
 func sameParts(t *testing.T, a, b string) {
 	t.Helper()
 	sameFiles(t, a, b)
-	stats, _ := filepath.Glob(filepath.Join(a, statsDir, "part-*"))
+	stats, _ := filepath.Glob(filepath.Join(a, results.StatsDir, "part-*"))
 	if len(stats) == 0 {
 		t.Fatalf("no part statistics in %s", a)
 	}
 	for _, p := range stats {
 		x, errX := os.ReadFile(p)
-		y, errY := os.ReadFile(filepath.Join(b, statsDir, filepath.Base(p)))
+		y, errY := os.ReadFile(filepath.Join(b, results.StatsDir, filepath.Base(p)))
 		if errX != nil || errY != nil || !bytes.Equal(x, y) {
-			t.Errorf("%s/%s differs between %s and %s (%v %v)", statsDir, filepath.Base(p), a, b, errX, errY)
+			t.Errorf("%s/%s differs between %s and %s (%v %v)", results.StatsDir, filepath.Base(p), a, b, errX, errY)
 		}
 	}
 }
@@ -169,7 +170,7 @@ func sameParts(t *testing.T, a, b string) {
 // count (-1: none recorded).
 func retryRowsOf(t *testing.T, dir string, i int) int64 {
 	t.Helper()
-	ps, err := readStats(dir, i)
+	ps, err := results.ReadStats(dir, i)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestReuseRetryRows(t *testing.T) {
 	sameParts(t, again.Out, full.Out)
 
 	// Statistics without the count: the row path, nothing graded again.
-	path := statsPath(first.Out, 0)
+	path := results.StatsPath(first.Out, 0)
 	var m map[string]any
 	data, err := os.ReadFile(path)
 	if err == nil {
@@ -300,7 +301,7 @@ func TestReuseRetryRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(m, "retry_rows")
-	if err := writeJSON(path, m, false); err != nil {
+	if err := results.WriteJSON(path, m, false); err != nil {
 		t.Fatal(err)
 	}
 	old := rc.config(t, "old", format)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
@@ -46,8 +47,8 @@ func sameFiles(t *testing.T, a, b string) {
 	t.Helper()
 	tables := []string{"rewards", "checks"}
 	for _, dir := range []string{a, b} {
-		if _, err := os.Stat(filepath.Join(dir, judgementsDir)); err == nil && len(tables) == 2 {
-			tables = append(tables, judgementsDir)
+		if _, err := os.Stat(filepath.Join(dir, results.JudgementsDir)); err == nil && len(tables) == 2 {
+			tables = append(tables, results.JudgementsDir)
 		}
 	}
 	for _, table := range tables {
@@ -223,7 +224,7 @@ func TestReuseNotAligned(t *testing.T) {
 // summary counts those, the rows without a verifier and those with input
 // errors (never decoded far enough to be matched) as graded, and no part
 // as copied.
-func checkRegraded(t *testing.T, full string, s *Summary, calls map[string]*atomic.Int64, changed func(id, verifier string) bool) {
+func checkRegraded(t *testing.T, full string, s *results.Summary, calls map[string]*atomic.Int64, changed func(id, verifier string) bool) {
 	t.Helper()
 	want := map[string]int64{}
 	var graded, total int64
@@ -298,7 +299,7 @@ func TestReuseOneVerifier(t *testing.T) {
 			if rs.Reused == 0 || bumpedRows == 0 {
 				t.Fatalf("reuse summary %+v, %d rows of %s: want both", rs, bumpedRows, bumped)
 			}
-			if got := rs.undecoded; got != rs.Reused {
+			if got := rs.Undecoded; got != rs.Reused {
 				t.Errorf("%d rows taken without decoding, want all %d reused", got, rs.Reused)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/judge"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -148,7 +149,7 @@ type rowWorker struct {
 // finished it.
 type rowCall struct {
 	b        *columnar.Batch
-	res      results
+	res      batchResults
 	done     chan *rowWorker
 	panicked any               // a panic of the grading code, raised again by Grade
 	buf      []verifiers.Check // rescoring after the judge
@@ -363,10 +364,10 @@ func (g *RowGrader) Stuck() int {
 
 // Verifiers describes the grader's verifiers as manifest.json does, in
 // the order they were given.
-func (g *RowGrader) Verifiers() []ManifestVerifier {
-	out := make([]ManifestVerifier, len(g.vs))
+func (g *RowGrader) Verifiers() []results.ManifestVerifier {
+	out := make([]results.ManifestVerifier, len(g.vs))
 	for i, v := range g.vs {
-		out[i] = ManifestVerifier{ID: v.ID, Name: v.Name, Tasks: v.Tasks, Source: v.Source, Fingerprint: g.base.judging.fingerprint(v)}
+		out[i] = results.ManifestVerifier{ID: v.ID, Name: v.Name, Tasks: v.Tasks, Source: v.Source, Fingerprint: g.base.judging.fingerprint(v)}
 	}
 	return out
 }
@@ -390,12 +391,12 @@ func (g *RowGrader) Close() error {
 
 // RemoteSummary counts the requests to remote verifiers of every Grade
 // call so far (nil: none is bound).
-func (g *RowGrader) RemoteSummary() *RemoteSummary {
+func (g *RowGrader) RemoteSummary() *results.RemoteSummary {
 	return g.base.remoting.summary()
 }
 
 // JudgeSummary counts the judging of every Grade call so far (nil: no
 // judge).
-func (g *RowGrader) JudgeSummary() *JudgeSummary {
+func (g *RowGrader) JudgeSummary() *results.JudgeSummary {
 	return g.base.judging.summary()
 }

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +15,9 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
-	"github.com/gavelhq/gavel/internal/atomicfile"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/judge"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -30,7 +29,7 @@ type Config struct {
 	// Out is the output directory ("gavel-out" when empty), or a URL of
 	// object storage (s3://bucket/results/, gs://, azblob://, file://):
 	// then the run writes into a staging directory and uploads each file
-	// once it is complete (see remoteOut). StreamOut ("-") streams the
+	// once it is complete (see Objects). StreamOut ("-") streams the
 	// rewards to Stdout instead, and the checks to ChecksOut: no directory,
 	// manifest or summary file is written.
 	Out string
@@ -189,7 +188,7 @@ var ErrMaxErrors = errors.New("too many rows with status error")
 type Result struct {
 	// Summary counts every completed part of the run (of the shard, for a
 	// sharded run), including parts completed by an earlier, resumed run.
-	Summary *Summary
+	Summary *results.Summary
 	// ErrorRows is the number of rows with status error in Summary.
 	ErrorRows int64
 	// Complete reports whether every unit of the run (of the shard) has
@@ -227,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer removeSpools(r.units)
 	if r.remote != nil {
 		defer os.RemoveAll(r.cfg.Out)
-		defer r.remote.close()
+		defer r.remote.Close()
 	}
 	res, err := r.run(ctx)
 	if cErr := r.plan.remoting.close(); cErr != nil && err == nil {
@@ -248,17 +247,17 @@ type runner struct {
 	units    []Unit // every unit of the run, whatever the shard
 	plan     *plan
 	skipped  []string
-	manifest *Manifest
+	manifest *results.Manifest
 	start    time.Time
 
 	// stats holds the statistics of every completed part of this process's
 	// units, by unit index; failed lists the units that could not be read.
-	stats  map[int]*partStats
-	failed []FailedInput
+	stats  map[int]*results.PartStats
+	failed []results.FailedInput
 
 	// remote is the output URL when Config.Out is one; cfg.Out is then
 	// the staging directory and outName the URL, without credentials.
-	remote  *remoteOut
+	remote  *results.Objects
 	outName string
 
 	// stream is the results stream when Config.Out is StreamOut.
@@ -385,19 +384,18 @@ func prepare(cfg Config) (_ *runner, err error) {
 			return nil, err
 		}
 	}
-	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*partStats{}, outName: cfg.Out}
+	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*results.PartStats{}, outName: cfg.Out}
 	r.manifest = newManifest(cfg, p, units)
 	if store.IsURL(cfg.Out) {
-		if r.remote, err = openRemote(context.Background(), cfg.Out); err != nil {
-			var ce *ConfigError
-			if errors.As(err, &ce) {
-				return nil, err
+		if r.remote, err = results.OpenObjects(context.Background(), cfg.Out); err != nil {
+			if errors.Is(err, results.ErrUnwritable) {
+				return nil, &ConfigError{Msg: err.Error()}
 			}
 			return nil, fmt.Errorf("output: %w", err)
 		}
-		r.outName = r.remote.name
-		if r.cfg.Out, err = stage(); err != nil {
-			r.remote.close()
+		r.outName = r.remote.Name()
+		if r.cfg.Out, err = results.Stage(); err != nil {
+			r.remote.Close()
 			return nil, err
 		}
 	}
@@ -499,7 +497,7 @@ type job struct {
 	unit  *Unit
 	batch *columnar.Batch // jobBatch, until graded
 	prev  []*prevRow      // jobBatch: the earlier run's rows (Config.Reuse)
-	res   *results        // jobBatch, once graded
+	res   *batchResults   // jobBatch, once graded
 	// batchEnd is set for a batch that ends a record batch of a stream
 	// read as it arrives (columnar.Batch.EndsRecordBatch).
 	batchEnd bool
@@ -571,7 +569,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	tokens := make(chan struct{}, workers+2)
 	jobs := make(chan *job, workers)
 	done := make(chan *job, workers+2)
-	resultPool := &sync.Pool{New: func() any { return new(results) }}
+	resultPool := &sync.Pool{New: func() any { return new(batchResults) }}
 
 	var readErr error
 	var wg sync.WaitGroup
@@ -688,11 +686,11 @@ func (r *runner) probeFailed(pe *ProbeError) error {
 		r.remove(r.summaryPath())
 	} else {
 		if r.remote != nil {
-			r.remote.clear()
+			r.remote.Clear()
 		}
-		clearOut(r.cfg.Out)
+		results.ClearOut(r.cfg.Out)
 	}
-	for _, sub := range []string{"rewards", "checks", judgementsDir, statsDir, shardsDir, ""} {
+	for _, sub := range []string{"rewards", "checks", results.JudgementsDir, results.StatsDir, results.ShardsDir, ""} {
 		os.Remove(filepath.Join(r.cfg.Out, sub)) // only if empty
 	}
 	return &ConfigError{Field: "Judge", Msg: pe.Error() + " (nothing was written)"}
@@ -837,7 +835,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 		if w.part != nil {
 			w.part.Abort()
 		}
-		w.ids.abort()
+		w.ids.Abort()
 	}()
 	js := r.plan.judging
 	rs := r.plan.remoting
@@ -932,11 +930,11 @@ type writer struct {
 	r       *runner
 	pool    *sync.Pool
 	part    *columnar.Part
-	cur     *Summary // counts of the part being written
+	cur     *results.Summary // counts of the part being written
 	errRows int64
-	ids     idWriter
+	ids     results.IDWriter
 	buf     []verifiers.Check
-	// retry counts the part's retry rows (partStats.RetryRows).
+	// retry counts the part's retry rows (PartStats.RetryRows).
 	retry int64
 }
 
@@ -953,9 +951,9 @@ func (w *writer) writeJob(j *job) error {
 		if err != nil {
 			return err
 		}
-		w.cur = newSummary(nil)
+		w.cur = results.NewSummary(nil)
 		w.retry = 0
-		w.ids.reset(r.cfg.Out, j.unit.Index)
+		w.ids.Reset(r.cfg.Out, j.unit.Index)
 	}
 	switch j.kind {
 	case jobBatch:
@@ -966,21 +964,21 @@ func (w *writer) writeJob(j *job) error {
 			w.part.Abort()
 			w.part = nil
 		}
-		w.ids.abort()
-		f := FailedInput{Path: j.unit.Path, Part: columnar.PartName(j.unit.Index, r.cfg.Format), Error: j.err.Error()}
+		w.ids.Abort()
+		f := results.FailedInput{Path: j.unit.Path, Part: columnar.PartName(j.unit.Index, r.cfg.Format), Error: j.err.Error()}
 		r.failed = append(r.failed, f)
 		r.manifest.Inputs[j.unit.Index].Error = f.Error
 		if err := r.writeManifest(); err != nil {
 			return err
 		}
 	case jobEnd:
-		ps := newPartStats(j.unit, j.rows, w.cur)
+		ps := results.NewPartStats(j.unit.Index, j.unit.Path, j.rows, w.cur)
 		retry := w.retry
 		ps.RetryRows = &retry
-		if err := w.ids.finish(); err != nil {
+		if err := w.ids.Finish(); err != nil {
 			return err
 		}
-		if err := writeStats(r.cfg.Out, ps); err != nil {
+		if err := results.WriteStats(r.cfg.Out, ps); err != nil {
 			return err
 		}
 		// A verdict in the part must survive the part: the cache is made
@@ -994,16 +992,16 @@ func (w *writer) writeJob(j *job) error {
 		err := w.part.Close()
 		w.part = nil
 		if err != nil {
-			os.Remove(statsPath(r.cfg.Out, j.unit.Index))
+			os.Remove(results.StatsPath(r.cfg.Out, j.unit.Index))
 			return err
 		}
 		if r.remote != nil {
-			if err := r.remote.putUnit(r.cfg.Out, j.unit.Index, r.cfg.Format); err != nil {
+			if err := r.remote.PutUnit(r.cfg.Out, j.unit.Index, r.cfg.Format); err != nil {
 				return err
 			}
 		}
 		r.stats[j.unit.Index] = ps
-		r.manifest.complete(j.unit.Index, j.rows)
+		r.manifest.Complete(j.unit.Index, j.rows)
 		if err := r.writeManifest(); err != nil {
 			return err
 		}
@@ -1047,17 +1045,17 @@ func (w *writer) writeBatch(j *job, t tables) (err error) {
 			}
 		}
 		checks = checks[n:]
-		w.cur.add(rw)
+		w.cur.Add(rw)
 		if rw.Status == verifiers.StatusError {
 			w.errRows++
 		}
 		if r.stream == nil { // duplicate ids are looked for in an output directory only
-			if err := w.ids.add(rw.RolloutID); err != nil {
+			if err := w.ids.Add(rw.RolloutID); err != nil {
 				return err
 			}
 		}
 	}
-	w.cur.addChecks(res.checks)
+	w.cur.AddChecks(res.checks)
 	if err := t.WriteRewards(res.rewards); err != nil {
 		return err
 	}
@@ -1089,7 +1087,7 @@ func (w *writer) writeBatch(j *job, t tables) (err error) {
 func (w *writer) streamJob(j *job) error {
 	r := w.r
 	if w.cur == nil {
-		w.cur = newSummary(nil)
+		w.cur = results.NewSummary(nil)
 		w.retry = 0
 	}
 	switch j.kind {
@@ -1104,7 +1102,7 @@ func (w *writer) streamJob(j *job) error {
 	case jobFailed:
 		return j.err
 	case jobEnd:
-		ps := newPartStats(j.unit, j.rows, w.cur)
+		ps := results.NewPartStats(j.unit.Index, j.unit.Path, j.rows, w.cur)
 		retry := w.retry
 		ps.RetryRows = &retry
 		w.cur = nil
@@ -1148,18 +1146,4 @@ func checkSet(set []Constant, fields *columnar.FieldNames) ([]Constant, error) {
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// writeJSON writes v as indented JSON to path, atomically; durable for
-// the files a run's completion is read from (manifest and summary).
-func writeJSON(path string, v any, durable bool) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	data = append(data, '\n')
-	return atomicfile.Write(path, atomicfile.Options{Perm: 0o644, Durable: durable}, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
 }

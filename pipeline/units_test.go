@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/results"
 )
 
 // totalProgress keeps the total it is given, which it asks for as the
@@ -68,7 +69,7 @@ func TestInputOpens(t *testing.T) {
 			}
 		})
 	}
-	m, err := readManifest(filepath.Join(out, manifestFile))
+	m, err := results.ReadManifest(filepath.Join(out, results.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func (p *pool) work(w *worker, first *job, from int) {
 	}
 	for j := range p.jobs {
 		if j.kind == jobBatch {
-			j.res = p.results.Get().(*results)
+			j.res = p.results.Get().(*batchResults)
 			j.res.reset()
 			p.grade(w, j, 0)
 		}

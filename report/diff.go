@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/join"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -239,7 +240,7 @@ type inputKey struct {
 // manifestInputs returns each input file's size and rows. A large Parquet
 // file is split into several units, each with its rows: they are summed
 // (-1 when a unit's are unknown).
-func manifestInputs(m *join.Manifest) map[string]inputKey {
+func manifestInputs(m *results.Manifest) map[string]inputKey {
 	out := map[string]inputKey{}
 	for _, in := range m.Inputs {
 		k, seen := out[in.Path]
@@ -257,7 +258,7 @@ func manifestInputs(m *join.Manifest) map[string]inputKey {
 	return out
 }
 
-func fingerprints(m *join.Manifest) map[string]string {
+func fingerprints(m *results.Manifest) map[string]string {
 	out := map[string]string{}
 	for _, v := range m.Verifiers {
 		out[v.ID] = v.Fingerprint

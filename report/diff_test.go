@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gavelhq/gavel/join"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -253,7 +254,7 @@ func TestThresholdString(t *testing.T) {
 
 // TestManifestInputs sums the rows of the units of one file.
 func TestManifestInputs(t *testing.T) {
-	var m join.Manifest
+	var m results.Manifest
 	text := `{"inputs": [{"path": "a", "size": 9, "rows": 10}, {"path": "a", "size": 9, "rows": 5}, {"path": "b", "size": 3, "rows": 2}, {"path": "b", "size": 3}]}`
 	if err := json.Unmarshal([]byte(text), &m); err != nil {
 		t.Fatal(err)

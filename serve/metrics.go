@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -89,7 +89,7 @@ func promhttpHandler(reg *prometheus.Registry) http.Handler {
 // judgeMetrics registers the judge's counters (requests sent, cache hits,
 // retries, failures), read from the verifier set serving at scrape time.
 func (s *Server) judgeMetrics(reg *prometheus.Registry) {
-	counter := func(name, help string, get func(*pipeline.JudgeSummary) int64) prometheus.CounterFunc {
+	counter := func(name, help string, get func(*results.JudgeSummary) int64) prometheus.CounterFunc {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
 			set := s.set.Load()
 			if set == nil {
@@ -103,10 +103,10 @@ func (s *Server) judgeMetrics(reg *prometheus.Registry) {
 		})
 	}
 	reg.MustRegister(
-		counter("gavel_judge_requests_total", "Requests sent to the judge (retries included) by the serving verifier set.", func(j *pipeline.JudgeSummary) int64 { return j.Requests }),
-		counter("gavel_judge_cache_hits_total", "Rubric checks answered from the judge's verdict cache.", func(j *pipeline.JudgeSummary) int64 { return j.CacheHits }),
-		counter("gavel_judge_retries_total", "Judge requests retried.", func(j *pipeline.JudgeSummary) int64 { return j.Retries }),
-		counter("gavel_judge_failures_total", "Judgements that failed (their checks have status error).", func(j *pipeline.JudgeSummary) int64 { return j.Failures }),
+		counter("gavel_judge_requests_total", "Requests sent to the judge (retries included) by the serving verifier set.", func(j *results.JudgeSummary) int64 { return j.Requests }),
+		counter("gavel_judge_cache_hits_total", "Rubric checks answered from the judge's verdict cache.", func(j *results.JudgeSummary) int64 { return j.CacheHits }),
+		counter("gavel_judge_retries_total", "Judge requests retried.", func(j *results.JudgeSummary) int64 { return j.Retries }),
+		counter("gavel_judge_failures_total", "Judgements that failed (their checks have status error).", func(j *results.JudgeSummary) int64 { return j.Failures }),
 	)
 }
 
@@ -114,7 +114,7 @@ func (s *Server) judgeMetrics(reg *prometheus.Registry) {
 // requests sent, cache hits, retries, failures), read from the verifier
 // set serving at scrape time; 0 while it has none.
 func (s *Server) remoteMetrics(reg *prometheus.Registry) {
-	counter := func(name, help string, get func(*pipeline.RemoteSummary) int64) prometheus.CounterFunc {
+	counter := func(name, help string, get func(*results.RemoteSummary) int64) prometheus.CounterFunc {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
 			set := s.set.Load()
 			if set == nil {
@@ -128,10 +128,10 @@ func (s *Server) remoteMetrics(reg *prometheus.Registry) {
 		})
 	}
 	reg.MustRegister(
-		counter("gavel_remote_probes_total", "Probes of remote verifiers' services (GET /reverify_mode).", func(r *pipeline.RemoteSummary) int64 { return r.Probes }),
-		counter("gavel_remote_requests_total", "Requests sent to remote verifiers (retries included) by the serving verifier set.", func(r *pipeline.RemoteSummary) int64 { return r.Requests }),
-		counter("gavel_remote_cache_hits_total", "Rollouts answered from the remote verifiers' answer cache.", func(r *pipeline.RemoteSummary) int64 { return r.CacheHits }),
-		counter("gavel_remote_retries_total", "Requests to remote verifiers retried.", func(r *pipeline.RemoteSummary) int64 { return r.Retries }),
-		counter("gavel_remote_failures_total", "Requests to remote verifiers that failed (their rollouts have status error).", func(r *pipeline.RemoteSummary) int64 { return r.Failures }),
+		counter("gavel_remote_probes_total", "Probes of remote verifiers' services (GET /reverify_mode).", func(r *results.RemoteSummary) int64 { return r.Probes }),
+		counter("gavel_remote_requests_total", "Requests sent to remote verifiers (retries included) by the serving verifier set.", func(r *results.RemoteSummary) int64 { return r.Requests }),
+		counter("gavel_remote_cache_hits_total", "Rollouts answered from the remote verifiers' answer cache.", func(r *results.RemoteSummary) int64 { return r.CacheHits }),
+		counter("gavel_remote_retries_total", "Requests to remote verifiers retried.", func(r *results.RemoteSummary) int64 { return r.Retries }),
+		counter("gavel_remote_failures_total", "Requests to remote verifiers that failed (their rollouts have status error).", func(r *results.RemoteSummary) int64 { return r.Failures }),
 	)
 }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -129,7 +130,7 @@ type Server struct {
 // verifierSet is one loaded set of verifiers, replaced whole by Reload.
 type verifierSet struct {
 	grader *pipeline.RowGrader
-	list   []pipeline.ManifestVerifier
+	list   []results.ManifestVerifier
 }
 
 // New returns a server with cfg's defaults applied. It serves no verifier
@@ -521,7 +522,7 @@ func writeError(w http.ResponseWriter, code int, msg, hint string) {
 
 func (s *Server) handleVerifiers(w http.ResponseWriter, r *http.Request, st *reqState) {
 	set := s.set.Load()
-	list := []pipeline.ManifestVerifier{}
+	list := []results.ManifestVerifier{}
 	if set != nil {
 		list = set.list
 	}
@@ -529,7 +530,7 @@ func (s *Server) handleVerifiers(w http.ResponseWriter, r *http.Request, st *req
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(struct {
-		Verifiers []pipeline.ManifestVerifier `json:"verifiers"`
+		Verifiers []results.ManifestVerifier `json:"verifiers"`
 	}{list})
 }
 

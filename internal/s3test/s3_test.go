@@ -25,6 +25,7 @@ import (
 	"github.com/gavelhq/gavel/internal/s3test"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
@@ -174,7 +175,7 @@ func gradeLocal(t *testing.T, inputs []string, cfg pipeline.Config) string {
 func fetch(t *testing.T, url string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "fetched")
-	if err := pipeline.FetchResults(context.Background(), url, dir); err != nil {
+	if err := results.FetchResults(context.Background(), url, dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -383,7 +384,7 @@ func TestShardsAndCommit(t *testing.T) {
 			t.Fatalf("shard %d: %v", i, err)
 		}
 	}
-	if _, err := pipeline.Commit("s3://b/out"); err != nil {
+	if _, err := results.Commit("s3://b/out"); err != nil {
 		t.Fatal(err)
 	}
 	got := fetch(t, "s3://b/out")

@@ -1,4 +1,4 @@
-package pipeline
+package results
 
 import (
 	"sort"
@@ -93,7 +93,7 @@ type Summary struct {
 	RowsPerSecond  float64 `json:"rows_per_second"`
 }
 
-func newSummary(skipped []string) *Summary {
+func NewSummary(skipped []string) *Summary {
 	if skipped == nil {
 		skipped = []string{}
 	}
@@ -102,7 +102,7 @@ func newSummary(skipped []string) *Summary {
 		DuplicateIDList: []string{}, FailedInputs: []FailedInput{}}
 }
 
-func (s *Summary) add(r *columnar.RewardRow) {
+func (s *Summary) Add(r *columnar.RewardRow) {
 	s.Counts.add(r)
 	if r.VerifierID.Valid {
 		c := s.Verifiers[r.VerifierID.S]
@@ -121,7 +121,7 @@ func (s *Summary) add(r *columnar.RewardRow) {
 }
 
 // addChecks counts the check rows crs.
-func (s *Summary) addChecks(crs []columnar.CheckRow) {
+func (s *Summary) AddChecks(crs []columnar.CheckRow) {
 	s.Checks += int64(len(crs))
 	for i := range crs {
 		c := &crs[i]
@@ -149,4 +149,53 @@ type FailedInput struct {
 	Path  string `json:"path"`
 	Part  string `json:"part"`
 	Error string `json:"error"`
+}
+
+// JudgeSummary counts a run's judging: probes of the server, requests
+// sent (retries included),
+// verdicts found in the cache, retries, failed judgements, tokens, and
+// rubric checks left pending by the request budget. It depends on the
+// cache and the server as well as on the inputs: like the timing fields,
+// it may differ between runs whose parts are identical.
+type JudgeSummary struct {
+	// Probes counts the probes of the judge's server (one before the
+	// first request the cache cannot answer); Requests does not.
+	Probes           int64 `json:"probes"`
+	Requests         int64 `json:"requests"`
+	CacheHits        int64 `json:"cache_hits"`
+	Retries          int64 `json:"retries"`
+	Failures         int64 `json:"failures"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	PendingBudget    int64 `json:"pending_by_budget"`
+}
+
+// RemoteSummary counts a run's requests to remote verifiers, as
+// JudgeSummary counts the judge's; like it, it depends on the cache and
+// the services, not only on the inputs.
+type RemoteSummary struct {
+	Probes        int64 `json:"probes"`
+	Requests      int64 `json:"requests"`
+	CacheHits     int64 `json:"cache_hits"`
+	Retries       int64 `json:"retries"`
+	Failures      int64 `json:"failures"`
+	PendingBudget int64 `json:"pending_by_budget"`
+}
+
+// ReuseSummary counts what a run with --reuse took from the earlier
+// run.
+type ReuseSummary struct {
+	// Reused counts the rollouts whose results were taken from the
+	// earlier run, those of units copied whole included; Graded the
+	// others.
+	Reused int64 `json:"reused"`
+	Graded int64 `json:"graded"`
+	// CopiedParts counts the parts copied whole.
+	CopiedParts int64 `json:"copied_parts"`
+	// Note says why nothing could be reused, when nothing could.
+	Note string `json:"note,omitempty"`
+
+	// Undecoded counts the reused rollouts taken without decoding (not
+	// written: it tells tests which path a row took).
+	Undecoded int64 `json:"-"`
 }

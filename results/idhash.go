@@ -1,4 +1,4 @@
-package pipeline
+package results
 
 import (
 	"bufio"
@@ -24,12 +24,21 @@ import (
 // one run (1 MiB) while writing and a 4 KiB buffer per run (32 KiB per
 // million rollouts) while merging, instead of a set of every id. Only
 // hashes that repeat send the ids themselves to be compared
-// (findDuplicates). A complete part without its hash file (written by an
+// (FindDuplicates). A complete part without its hash file (written by an
 // earlier version) has its ids read back and hashed instead.
 var idRunLen int64 = 1 << 17 // a variable so that tests can make runs short
 
-func idsPath(dir string, unit int) string {
-	return filepath.Join(dir, statsDir, fmt.Sprintf("part-%05d.ids", unit))
+// SetIDRunLen sets the number of hashes in a sorted run of the id hash
+// files and returns a function that restores it: for tests, in this
+// package and others, that make runs far shorter than a part.
+func SetIDRunLen(n int64) (restore func()) {
+	old := idRunLen
+	idRunLen = n
+	return func() { idRunLen = old }
+}
+
+func IDsPath(dir string, unit int) string {
+	return filepath.Join(dir, StatsDir, fmt.Sprintf("part-%05d.ids", unit))
 }
 
 // hashID is a 64-bit hash of a rollout id, the same on every machine and in
@@ -52,9 +61,9 @@ func hashID[T string | []byte](s T) uint64 {
 	return mix.Finalize((h ^ w) * m)
 }
 
-// idWriter gathers the id hashes of the part being written and writes its
+// IDWriter gathers the id hashes of the part being written and writes its
 // hash file.
-type idWriter struct {
+type IDWriter struct {
 	dir  string
 	unit int
 	buf  []uint64         // the current run, unsorted
@@ -62,15 +71,15 @@ type idWriter struct {
 	w    *bufio.Writer
 }
 
-func (iw *idWriter) reset(dir string, unit int) {
-	iw.abort()
+func (iw *IDWriter) Reset(dir string, unit int) {
+	iw.Abort()
 	iw.dir, iw.unit, iw.buf = dir, unit, iw.buf[:0]
 	if iw.buf == nil {
 		iw.buf = make([]uint64, 0, min(idRunLen, 1<<17))
 	}
 }
 
-func (iw *idWriter) add(id string) error {
+func (iw *IDWriter) Add(id string) error {
 	iw.buf = append(iw.buf, hashID(id))
 	if int64(len(iw.buf)) == idRunLen {
 		return iw.flush()
@@ -79,13 +88,13 @@ func (iw *idWriter) add(id string) error {
 }
 
 // flush sorts the current run and appends it to the temporary file.
-func (iw *idWriter) flush() error {
+func (iw *IDWriter) flush() error {
 	if iw.f == nil {
-		dir := filepath.Join(iw.dir, statsDir)
+		dir := filepath.Join(iw.dir, StatsDir)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
-		f, err := atomicfile.Create(idsPath(iw.dir, iw.unit), atomicfile.Options{Perm: 0o644})
+		f, err := atomicfile.Create(IDsPath(iw.dir, iw.unit), atomicfile.Options{Perm: 0o644})
 		if err != nil {
 			return fmt.Errorf("write rollout id hashes: %w", err)
 		}
@@ -110,7 +119,7 @@ func (iw *idWriter) flush() error {
 }
 
 // finish writes the part's hash file under its final name.
-func (iw *idWriter) finish() error {
+func (iw *IDWriter) Finish() error {
 	if len(iw.buf) > 0 || iw.f == nil {
 		if err := iw.flush(); err != nil {
 			return err
@@ -125,7 +134,7 @@ func (iw *idWriter) finish() error {
 }
 
 // abort removes the temporary file of a part that will not be completed.
-func (iw *idWriter) abort() {
+func (iw *IDWriter) Abort() {
 	if iw.f != nil {
 		iw.f.Abort()
 		iw.f = nil
@@ -169,7 +178,7 @@ func repeatedHashes(dir, format string, units []int, rows []int64) (map[uint64]b
 		}
 	}()
 	for k, u := range units {
-		f, err := os.Open(idsPath(dir, u))
+		f, err := os.Open(IDsPath(dir, u))
 		var size int64
 		if err == nil {
 			var st os.FileInfo

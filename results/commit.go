@@ -1,4 +1,4 @@
-package pipeline
+package results
 
 import (
 	"context"
@@ -39,19 +39,19 @@ func Commit(dir string) (*Summary, error) {
 	if !store.IsURL(dir) {
 		return commit(dir, dir, nil)
 	}
-	remote, err := openRemote(context.Background(), dir)
+	remote, err := OpenObjects(context.Background(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", store.Redact(dir), err)
 	}
-	defer remote.close()
-	local, err := stage()
+	defer remote.Close()
+	local, err := Stage()
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(local)
 	for rel := range remote.keys {
-		if sub, name, ok := strings.Cut(rel, "/"); ok && sub == shardsDir && !strings.Contains(name, "/") && strings.HasPrefix(name, "shard-") {
-			if err := remote.get(local, rel); err != nil {
+		if sub, name, ok := strings.Cut(rel, "/"); ok && sub == ShardsDir && !strings.Contains(name, "/") && strings.HasPrefix(name, "shard-") {
+			if err := remote.Get(local, rel); err != nil {
 				return nil, fmt.Errorf("commit %s: %w", remote.name, err)
 			}
 		}
@@ -61,13 +61,13 @@ func Commit(dir string) (*Summary, error) {
 
 // commit is Commit of the directory local, named name in messages; for an
 // output URL local is a staging directory and remote its listing.
-func commit(name, local string, remote *remoteOut) (*Summary, error) {
+func commit(name, local string, remote *Objects) (*Summary, error) {
 	dir := local
-	shardsName := filepath.Join(name, shardsDir)
+	shardsName := filepath.Join(name, ShardsDir)
 	if remote != nil {
-		shardsName = strings.TrimSuffix(name, "/") + "/" + shardsDir
+		shardsName = strings.TrimSuffix(name, "/") + "/" + ShardsDir
 	}
-	entries, err := os.ReadDir(filepath.Join(dir, shardsDir))
+	entries, err := os.ReadDir(filepath.Join(dir, ShardsDir))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("commit %s: %w", name, err)
 	}
@@ -84,7 +84,7 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 			return nil, fmt.Errorf("commit %s: shards of two runs (of %d and of %d shards) in %s", name, count, n, shardsName)
 		}
 		count = n
-		mf, err := readManifest(filepath.Join(dir, shardsDir, e.Name()))
+		mf, err := ReadManifest(filepath.Join(dir, ShardsDir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("commit %s: %w", name, err)
 		}
@@ -106,7 +106,7 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 	for i := 1; i < count; i++ {
 		// Shard 0 is the reference: its values are "there", shard i's
 		// "given".
-		if err := manifests[i].sameRun(base); err != nil {
+		if err := manifests[i].SameRun(base); err != nil {
 			return nil, fmt.Errorf("commit %s: shard %d/%d is of another run than shard 0/%d: %w", name, i, count, count, err)
 		}
 	}
@@ -122,14 +122,14 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 	}
 	merged.ImpureVerifiers = sortedSet(impure)
 	merged.Inputs = make([]ManifestInput, len(base.Inputs))
-	var stats []*partStats
+	var stats []*PartStats
 	incomplete := map[int][]string{}
 	for u, in := range base.Inputs {
-		var ps *partStats
+		var ps *PartStats
 		if remote != nil {
-			ps = remote.partDone(dir, u, in.Part)
+			ps = remote.PartDone(dir, u, in.Part)
 		} else {
-			ps = partDone(dir, u, in.Part)
+			ps = PartDone(dir, u, in.Part)
 		}
 		if ps == nil {
 			incomplete[u%count] = append(incomplete[u%count], in.Part)
@@ -162,7 +162,7 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 	var elapsed float64
 	var counters Summary // the shards' judge, remote and reuse counters, summed
 	for i := 0; i < count; i++ {
-		path := filepath.Join(dir, shardsDir, shardBase(Shard{Index: i, Count: count})+".summary.json")
+		path := filepath.Join(dir, ShardsDir, ShardBase(i, count)+".summary.json")
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("commit %s: shard %d/%d: %w", name, i, count, err)
@@ -178,8 +178,8 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 		counters.addCounters(&s)
 	}
 	format := strings.TrimPrefix(filepath.Ext(base.Inputs[0].Part), ".")
-	s := mergeStats(stats, skipped)
-	s.DuplicateIDs, s.DuplicateIDList, err = findDuplicates(dir, format, stats, remote)
+	s := MergeStats(stats, skipped)
+	s.DuplicateIDs, s.DuplicateIDList, err = FindDuplicates(dir, format, stats, remote)
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", name, err)
 	}
@@ -193,18 +193,18 @@ func commit(name, local string, remote *remoteOut) (*Summary, error) {
 	if err := removeStale(dir, base.Inputs, remote); err != nil {
 		return nil, fmt.Errorf("commit %s: %w", name, err)
 	}
-	if err := writeJSON(filepath.Join(dir, manifestFile), &merged, true); err != nil {
+	if err := WriteJSON(filepath.Join(dir, ManifestFile), &merged, true); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(dir, summaryFile), s, true); err != nil {
+	if err := WriteJSON(filepath.Join(dir, SummaryFile), s, true); err != nil {
 		return nil, err
 	}
-	if err := writeSuccess(dir); err != nil {
+	if err := WriteSuccess(dir); err != nil {
 		return nil, err
 	}
 	if remote != nil {
-		for _, f := range []string{manifestFile, summaryFile, successFile} {
-			if err := remote.put(dir, f); err != nil {
+		for _, f := range []string{ManifestFile, SummaryFile, SuccessFile} {
+			if err := remote.Put(dir, f); err != nil {
 				return nil, fmt.Errorf("commit %s: %w", name, err)
 			}
 		}
@@ -268,11 +268,11 @@ func sortedSet(ids []string) []string {
 // removeStale removes the parts, statistics and judgements in the output
 // directory that belong to no unit of the run whose inputs are ins: an
 // earlier run's, left in a directory the shards reused, which a single
-// process would have cleared (clearOut) and which leaderboard and diff
+// process would have cleared (ClearOut) and which leaderboard and diff
 // would read as this run's. For an output URL they are deleted from the
 // listing (rewards first, so that no part looks complete while the others
 // go); dir is then the staging directory, which holds none of them.
-func removeStale(dir string, ins []ManifestInput, remote *remoteOut) error {
+func removeStale(dir string, ins []ManifestInput, remote *Objects) error {
 	keep := map[string]bool{}
 	for u, in := range ins {
 		format := strings.TrimPrefix(filepath.Ext(in.Part), ".")
@@ -283,7 +283,7 @@ func removeStale(dir string, ins []ManifestInput, remote *remoteOut) error {
 	stale := func(sub, name string) bool {
 		return (strings.HasPrefix(name, "part-") || strings.HasPrefix(name, ".part-")) && !keep[sub+"/"+name]
 	}
-	subs := []string{"rewards", "checks", judgementsDir, statsDir}
+	subs := []string{"rewards", "checks", JudgementsDir, StatsDir}
 	if remote != nil {
 		var rels []string
 		for rel := range remote.keys {
@@ -292,7 +292,7 @@ func removeStale(dir string, ins []ManifestInput, remote *remoteOut) error {
 				rels = append(rels, rel)
 			}
 		}
-		return remote.delAll(rels)
+		return remote.DelAll(rels)
 	}
 	for _, sub := range subs {
 		entries, err := os.ReadDir(filepath.Join(dir, sub))
@@ -304,7 +304,7 @@ func removeStale(dir string, ins []ManifestInput, remote *remoteOut) error {
 		}
 		for _, e := range entries {
 			if stale(sub, e.Name()) {
-				if err := removeIfExists(filepath.Join(dir, sub, e.Name())); err != nil {
+				if err := RemoveIfExists(filepath.Join(dir, sub, e.Name())); err != nil {
 					return err
 				}
 			}

@@ -1,4 +1,4 @@
-package pipeline
+package results
 
 import (
 	"context"
@@ -29,8 +29,8 @@ import (
 // storage would have been a second implementation of every file
 // operation of the run, where uploading the finished files needs none.
 
-// remoteOut is an output URL and what its listing showed.
-type remoteOut struct {
+// Objects is an output URL and what its listing showed.
+type Objects struct {
 	name   string // redacted URL
 	loc    *store.Location
 	prefix string           // the key of the output directory, "" or ending in "/"
@@ -38,21 +38,27 @@ type remoteOut struct {
 	ctx    context.Context
 }
 
-// openRemote opens the output URL raw and lists what is under it.
-func openRemote(ctx context.Context, raw string) (*remoteOut, error) {
+// ErrUnwritable: an output URL names a store gavel reads but cannot write.
+var ErrUnwritable = errors.New("an https URL cannot be written; write to a bucket (s3://, gs://, azblob://)")
+
+// Name returns the output URL, redacted (no user information or query).
+func (o *Objects) Name() string { return o.name }
+
+// OpenObjects opens the output URL raw and lists what is under it.
+func OpenObjects(ctx context.Context, raw string) (*Objects, error) {
 	loc, err := store.Open(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
 	if strings.HasPrefix(raw, "https://") || strings.HasPrefix(raw, "http://") {
 		loc.Close()
-		return nil, &ConfigError{Msg: fmt.Sprintf("%s: an https URL cannot be written; write to a bucket (s3://, gs://, azblob://)", store.Redact(raw))}
+		return nil, fmt.Errorf("%s: %w", store.Redact(raw), ErrUnwritable)
 	}
-	o := &remoteOut{name: store.Redact(raw), loc: loc, prefix: loc.Key, ctx: ctx}
+	o := &Objects{name: store.Redact(raw), loc: loc, prefix: loc.Key, ctx: ctx}
 	if o.prefix != "" && !strings.HasSuffix(o.prefix, "/") {
 		o.prefix += "/"
 	}
-	if err := o.list(); err != nil {
+	if err := o.List(); err != nil {
 		loc.Close()
 		return nil, err
 	}
@@ -60,7 +66,7 @@ func openRemote(ctx context.Context, raw string) (*remoteOut, error) {
 }
 
 // list reads the listing of the output directory.
-func (o *remoteOut) list() error {
+func (o *Objects) List() error {
 	objs, err := o.loc.List(o.ctx, o.prefix)
 	if err != nil {
 		return err
@@ -72,7 +78,7 @@ func (o *remoteOut) list() error {
 	return nil
 }
 
-func (o *remoteOut) close() {
+func (o *Objects) Close() {
 	if o != nil {
 		o.loc.Close()
 	}
@@ -80,13 +86,13 @@ func (o *remoteOut) close() {
 
 // has reports whether the listing showed the file rel (a slash-separated
 // name relative to the output directory).
-func (o *remoteOut) has(rel string) bool {
+func (o *Objects) Has(rel string) bool {
 	_, ok := o.keys[rel]
 	return ok
 }
 
 // put uploads the file rel of the staging directory dir.
-func (o *remoteOut) put(dir, rel string) error {
+func (o *Objects) Put(dir, rel string) error {
 	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
 		return err
@@ -104,12 +110,12 @@ func (o *remoteOut) put(dir, rel string) error {
 
 // get downloads the file rel into the staging directory dir, unless it is
 // there already.
-func (o *remoteOut) get(dir, rel string) error {
+func (o *Objects) Get(dir, rel string) error {
 	path := filepath.Join(dir, filepath.FromSlash(rel))
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	if !o.has(rel) {
+	if !o.Has(rel) {
 		return fmt.Errorf("read %s/%s: %w", strings.TrimSuffix(o.name, "/"), rel, os.ErrNotExist)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -134,8 +140,8 @@ func (o *remoteOut) get(dir, rel string) error {
 }
 
 // del deletes rel when the listing showed it.
-func (o *remoteOut) del(rel string) error {
-	if !o.has(rel) {
+func (o *Objects) Del(rel string) error {
+	if !o.Has(rel) {
 		return nil
 	}
 	if err := o.loc.Delete(o.ctx, o.prefix+rel); err != nil {
@@ -149,8 +155,8 @@ func (o *remoteOut) del(rel string) error {
 // directory, in upload order: hash file, statistics, checks, rewards.
 func unitFiles(unit int, format string) []string {
 	return []string{
-		statsDir + "/" + fmt.Sprintf("part-%05d.ids", unit),
-		statsDir + "/" + fmt.Sprintf("part-%05d.json", unit),
+		StatsDir + "/" + fmt.Sprintf("part-%05d.ids", unit),
+		StatsDir + "/" + fmt.Sprintf("part-%05d.json", unit),
 		"checks/" + columnar.PartName(unit, format),
 		"rewards/" + columnar.PartName(unit, format),
 	}
@@ -159,18 +165,18 @@ func unitFiles(unit int, format string) []string {
 // judgementsFile is the name of a unit's judgements part relative to the
 // output directory; a run that writes one uploads it before the checks.
 func judgementsFile(unit int, format string) string {
-	return judgementsDir + "/" + columnar.PartName(unit, format)
+	return JudgementsDir + "/" + columnar.PartName(unit, format)
 }
 
 // putUnit uploads a complete unit's files, in order: its judgements part,
 // when the run wrote one, before its checks.
-func (o *remoteOut) putUnit(dir string, unit int, format string) error {
+func (o *Objects) PutUnit(dir string, unit int, format string) error {
 	rels := unitFiles(unit, format)
 	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(judgementsFile(unit, format)))); err == nil {
 		rels = append(rels[:2:2], append([]string{judgementsFile(unit, format)}, rels[2:]...)...)
 	}
 	for _, rel := range rels {
-		if err := o.put(dir, rel); err != nil {
+		if err := o.Put(dir, rel); err != nil {
 			return err
 		}
 	}
@@ -179,7 +185,7 @@ func (o *remoteOut) putUnit(dir string, unit int, format string) error {
 
 // delUnit deletes a unit's files in every format, rewards first (so that
 // the unit stops being complete at once).
-func (o *remoteOut) delUnit(unit int) error {
+func (o *Objects) DelUnit(unit int) error {
 	var rels []string
 	for _, f := range []string{columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL} {
 		names := unitFiles(unit, f)
@@ -187,35 +193,35 @@ func (o *remoteOut) delUnit(unit int) error {
 	}
 	rels = append(rels, unitFiles(unit, "")[1], unitFiles(unit, "")[0])
 	for _, rel := range rels {
-		if err := o.del(rel); err != nil {
+		if err := o.Del(rel); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// clear deletes the results of an earlier run, as clearOut does locally.
-func (o *remoteOut) clear() error {
+// clear deletes the results of an earlier run, as ClearOut does locally.
+func (o *Objects) Clear() error {
 	var rels []string
 	for rel := range o.keys {
 		sub, name, ok := strings.Cut(rel, "/")
 		switch {
 		case !ok:
-			if rel == summaryFile || rel == manifestFile || rel == successFile {
+			if rel == SummaryFile || rel == ManifestFile || rel == SuccessFile {
 				rels = append(rels, rel)
 			}
-		case sub == "rewards" || sub == "checks" || sub == judgementsDir || sub == statsDir || sub == shardsDir:
+		case sub == "rewards" || sub == "checks" || sub == JudgementsDir || sub == StatsDir || sub == ShardsDir:
 			if !strings.Contains(name, "/") && (strings.HasPrefix(name, "part-") || strings.HasPrefix(name, "shard-")) {
 				rels = append(rels, rel)
 			}
 		}
 	}
-	return o.delAll(rels)
+	return o.DelAll(rels)
 }
 
 // delAll deletes rels, the rewards parts first, so that no part looks
 // complete while the others go.
-func (o *remoteOut) delAll(rels []string) error {
+func (o *Objects) DelAll(rels []string) error {
 	sort.Slice(rels, func(i, j int) bool {
 		ri, rj := strings.HasPrefix(rels[i], "rewards/"), strings.HasPrefix(rels[j], "rewards/")
 		if ri != rj {
@@ -224,42 +230,42 @@ func (o *remoteOut) delAll(rels []string) error {
 		return rels[i] < rels[j]
 	})
 	for _, rel := range rels {
-		if err := o.del(rel); err != nil {
+		if err := o.Del(rel); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// partDoneRemote is partDone for an output URL: the unit's part files are
+// partDoneRemote is PartDone for an output URL: the unit's part files are
 // in the listing, and its statistics (and hash file) are fetched into the
 // staging directory dir.
-func (o *remoteOut) partDone(dir string, unit int, name string) *partStats {
+func (o *Objects) PartDone(dir string, unit int, name string) *PartStats {
 	format := strings.TrimPrefix(filepath.Ext(name), ".")
 	rels := unitFiles(unit, format)
 	for _, rel := range rels[1:] {
-		if !o.has(rel) {
+		if !o.Has(rel) {
 			return nil
 		}
 	}
-	if err := o.get(dir, rels[1]); err != nil {
+	if err := o.Get(dir, rels[1]); err != nil {
 		return nil
 	}
-	if o.has(rels[0]) {
-		if err := o.get(dir, rels[0]); err != nil {
+	if o.Has(rels[0]) {
+		if err := o.Get(dir, rels[0]); err != nil {
 			return nil
 		}
 	}
-	ps, err := readStats(dir, unit)
+	ps, err := ReadStats(dir, unit)
 	if err != nil {
 		return nil
 	}
 	return ps
 }
 
-// rel returns the name of path, a file of the staging directory dir,
+// Rel returns the name of path, a file of the staging directory dir,
 // relative to it with slashes.
-func rel(dir, path string) string {
+func Rel(dir, path string) string {
 	r, err := filepath.Rel(dir, path)
 	if err != nil {
 		return path
@@ -268,7 +274,7 @@ func rel(dir, path string) string {
 }
 
 // stage makes a staging directory for an output URL.
-func stage() (string, error) {
+func Stage() (string, error) {
 	dir, err := os.MkdirTemp("", "gavel-out-")
 	if err != nil {
 		return "", fmt.Errorf("create staging directory: %w", err)
@@ -281,24 +287,24 @@ func stage() (string, error) {
 // directory dir, for diff, leaderboard and the reports, which read result
 // directories.
 func FetchResults(ctx context.Context, raw, dir string) error {
-	o, err := openRemote(ctx, raw)
+	o, err := OpenObjects(ctx, raw)
 	if err != nil {
 		return err
 	}
-	defer o.close()
+	defer o.Close()
 	if len(o.keys) == 0 {
 		return fmt.Errorf("read results %s: %w", o.name, os.ErrNotExist)
 	}
 	for rel := range o.keys {
 		sub, name, ok := strings.Cut(rel, "/")
-		want := !ok && (rel == manifestFile || rel == summaryFile || rel == successFile)
-		if ok && (sub == "rewards" || sub == "checks" || sub == judgementsDir) && strings.HasPrefix(name, "part-") && !strings.Contains(name, "/") {
+		want := !ok && (rel == ManifestFile || rel == SummaryFile || rel == SuccessFile)
+		if ok && (sub == "rewards" || sub == "checks" || sub == JudgementsDir) && strings.HasPrefix(name, "part-") && !strings.Contains(name, "/") {
 			_, want = columnar.InputFormat(name)
 		}
 		if !want {
 			continue
 		}
-		if err := o.get(dir, rel); err != nil {
+		if err := o.Get(dir, rel); err != nil {
 			return err
 		}
 	}

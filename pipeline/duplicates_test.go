@@ -9,37 +9,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
-
-// TestHashIDStable pins hashID: hash files outlive the process, so a
-// change of the function must come with a new file name.
-func TestHashIDStable(t *testing.T) {
-	for _, tt := range []struct {
-		id   string
-		want uint64
-	}{
-		{"", 0x226e040144470ef3},
-		{"x", 0x76cb069bc7986875},
-		{"rollout-00000001", 0xa37675d6d0f98f13},
-		{"3f2b8a4e-1c9d-4e7a-9b1f-6d2c8e0a5b73", 0xa4311b9e97c8d85b},
-	} {
-		if got := hashID(tt.id); got != tt.want {
-			t.Errorf("hashID(%q) = %#x, want %#x", tt.id, got, tt.want)
-		}
-		if got := hashID([]byte(tt.id)); got != tt.want {
-			t.Errorf("hashID([]byte(%q)) = %#x, want %#x", tt.id, got, tt.want)
-		}
-	}
-}
 
 // TestDuplicatesFromHashFiles grades ids with random repeats across several
 // files, with hash runs far shorter than a part, and checks the count and
 // list against a map; then again with one part's hash file missing and
 // another's truncated, which must be read back instead.
 func TestDuplicatesFromHashFiles(t *testing.T) {
-	defer func(n int64) { idRunLen = n }(idRunLen)
-	idRunLen = 7
+	defer results.SetIDRunLen(7)()
 	rng := rand.New(rand.NewPCG(1, 2))
 	dir := t.TempDir()
 	var inputs []string
@@ -79,29 +58,29 @@ func TestDuplicatesFromHashFiles(t *testing.T) {
 	}
 	check("graded", res.Summary.DuplicateIDs, res.Summary.DuplicateIDList)
 	for u := range inputs {
-		st, err := os.Stat(idsPath(out, u))
+		st, err := os.Stat(results.IDsPath(out, u))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if st.Size()%8 != 0 || st.Size() == 0 {
-			t.Fatalf("%s: %d bytes", idsPath(out, u), st.Size())
+			t.Fatalf("%s: %d bytes", results.IDsPath(out, u), st.Size())
 		}
 	}
-	var parts []*partStats
+	var parts []*results.PartStats
 	for u := range inputs {
-		ps, err := readStats(out, u)
+		ps, err := results.ReadStats(out, u)
 		if err != nil {
 			t.Fatal(err)
 		}
 		parts = append(parts, ps)
 	}
-	if err := os.Remove(idsPath(out, 0)); err != nil {
+	if err := os.Remove(results.IDsPath(out, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(idsPath(out, 2), 8); err != nil {
+	if err := os.Truncate(results.IDsPath(out, 2), 8); err != nil {
 		t.Fatal(err)
 	}
-	count, list, err := findDuplicates(out, "parquet", parts, nil)
+	count, list, err := results.FindDuplicates(out, "parquet", parts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

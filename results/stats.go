@@ -1,4 +1,4 @@
-package pipeline
+package results
 
 import (
 	"encoding/json"
@@ -14,12 +14,12 @@ import (
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-// statsDir holds one statistics file per completed part, written before the
+// StatsDir holds one statistics file per completed part, written before the
 // part is renamed into place. summary.json is always the merge of these
 // files in unit order, whether the parts were written by one process, by a
 // resumed run or by shard processes, so the summary of any of these runs is
 // the same, float for float.
-const statsDir = "_stats"
+const StatsDir = "_stats"
 
 // maxDuplicateList bounds the duplicate rollout ids listed in the summary.
 const maxDuplicateList = 100
@@ -50,8 +50,8 @@ func (c *Counts) merge(r rawCounts) {
 	c.rewardN += r.RewardN
 }
 
-// partStats are the statistics of one completed part.
-type partStats struct {
+// PartStats are the statistics of one completed part.
+type PartStats struct {
 	Unit   int    `json:"unit"`
 	Path   string `json:"path"`
 	Rows   int64  `json:"rows"`
@@ -69,10 +69,10 @@ type partStats struct {
 	RetryRows *int64 `json:"retry_rows,omitempty"`
 }
 
-// newPartStats returns the statistics of a part from the counts gathered
+// NewPartStats returns the statistics of a part from the counts gathered
 // while it was written; the caller sets RetryRows.
-func newPartStats(u *Unit, rows int64, s *Summary) *partStats {
-	ps := &partStats{Unit: u.Index, Path: u.Path, Rows: rows, Checks: s.Checks, Unextracted: s.Unextracted, Total: s.Counts.raw(),
+func NewPartStats(unit int, path string, rows int64, s *Summary) *PartStats {
+	ps := &PartStats{Unit: unit, Path: path, Rows: rows, Checks: s.Checks, Unextracted: s.Unextracted, Total: s.Counts.raw(),
 		Verifiers: map[string]rawCounts{}, Tasks: map[string]rawCounts{}}
 	for k, c := range s.Verifiers {
 		ps.Verifiers[k] = c.raw()
@@ -83,53 +83,53 @@ func newPartStats(u *Unit, rows int64, s *Summary) *partStats {
 	return ps
 }
 
-func statsPath(dir string, unit int) string {
-	return filepath.Join(dir, statsDir, fmt.Sprintf("part-%05d.json", unit))
+func StatsPath(dir string, unit int) string {
+	return filepath.Join(dir, StatsDir, fmt.Sprintf("part-%05d.json", unit))
 }
 
-func writeStats(dir string, ps *partStats) error {
-	if err := os.MkdirAll(filepath.Join(dir, statsDir), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Join(dir, statsDir), err)
+func WriteStats(dir string, ps *PartStats) error {
+	if err := os.MkdirAll(filepath.Join(dir, StatsDir), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Join(dir, StatsDir), err)
 	}
-	return writeJSON(statsPath(dir, ps.Unit), ps, false)
+	return WriteJSON(StatsPath(dir, ps.Unit), ps, false)
 }
 
-func readStats(dir string, unit int) (*partStats, error) {
-	data, err := os.ReadFile(statsPath(dir, unit))
+func ReadStats(dir string, unit int) (*PartStats, error) {
+	data, err := os.ReadFile(StatsPath(dir, unit))
 	if err != nil {
 		return nil, err
 	}
-	var ps partStats
+	var ps PartStats
 	if err := json.Unmarshal(data, &ps); err != nil {
-		return nil, fmt.Errorf("read %s: %w", statsPath(dir, unit), err)
+		return nil, fmt.Errorf("read %s: %w", StatsPath(dir, unit), err)
 	}
 	if ps.Unit != unit {
-		return nil, fmt.Errorf("read %s: holds unit %d", statsPath(dir, unit), ps.Unit)
+		return nil, fmt.Errorf("read %s: holds unit %d", StatsPath(dir, unit), ps.Unit)
 	}
 	return &ps, nil
 }
 
-// partDone returns the statistics of unit's part, named name, when the
+// PartDone returns the statistics of unit's part, named name, when the
 // part is complete in dir: its statistics file and both part files exist
 // under their final names. It returns nil when the part is absent or
 // incomplete.
-func partDone(dir string, unit int, name string) *partStats {
+func PartDone(dir string, unit int, name string) *PartStats {
 	for _, sub := range []string{"rewards", "checks"} {
 		if _, err := os.Stat(filepath.Join(dir, sub, name)); err != nil {
 			return nil
 		}
 	}
-	ps, err := readStats(dir, unit)
+	ps, err := ReadStats(dir, unit)
 	if err != nil {
 		return nil
 	}
 	return ps
 }
 
-// mergeStats merges part statistics, which must be in unit order, into a
+// MergeStats merges part statistics, which must be in unit order, into a
 // summary.
-func mergeStats(parts []*partStats, skipped []string) *Summary {
-	s := newSummary(skipped)
+func MergeStats(parts []*PartStats, skipped []string) *Summary {
+	s := NewSummary(skipped)
 	for _, ps := range parts {
 		s.Counts.merge(ps.Total)
 		s.Checks += ps.Checks
@@ -168,7 +168,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// findDuplicates counts the rows of the rewards parts of units (of the
+// FindDuplicates counts the rows of the rewards parts of units (of the
 // given statistics) whose rollout id appeared in an earlier row, listing up
 // to maxDuplicateList of the ids concerned in lexicographic order. Ids are
 // first counted by their hashes (repeatedHashes); only when hashes repeat
@@ -176,7 +176,7 @@ func sortedKeys[V any](m map[string]V) []string {
 //
 // For an output URL (remote not nil), dir is the staging directory: the
 // rewards parts it lacks are downloaded before they are read.
-func findDuplicates(dir, format string, parts []*partStats, remote *remoteOut) (count int64, list []string, err error) {
+func FindDuplicates(dir, format string, parts []*PartStats, remote *Objects) (count int64, list []string, err error) {
 	units := make([]int, len(parts))
 	rows := make([]int64, len(parts))
 	for i, ps := range parts {
@@ -188,7 +188,7 @@ func findDuplicates(dir, format string, parts []*partStats, remote *remoteOut) (
 	}
 	if remote != nil {
 		for _, u := range units {
-			if err := remote.get(dir, "rewards/"+columnar.PartName(u, format)); err != nil {
+			if err := remote.Get(dir, "rewards/"+columnar.PartName(u, format)); err != nil {
 				return 0, nil, err
 			}
 		}
