@@ -1,6 +1,7 @@
 package columnar
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 
@@ -15,8 +16,10 @@ import (
 // its name, Arrow type, nullability, Parquet encoding and the way a row's
 // value is read; the Arrow schema, the builders, the Parquet dictionary
 // settings, the dictionary cut of row groups and the JSON Lines keys and
-// values all derive from that list. Adding a column is one entry, made
-// with one of the constructors below, plus the code that fills the row.
+// values all derive from that list, and so does the decoding of a part's
+// rows read back (ResultDecoder: --reuse, rescore). Adding a column is one
+// entry, made with one of the constructors below from the row field it
+// holds, plus the code that fills the row.
 //
 // Rejected: struct tags read by reflection. A row would be read through
 // reflect on every value, or through offsets and unsafe; a closure per
@@ -55,6 +58,9 @@ type column[R any] struct {
 	// key, set for categorical columns, returns the string a row adds to
 	// the column's dictionary ("" for a null).
 	key func(*R) string
+	// decode sets a row's value from its cell as a ResultReader reads it
+	// (ResultDecoder): the inverse of the writing above.
+	decode func(r *R, c Cell, d *cellDecoding) error
 }
 
 // columnBuilder is what a column appends to: an Arrow builder, or a
@@ -69,8 +75,11 @@ type stringAppender interface {
 	AppendNull()
 }
 
-// stringCol returns a non-nullable string column.
-func stringCol[R any](name string, enc encoding, get func(*R) string) column[R] {
+// stringCol returns a non-nullable string column of the field at(r).
+// Decoded, a categorical column's string is interned, a plain one's
+// copied.
+func stringCol[R any](name string, enc encoding, at func(*R) *string) column[R] {
+	get := func(r *R) string { return *at(r) }
 	c := column[R]{
 		name: name, typ: arrow.BinaryTypes.String, enc: enc,
 		bind: func(b columnBuilder) func(*R) {
@@ -78,6 +87,10 @@ func stringCol[R any](name string, enc encoding, get func(*R) string) column[R] 
 			return func(r *R) { sb.Append(get(r)) }
 		},
 		json: func(b []byte, r *R) []byte { return jsonview.AppendJSONString(b, get(r)) },
+		decode: func(r *R, c Cell, d *cellDecoding) error {
+			*at(r) = d.str(c.Data, enc)
+			return nil
+		},
 	}
 	if enc == pqCategorical {
 		c.key = get
@@ -85,8 +98,9 @@ func stringCol[R any](name string, enc encoding, get func(*R) string) column[R] 
 	return c
 }
 
-// nullStringCol returns a nullable string column.
-func nullStringCol[R any](name string, enc encoding, get func(*R) NullString) column[R] {
+// nullStringCol returns a nullable string column of the field at(r).
+func nullStringCol[R any](name string, enc encoding, at func(*R) *NullString) column[R] {
+	get := func(r *R) NullString { return *at(r) }
 	c := column[R]{
 		name: name, typ: arrow.BinaryTypes.String, nullable: true, enc: enc,
 		bind: func(b columnBuilder) func(*R) {
@@ -100,6 +114,14 @@ func nullStringCol[R any](name string, enc encoding, get func(*R) NullString) co
 			}
 		},
 		json: func(b []byte, r *R) []byte { return appendJSONNullString(b, get(r)) },
+		decode: func(r *R, c Cell, d *cellDecoding) error {
+			if c.Kind == CellNull {
+				*at(r) = NullString{}
+			} else {
+				*at(r) = Str(d.str(c.Data, enc))
+			}
+			return nil
+		},
 	}
 	if enc == pqCategorical {
 		c.key = func(r *R) string { return get(r).S }
@@ -107,91 +129,122 @@ func nullStringCol[R any](name string, enc encoding, get func(*R) NullString) co
 	return c
 }
 
-// boolCol returns a non-nullable boolean column.
-func boolCol[R any](name string, get func(*R) bool) column[R] {
+// boolCol returns a non-nullable boolean column of the field at(r).
+func boolCol[R any](name string, at func(*R) *bool) column[R] {
 	return column[R]{
 		name: name, typ: arrow.FixedWidthTypes.Boolean,
 		bind: func(b columnBuilder) func(*R) {
 			bb := b.(*array.BooleanBuilder)
-			return func(r *R) { bb.Append(get(r)) }
+			return func(r *R) { bb.Append(*at(r)) }
 		},
-		json: func(b []byte, r *R) []byte { return strconv.AppendBool(b, get(r)) },
+		json: func(b []byte, r *R) []byte { return strconv.AppendBool(b, *at(r)) },
+		decode: func(r *R, c Cell, _ *cellDecoding) error {
+			*at(r) = string(c.Data) == "true"
+			return nil
+		},
 	}
 }
 
-// nullBoolCol returns a nullable boolean column; get returns the value
-// and whether it is valid.
-func nullBoolCol[R any](name string, get func(*R) (bool, bool)) column[R] {
+// nullBoolCol returns a nullable boolean column; at returns the value's
+// field and its validity's.
+func nullBoolCol[R any](name string, at func(*R) (*bool, *bool)) column[R] {
 	return column[R]{
 		name: name, typ: arrow.FixedWidthTypes.Boolean, nullable: true,
 		bind: func(b columnBuilder) func(*R) {
 			bb := b.(*array.BooleanBuilder)
 			return func(r *R) {
-				if v, ok := get(r); ok {
-					bb.Append(v)
+				if v, ok := at(r); *ok {
+					bb.Append(*v)
 				} else {
 					bb.AppendNull()
 				}
 			}
 		},
 		json: func(b []byte, r *R) []byte {
-			if v, ok := get(r); ok {
-				return strconv.AppendBool(b, v)
+			if v, ok := at(r); *ok {
+				return strconv.AppendBool(b, *v)
 			}
 			return append(b, "null"...)
+		},
+		decode: func(r *R, c Cell, _ *cellDecoding) error {
+			v, ok := at(r)
+			*v, *ok = c.Kind != CellNull && string(c.Data) == "true", c.Kind != CellNull
+			return nil
 		},
 	}
 }
 
-// int32Col returns a non-nullable 32-bit integer column.
-func int32Col[R any](name string, get func(*R) int32) column[R] {
+// int32Col returns a non-nullable 32-bit integer column of the field at(r).
+func int32Col[R any](name string, at func(*R) *int32) column[R] {
 	return column[R]{
 		name: name, typ: arrow.PrimitiveTypes.Int32,
 		bind: func(b columnBuilder) func(*R) {
 			ib := b.(*array.Int32Builder)
-			return func(r *R) { ib.Append(get(r)) }
+			return func(r *R) { ib.Append(*at(r)) }
 		},
-		json: func(b []byte, r *R) []byte { return strconv.AppendInt(b, int64(get(r)), 10) },
+		json: func(b []byte, r *R) []byte { return strconv.AppendInt(b, int64(*at(r)), 10) },
+		decode: func(r *R, c Cell, _ *cellDecoding) error {
+			v, err := decodeInt(name, c, 32)
+			*at(r) = int32(v)
+			return err
+		},
 	}
 }
 
-// int64Col returns a non-nullable 64-bit integer column.
-func int64Col[R any](name string, get func(*R) int64) column[R] {
+// int64Col returns a non-nullable 64-bit integer column of the field at(r).
+func int64Col[R any](name string, at func(*R) *int64) column[R] {
 	return column[R]{
 		name: name, typ: arrow.PrimitiveTypes.Int64,
 		bind: func(b columnBuilder) func(*R) {
 			ib := b.(*array.Int64Builder)
-			return func(r *R) { ib.Append(get(r)) }
+			return func(r *R) { ib.Append(*at(r)) }
 		},
-		json: func(b []byte, r *R) []byte { return strconv.AppendInt(b, get(r), 10) },
+		json: func(b []byte, r *R) []byte { return strconv.AppendInt(b, *at(r), 10) },
+		decode: func(r *R, c Cell, _ *cellDecoding) (err error) {
+			*at(r), err = decodeInt(name, c, 64)
+			return err
+		},
 	}
 }
 
 // nullHashCol returns a nullable string column of 64-bit hashes, each
 // written as 16 lowercase hex digits (fixed width, so that the text sorts
-// and compares as the number does); get returns the hash and whether it
-// is valid. Its values are unique: Parquet stores them without a
+// and compares as the number does); at returns the hash's field and its
+// validity's. Its values are unique: Parquet stores them without a
 // dictionary.
-func nullHashCol[R any](name string, get func(*R) (uint64, bool)) column[R] {
+func nullHashCol[R any](name string, at func(*R) (*uint64, *bool)) column[R] {
 	return column[R]{
 		name: name, typ: arrow.BinaryTypes.String, nullable: true, enc: pqPlain,
 		bind: func(b columnBuilder) func(*R) {
 			sb := b.(*array.StringBuilder)
 			return func(r *R) {
-				if h, ok := get(r); ok {
+				if h, ok := at(r); *ok {
 					var buf [16]byte
-					sb.BinaryBuilder.Append(appendHash(buf[:0], h))
+					sb.BinaryBuilder.Append(appendHash(buf[:0], *h))
 				} else {
 					sb.AppendNull()
 				}
 			}
 		},
 		json: func(b []byte, r *R) []byte {
-			if h, ok := get(r); ok {
+			if h, ok := at(r); *ok {
 				b = append(b, '"')
-				return append(appendHash(b, h), '"')
+				return append(appendHash(b, *h), '"')
 			}
 			return append(b, "null"...)
+		},
+		decode: func(r *R, c Cell, _ *cellDecoding) error {
+			h, ok := at(r)
+			*h, *ok = 0, false
+			if c.Kind == CellNull {
+				return nil
+			}
+			v, err := strconv.ParseUint(unsafeString(c.Data), 16, 64)
+			if err != nil || len(c.Data) != 16 {
+				return fmt.Errorf("%s %q: not 16 hex digits", name, c.Data)
+			}
+			*h, *ok = v, true
+			return nil
 		},
 	}
 }
@@ -212,86 +265,103 @@ func FormatHash(h uint64) string {
 	return string(appendHash(buf[:0], h))
 }
 
-// float64Col returns a non-nullable double column, written to JSON Lines
-// in the shortest form that reads back as the same float64 (a non-finite
-// value as null).
-func float64Col[R any](name string, get func(*R) float64) column[R] {
+// float64Col returns a non-nullable double column of the field at(r),
+// written to JSON Lines in the shortest form that reads back as the same
+// float64 (a non-finite value as null, which decodes as 0).
+func float64Col[R any](name string, at func(*R) *float64) column[R] {
 	return column[R]{
 		name: name, typ: arrow.PrimitiveTypes.Float64,
 		bind: func(b columnBuilder) func(*R) {
 			fb := b.(*array.Float64Builder)
-			return func(r *R) { fb.Append(get(r)) }
+			return func(r *R) { fb.Append(*at(r)) }
 		},
 		json: func(b []byte, r *R) []byte {
-			if v := get(r); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			if v := *at(r); !math.IsNaN(v) && !math.IsInf(v, 0) {
 				return strconv.AppendFloat(b, v, 'g', -1, 64)
 			}
 			return append(b, "null"...)
 		},
+		decode: func(r *R, c Cell, _ *cellDecoding) (err error) {
+			*at(r), _, err = decodeFloat(name, c)
+			return err
+		},
 	}
 }
 
-// nullFloat64Col returns a nullable double column; get returns the value
-// and whether it is valid. JSON Lines writes a value in the shortest form
+// nullFloat64Col returns a nullable double column; at returns the value's
+// field and its validity's. JSON Lines writes a value in the shortest form
 // that reads back as the same float64 (strconv 'g', -1), and a non-finite
 // one as null, because JSON has no spelling for it.
-func nullFloat64Col[R any](name string, get func(*R) (float64, bool)) column[R] {
+func nullFloat64Col[R any](name string, at func(*R) (*float64, *bool)) column[R] {
 	return column[R]{
 		name: name, typ: arrow.PrimitiveTypes.Float64, nullable: true,
 		bind: func(b columnBuilder) func(*R) {
 			fb := b.(*array.Float64Builder)
 			return func(r *R) {
-				if v, ok := get(r); ok {
-					fb.Append(v)
+				if v, ok := at(r); *ok {
+					fb.Append(*v)
 				} else {
 					fb.AppendNull()
 				}
 			}
 		},
 		json: func(b []byte, r *R) []byte {
-			if v, ok := get(r); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-				return strconv.AppendFloat(b, v, 'g', -1, 64)
+			if v, ok := at(r); *ok && !math.IsNaN(*v) && !math.IsInf(*v, 0) {
+				return strconv.AppendFloat(b, *v, 'g', -1, 64)
 			}
 			return append(b, "null"...)
+		},
+		decode: func(r *R, c Cell, _ *cellDecoding) (err error) {
+			v, ok := at(r)
+			*v, *ok, err = decodeFloat(name, c)
+			return err
 		},
 	}
 }
 
 // nullStringsCol returns a nullable column of lists of strings (Arrow
-// list<utf8> with non-null elements; a JSON array in JSON Lines); get
-// returns the list and whether it is valid. A valid empty list is written
-// as an empty list, not as null.
-func nullStringsCol[R any](name string, get func(*R) ([]string, bool)) column[R] {
+// list<utf8> with non-null elements; a JSON array in JSON Lines); at
+// returns the list's field and its validity's. A valid empty list is
+// written as an empty list, not as null.
+func nullStringsCol[R any](name string, at func(*R) (*[]string, *bool)) column[R] {
 	return column[R]{
 		name: name, typ: arrow.ListOfNonNullable(arrow.BinaryTypes.String), nullable: true,
 		bind: func(b columnBuilder) func(*R) {
 			lb := b.(*array.ListBuilder)
 			vb := lb.ValueBuilder().(*array.StringBuilder)
 			return func(r *R) {
-				v, ok := get(r)
-				if !ok {
+				v, ok := at(r)
+				if !*ok {
 					lb.AppendNull()
 					return
 				}
 				lb.Append(true)
-				for _, s := range v {
+				for _, s := range *v {
 					vb.Append(s)
 				}
 			}
 		},
 		json: func(b []byte, r *R) []byte {
-			v, ok := get(r)
-			if !ok {
+			v, ok := at(r)
+			if !*ok {
 				return append(b, "null"...)
 			}
 			b = append(b, '[')
-			for i, s := range v {
+			for i, s := range *v {
 				if i > 0 {
 					b = append(b, ',')
 				}
 				b = jsonview.AppendJSONString(b, s)
 			}
 			return append(b, ']')
+		},
+		decode: func(r *R, c Cell, d *cellDecoding) (err error) {
+			v, ok := at(r)
+			*v, *ok = nil, c.Kind != CellNull
+			if *ok {
+				*v, err = d.strings(name, c)
+			}
+			return err
 		},
 	}
 }

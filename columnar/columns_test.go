@@ -34,14 +34,14 @@ type kindRow struct {
 }
 
 var kindColumns = []column[kindRow]{
-	stringCol("s", pqCategorical, func(r *kindRow) string { return r.S }),
-	nullStringCol("ns", pqPlain, func(r *kindRow) NullString { return r.NS }),
-	boolCol("b", func(r *kindRow) bool { return r.B }),
-	nullBoolCol("nb", func(r *kindRow) (bool, bool) { return r.NB, r.NBOK }),
-	int32Col("i32", func(r *kindRow) int32 { return r.I32 }),
-	int64Col("i64", func(r *kindRow) int64 { return r.I64 }),
-	nullFloat64Col("f", func(r *kindRow) (float64, bool) { return r.F, r.FOK }),
-	nullStringsCol("list", func(r *kindRow) ([]string, bool) { return r.List, r.ListOK }),
+	stringCol("s", pqCategorical, func(r *kindRow) *string { return &r.S }),
+	nullStringCol("ns", pqPlain, func(r *kindRow) *NullString { return &r.NS }),
+	boolCol("b", func(r *kindRow) *bool { return &r.B }),
+	nullBoolCol("nb", func(r *kindRow) (*bool, *bool) { return &r.NB, &r.NBOK }),
+	int32Col("i32", func(r *kindRow) *int32 { return &r.I32 }),
+	int64Col("i64", func(r *kindRow) *int64 { return &r.I64 }),
+	nullFloat64Col("f", func(r *kindRow) (*float64, *bool) { return &r.F, &r.FOK }),
+	nullStringsCol("list", func(r *kindRow) (*[]string, *bool) { return &r.List, &r.ListOK }),
 }
 
 var kindRows = []kindRow{

@@ -13,7 +13,7 @@ import (
 // in any format) row by row, in order, as the cells of the columns asked
 // for: a string's bytes, a number's decimal text ('f' format, which parses
 // back to the same float64), "true" or "false", or null. List columns
-// (issues) read as null from Parquet and Arrow parts. Rows are streamed:
+// (issues) read as their JSON text (CellJSON). Rows are streamed:
 // at most one batch is held.
 type ResultReader struct {
 	path string

@@ -44,26 +44,29 @@ type RewardRow struct {
 // rewardColumns are the fixed columns of the rewards table (SPEC 6), in
 // order; the keep columns follow them (rewardsTable).
 var rewardColumns = []column[RewardRow]{
-	stringCol("rollout_id", pqPlain, func(r *RewardRow) string { return r.RolloutID }),
-	stringCol("task_id", pqCategorical, func(r *RewardRow) string { return r.TaskID }),
-	nullStringCol("verifier_id", pqCategorical, func(r *RewardRow) NullString { return r.VerifierID }),
-	stringCol("status", pqCategorical, func(r *RewardRow) string { return r.Status }),
-	nullBoolCol("passed", func(r *RewardRow) (bool, bool) { return r.Passed, r.PassedValid }),
-	nullFloat64Col("reward", func(r *RewardRow) (float64, bool) { return r.Reward, r.RewardValid }),
-	int32Col("checks_total", func(r *RewardRow) int32 { return r.ChecksTotal }),
-	int32Col("checks_passed", func(r *RewardRow) int32 { return r.ChecksPassed }),
-	int32Col("required_total", func(r *RewardRow) int32 { return r.RequiredTotal }),
-	int32Col("required_passed", func(r *RewardRow) int32 { return r.RequiredPassed }),
-	nullStringCol("error_kind", pqCategorical, func(r *RewardRow) NullString { return r.ErrorKind }),
-	nullStringCol("error", pqPlain, func(r *RewardRow) NullString { return r.Error }),
-	stringCol("source_file", pqCategorical, func(r *RewardRow) string { return r.SourceFile }),
-	int64Col("source_row", func(r *RewardRow) int64 { return r.SourceRow }),
-	nullHashCol(ColumnInputHash, func(r *RewardRow) (uint64, bool) { return r.InputHash, r.InputHashValid }),
+	stringCol("rollout_id", pqPlain, func(r *RewardRow) *string { return &r.RolloutID }),
+	stringCol("task_id", pqCategorical, func(r *RewardRow) *string { return &r.TaskID }),
+	nullStringCol("verifier_id", pqCategorical, func(r *RewardRow) *NullString { return &r.VerifierID }),
+	stringCol("status", pqCategorical, func(r *RewardRow) *string { return &r.Status }),
+	nullBoolCol("passed", func(r *RewardRow) (*bool, *bool) { return &r.Passed, &r.PassedValid }),
+	nullFloat64Col("reward", func(r *RewardRow) (*float64, *bool) { return &r.Reward, &r.RewardValid }),
+	int32Col("checks_total", func(r *RewardRow) *int32 { return &r.ChecksTotal }),
+	int32Col("checks_passed", func(r *RewardRow) *int32 { return &r.ChecksPassed }),
+	int32Col("required_total", func(r *RewardRow) *int32 { return &r.RequiredTotal }),
+	int32Col("required_passed", func(r *RewardRow) *int32 { return &r.RequiredPassed }),
+	nullStringCol("error_kind", pqCategorical, func(r *RewardRow) *NullString { return &r.ErrorKind }),
+	nullStringCol("error", pqPlain, func(r *RewardRow) *NullString { return &r.Error }),
+	stringCol("source_file", pqCategorical, func(r *RewardRow) *string { return &r.SourceFile }),
+	int64Col("source_row", func(r *RewardRow) *int64 { return &r.SourceRow }),
+	nullHashCol(ColumnInputHash, func(r *RewardRow) (*uint64, *bool) { return &r.InputHash, &r.InputHashValid }),
 }
 
 // ColumnInputHash names the rewards column of the rollout's input hash; no
 // kept metadata column may take its name.
 const ColumnInputHash = "input_hash"
+
+// noKeep is the null value of a kept column a row has no Keep value for.
+var noKeep NullString
 
 // rewardsTable returns the columns of a rewards part: rewardColumns, then
 // a nullable string column for each kept metadata name. A row with fewer
@@ -71,11 +74,11 @@ const ColumnInputHash = "input_hash"
 func rewardsTable(keep []string) []column[RewardRow] {
 	cols := slices.Clip(rewardColumns)
 	for i, k := range keep {
-		cols = append(cols, nullStringCol(k, pqDefault, func(r *RewardRow) NullString {
+		cols = append(cols, nullStringCol(k, pqDefault, func(r *RewardRow) *NullString {
 			if i < len(r.Keep) {
-				return r.Keep[i]
+				return &r.Keep[i]
 			}
-			return NullString{}
+			return &noKeep // read only: a decoder gives Keep its length first
 		}))
 	}
 	return cols
@@ -106,20 +109,20 @@ type CheckRow struct {
 
 // checkColumns are the columns of the checks table (SPEC 6), in order.
 var checkColumns = []column[CheckRow]{
-	stringCol("rollout_id", pqPlain, func(r *CheckRow) string { return r.RolloutID }),
-	stringCol("task_id", pqCategorical, func(r *CheckRow) string { return r.TaskID }),
-	nullStringCol("verifier_id", pqCategorical, func(r *CheckRow) NullString { return r.VerifierID }),
-	int32Col("check_index", func(r *CheckRow) int32 { return r.CheckIndex }),
-	stringCol("check_id", pqCategorical, func(r *CheckRow) string { return r.CheckID }),
-	stringCol("label", pqCategorical, func(r *CheckRow) string { return r.Label }),
-	boolCol("required", func(r *CheckRow) bool { return r.Required }),
-	stringCol("status", pqCategorical, func(r *CheckRow) string { return r.Status }),
-	stringCol("detail", pqPlain, func(r *CheckRow) string { return r.Detail }),
-	nullStringCol("actual", pqPlain, func(r *CheckRow) NullString { return r.Actual }),
-	nullStringCol("expected", pqPlain, func(r *CheckRow) NullString { return r.Expected }),
-	nullFloat64Col("score", func(r *CheckRow) (float64, bool) { return r.Score, r.ScoreValid }),
-	nullStringsCol("issues", func(r *CheckRow) ([]string, bool) { return r.Issues, r.IssuesValid }),
-	nullStringCol("suggestion", pqPlain, func(r *CheckRow) NullString { return r.Suggestion }),
+	stringCol("rollout_id", pqPlain, func(r *CheckRow) *string { return &r.RolloutID }),
+	stringCol("task_id", pqCategorical, func(r *CheckRow) *string { return &r.TaskID }),
+	nullStringCol("verifier_id", pqCategorical, func(r *CheckRow) *NullString { return &r.VerifierID }),
+	int32Col("check_index", func(r *CheckRow) *int32 { return &r.CheckIndex }),
+	stringCol("check_id", pqCategorical, func(r *CheckRow) *string { return &r.CheckID }),
+	stringCol("label", pqCategorical, func(r *CheckRow) *string { return &r.Label }),
+	boolCol("required", func(r *CheckRow) *bool { return &r.Required }),
+	stringCol("status", pqCategorical, func(r *CheckRow) *string { return &r.Status }),
+	stringCol("detail", pqPlain, func(r *CheckRow) *string { return &r.Detail }),
+	nullStringCol("actual", pqPlain, func(r *CheckRow) *NullString { return &r.Actual }),
+	nullStringCol("expected", pqPlain, func(r *CheckRow) *NullString { return &r.Expected }),
+	nullFloat64Col("score", func(r *CheckRow) (*float64, *bool) { return &r.Score, &r.ScoreValid }),
+	nullStringsCol("issues", func(r *CheckRow) (*[]string, *bool) { return &r.Issues, &r.IssuesValid }),
+	nullStringCol("suggestion", pqPlain, func(r *CheckRow) *NullString { return &r.Suggestion }),
 }
 
 // JudgementRow is one row of judgements/part-NNNNN, one per single
@@ -150,21 +153,28 @@ type JudgementRow struct {
 
 // judgementColumns are the columns of the judgements table, in order.
 var judgementColumns = []column[JudgementRow]{
-	stringCol("rollout_id", pqPlain, func(r *JudgementRow) string { return r.RolloutID }),
-	stringCol("task_id", pqCategorical, func(r *JudgementRow) string { return r.TaskID }),
-	nullStringCol("verifier_id", pqCategorical, func(r *JudgementRow) NullString { return r.VerifierID }),
-	int32Col("check_index", func(r *JudgementRow) int32 { return r.CheckIndex }),
-	stringCol("check_id", pqCategorical, func(r *JudgementRow) string { return r.CheckID }),
-	stringCol("judge_model", pqCategorical, func(r *JudgementRow) string { return r.JudgeModel }),
-	int32Col("sample", func(r *JudgementRow) int32 { return r.Sample }),
-	int64Col("seed", func(r *JudgementRow) int64 { return r.Seed }),
-	float64Col("temperature", func(r *JudgementRow) float64 { return r.Temperature }),
-	nullFloat64Col("score", func(r *JudgementRow) (float64, bool) { return r.Score, r.ScoreValid }),
-	stringCol("status", pqCategorical, func(r *JudgementRow) string { return r.Status }),
-	nullStringCol("issues", pqPlain, func(r *JudgementRow) NullString { return r.Issues }),
-	nullStringCol("suggestion", pqPlain, func(r *JudgementRow) NullString { return r.Suggestion }),
-	nullStringCol("error", pqPlain, func(r *JudgementRow) NullString { return r.Error }),
+	stringCol("rollout_id", pqPlain, func(r *JudgementRow) *string { return &r.RolloutID }),
+	stringCol("task_id", pqCategorical, func(r *JudgementRow) *string { return &r.TaskID }),
+	nullStringCol("verifier_id", pqCategorical, func(r *JudgementRow) *NullString { return &r.VerifierID }),
+	int32Col("check_index", func(r *JudgementRow) *int32 { return &r.CheckIndex }),
+	stringCol("check_id", pqCategorical, func(r *JudgementRow) *string { return &r.CheckID }),
+	stringCol("judge_model", pqCategorical, func(r *JudgementRow) *string { return &r.JudgeModel }),
+	int32Col("sample", func(r *JudgementRow) *int32 { return &r.Sample }),
+	int64Col("seed", func(r *JudgementRow) *int64 { return &r.Seed }),
+	float64Col("temperature", func(r *JudgementRow) *float64 { return &r.Temperature }),
+	nullFloat64Col("score", func(r *JudgementRow) (*float64, *bool) { return &r.Score, &r.ScoreValid }),
+	stringCol("status", pqCategorical, func(r *JudgementRow) *string { return &r.Status }),
+	nullStringCol("issues", pqPlain, func(r *JudgementRow) *NullString { return &r.Issues }),
+	nullStringCol("suggestion", pqPlain, func(r *JudgementRow) *NullString { return &r.Suggestion }),
+	nullStringCol("error", pqPlain, func(r *JudgementRow) *NullString { return &r.Error }),
 }
+
+// RewardColumns returns the names of the rewards table's own columns, in
+// order (the kept metadata columns follow them in a part).
+func RewardColumns() []string { return columnNames(rewardColumns) }
+
+// CheckColumns returns the names of the checks table's columns, in order.
+func CheckColumns() []string { return columnNames(checkColumns) }
 
 // JudgementColumns returns the names of the judgements table's columns, in
 // order.

@@ -12,6 +12,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/judge"
+	callpkg "github.com/gavelhq/gavel/judge/call"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -50,10 +51,9 @@ type judging struct {
 	panels  map[panelKey]derivedPanel
 
 	// Owned by the writer.
-	probed        map[string]bool // by server
-	budget        int64           // requests left; < 0: no limit
-	pendingBudget int64
-	inflight      map[judge.Key]*call
+	probed   map[string]bool // by server
+	budget   callpkg.Budget
+	inflight map[judge.Key]*call
 
 	asks sync.WaitGroup // one count per ask goroutine
 
@@ -205,10 +205,7 @@ func newJudging(cfg *judge.Config, set JudgePanel, vs []*verifiers.Verifier, max
 	}
 	js := &judging{base: base, baseModel: cfg.Model, models: models, set: set,
 		derived: map[judge.Override]derivedJudge{}, panels: map[panelKey]derivedPanel{},
-		budget: -1, inflight: map[judge.Key]*call{}, probed: map[string]bool{}}
-	if maxRequests > 0 {
-		js.budget = maxRequests
-	}
+		budget: callpkg.NewBudget(maxRequests), inflight: map[judge.Key]*call{}, probed: map[string]bool{}}
 	for _, v := range vs {
 		if judgedBy(cfg, v) == "" {
 			continue
@@ -700,11 +697,9 @@ func (js *judging) start(ctx context.Context, res *batchResults) error {
 		if need == 0 {
 			continue
 		}
-		if js.budget >= 0 && js.budget < int64(need) {
+		if !js.budget.Take(need) {
 			// The budget is spent in input order: once a check does
 			// not fit, no later one is judged.
-			js.budget = 0
-			js.pendingBudget++
 			a.pending = true
 			continue
 		}
@@ -721,9 +716,6 @@ func (js *judging) start(ctx context.Context, res *batchResults) error {
 					return &ProbeError{Err: err}
 				}
 				js.probed[server] = true
-			}
-			if js.budget > 0 {
-				js.budget--
 			}
 			c := &call{done: make(chan struct{})}
 			s.c, s.owner = c, true
@@ -840,7 +832,7 @@ func (js *judging) summary() *results.JudgeSummary {
 	}
 	s := js.base.Stats()
 	return &results.JudgeSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
-		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, PendingBudget: js.pendingBudget}
+		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, PendingBudget: js.budget.Pending()}
 }
 
 // judgeNow judges a batch's asks and waits for them, for RowGrader, whose

@@ -17,6 +17,7 @@ import (
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/internal/atomicfile"
 	"github.com/gavelhq/gavel/judge"
+	callpkg "github.com/gavelhq/gavel/judge/call"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -498,16 +499,13 @@ func makePairs(rolls []pairRollout, against string, res *PairwiseResult) ([]*pai
 // by at most concurrency goroutines (judge.Ask bounds the requests in
 // flight too); the outcomes depend only on the verdicts.
 func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurrency int, pairs []*pairJob, res *PairwiseResult) error {
-	budget := int64(-1)
-	if cfg.MaxRequests > 0 {
-		budget = cfg.MaxRequests
-	}
+	budget := callpkg.NewBudget(cfg.MaxRequests)
 	calls := map[judge.Key]*pairCall{}
 	var send []*pairCall
 	for _, p := range pairs {
 		var keys [2]judge.Key
 		var got [2]*pairCall
-		need := int64(0)
+		need := 0
 		for o := range 2 {
 			r, err := j.PairRequest(p.prompt(o == 1))
 			if err != nil {
@@ -529,16 +527,11 @@ func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurr
 			}
 			need++
 		}
-		if budget >= 0 && need > budget {
+		if !budget.Take(need) {
 			// All of a pair's judgements or none; once one pair is left,
 			// no later pair spends: the budget goes in order.
 			p.Outcome = PairPending
-			res.Judge.PendingBudget++
-			budget = 0
 			continue
-		}
-		if budget > 0 {
-			budget -= need
 		}
 		for o := range 2 {
 			if got[o] != nil {
@@ -554,6 +547,7 @@ func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurr
 		}
 		p.ab, p.ba = got[0], got[1]
 	}
+	res.Judge.PendingBudget = budget.Pending()
 	if len(send) > 0 {
 		if err := j.Probe(ctx); err != nil {
 			if ctx.Err() != nil {

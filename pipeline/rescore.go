@@ -13,11 +13,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/internal/atomicfile"
@@ -314,14 +312,11 @@ func sameDir(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
-// Columns a rescore reads (rewardRowCols: also --reuse, see rewardRow).
-var (
-	rewardRowCols = []string{"rollout_id", "task_id", "verifier_id", "status", "passed", "reward",
-		"checks_total", "checks_passed", "required_total", "required_passed", "error_kind", "error", "source_file", "source_row", "input_hash"}
-	// rescoreCheckCols: what every formula needs, then check_id (weighted
-	// and expr), then what only expressions read.
-	rescoreCheckCols = []string{"check_index", "required", "status", "check_id", "label", "detail", "score"}
-)
+// rescoreCheckCols are the checks columns a rescore reads: what every
+// formula needs, then check_id (weighted and expr), then what only
+// expressions read. Its rewards are read whole (columnar.RewardColumns and
+// the kept columns), as --reuse reads them.
+var rescoreCheckCols = []string{"check_index", "required", "status", "check_id", "label", "detail", "score"}
 
 // checkCols returns the columns of the checks parts that the formulas need
 // (a prefix of rescoreCheckCols).
@@ -373,16 +368,27 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *results.Manifest, i 
 	}
 
 	keep := m.Config.Keep
-	rr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "rewards", in.Part), append(slices.Clip(rewardRowCols), keep...))
+	rewardCols := append(columnar.RewardColumns(), keep...)
+	rr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "rewards", in.Part), rewardCols)
 	if err != nil {
 		return nil, err
 	}
 	defer rr.Close()
-	cr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "checks", in.Part), checkCols(formulas))
+	checkCols := checkCols(formulas)
+	cr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "checks", in.Part), checkCols)
 	if err != nil {
 		return nil, err
 	}
 	defer cr.Close()
+	strs := columnar.Interner{}
+	rdec, err := columnar.NewRewardDecoder(rewardCols, keep, strs)
+	if err != nil {
+		return nil, err
+	}
+	cdec, err := columnar.NewCheckDecoder(checkCols, strs)
+	if err != nil {
+		return nil, err
+	}
 	part, err := columnar.CreatePart(cfg.Out, i, columnar.PartOptions{Format: format, Keep: keep, RewardsOnly: true})
 	if err != nil {
 		return nil, err
@@ -390,7 +396,6 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *results.Manifest, i 
 	defer part.Abort()
 
 	sum := results.NewSummary(nil)
-	strs := columnar.Interner{}
 	rows := make([]columnar.RewardRow, 0, rescoreBatch)
 	var crs []columnar.CheckRow
 	var buf []verifiers.Check
@@ -411,12 +416,12 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *results.Manifest, i 
 		if err != nil {
 			return nil, err
 		}
-		rw, err := rewardRow(cells, len(keep), strs)
+		rw, err := rewardRow(rdec, cells)
 		if err != nil {
 			return nil, fmt.Errorf("read %s row %d: %w", filepath.Join(cfg.Dir, "rewards", in.Part), n, err)
 		}
 		var checkErr bool
-		crs, checkErr, err = readChecks(cr, &rw, crs[:0], strs)
+		crs, checkErr, err = readChecks(cr, cdec, &rw, crs[:0])
 		if err != nil {
 			return nil, fmt.Errorf("read %s, the checks of rollout %q (row %d of its rewards): %w", filepath.Join(cfg.Dir, "checks", in.Part), rw.RolloutID, n, err)
 		}
@@ -506,12 +511,12 @@ func copyFile(src, dst string) error {
 }
 
 // readChecks appends the check rows of rw, ChecksTotal of them, read from
-// cr, to crs, and reports whether one of them is in error. The rows must be
-// numbered from 0: a rollout's check rows follow the previous rollout's,
-// which the writer guarantees (it appends them in input order, after its
-// reward's counts are known) and which the numbering and the total count
-// of rows (checked by the caller) verify.
-func readChecks(cr *columnar.ResultReader, rw *columnar.RewardRow, crs []columnar.CheckRow, strs columnar.Interner) (_ []columnar.CheckRow, checkErr bool, _ error) {
+// cr and decoded by dec, to crs, and reports whether one of them is in
+// error. The rows must be numbered from 0: a rollout's check rows follow
+// the previous rollout's, which the writer guarantees (it appends them in
+// input order, after its reward's counts are known) and which the
+// numbering and the total count of rows (checked by the caller) verify.
+func readChecks(cr *columnar.ResultReader, dec *columnar.ResultDecoder[columnar.CheckRow], rw *columnar.RewardRow, crs []columnar.CheckRow) (_ []columnar.CheckRow, checkErr bool, _ error) {
 	for k := range int(rw.ChecksTotal) {
 		c, err := cr.Next()
 		if errors.Is(err, io.EOF) {
@@ -520,92 +525,27 @@ func readChecks(cr *columnar.ResultReader, rw *columnar.RewardRow, crs []columna
 		if err != nil {
 			return nil, false, err
 		}
-		idx, err := strconv.Atoi(unsafeString(c[0].Data))
-		if err != nil || idx != k {
-			return nil, false, fmt.Errorf("check_index %s where %d was expected: check rows out of order", c[0].Data, k)
+		var row columnar.CheckRow
+		if err := dec.Decode(c, &row); err != nil {
+			return nil, false, err
 		}
-		row := columnar.CheckRow{Required: string(c[1].Data) == "true", Status: strs.Get(c[2].Data)}
+		if int(row.CheckIndex) != k {
+			return nil, false, fmt.Errorf("check_index %d where %d was expected: check rows out of order", row.CheckIndex, k)
+		}
 		checkErr = checkErr || row.Status == verifiers.CheckError
-		if len(c) > 3 {
-			row.CheckID = strs.Get(c[3].Data)
-		}
-		if len(c) > 4 {
-			row.Label = strs.Get(c[4].Data)
-			row.Detail = string(c[5].Data)
-			if c[6].Kind != columnar.CellNull {
-				if row.Score, err = strconv.ParseFloat(unsafeString(c[6].Data), 64); err != nil {
-					return nil, false, fmt.Errorf("score %q: not a number", c[6].Data)
-				}
-				row.ScoreValid = true
-			}
-		}
 		crs = append(crs, row)
 	}
 	return crs, checkErr, nil
 }
 
-// rewardRow decodes the cells of a rewards row, read as rewardRowCols
-// then keep columns: the one decoding of the rewards a rescore rewrites
-// and --reuse takes from an earlier run.
-func rewardRow(c []columnar.Cell, keep int, strs columnar.Interner) (columnar.RewardRow, error) {
+// rewardRow decodes the cells of a rewards row, read as
+// columnar.RewardColumns then the kept columns: the one decoding of the
+// rewards a rescore rewrites and --reuse takes from an earlier run.
+func rewardRow(dec *columnar.ResultDecoder[columnar.RewardRow], c []columnar.Cell) (columnar.RewardRow, error) {
 	var rw columnar.RewardRow
-	var err error
-	num := func(cell columnar.Cell, name string) int64 {
-		v, e := strconv.ParseInt(unsafeString(cell.Data), 10, 64)
-		if e != nil && err == nil {
-			err = fmt.Errorf("%s %q: not an integer", name, cell.Data)
-		}
-		return v
-	}
-	nstr := func(cell columnar.Cell, shared bool) columnar.NullString {
-		if cell.Kind == columnar.CellNull {
-			return columnar.NullString{}
-		}
-		if shared {
-			return columnar.Str(strs.Get(cell.Data))
-		}
-		return columnar.Str(string(cell.Data))
-	}
-	rw.RolloutID = string(c[0].Data)
-	rw.TaskID = strs.Get(c[1].Data)
-	rw.VerifierID = nstr(c[2], true)
-	rw.Status = strs.Get(c[3].Data)
-	if c[4].Kind != columnar.CellNull {
-		rw.Passed, rw.PassedValid = string(c[4].Data) == "true", true
-	}
-	if c[5].Kind != columnar.CellNull {
-		rw.Reward, err = strconv.ParseFloat(unsafeString(c[5].Data), 64)
-		if err != nil {
-			return rw, fmt.Errorf("reward %q: not a number", c[5].Data)
-		}
-		rw.RewardValid = true
-	}
-	rw.ChecksTotal = int32(num(c[6], "checks_total"))
-	rw.ChecksPassed = int32(num(c[7], "checks_passed"))
-	rw.RequiredTotal = int32(num(c[8], "required_total"))
-	rw.RequiredPassed = int32(num(c[9], "required_passed"))
-	rw.ErrorKind = nstr(c[10], true)
-	rw.Error = nstr(c[11], false)
-	rw.SourceFile = strs.Get(c[12].Data)
-	rw.SourceRow = num(c[13], "source_row")
-	if c[14].Kind != columnar.CellNull {
-		h, e := strconv.ParseUint(unsafeString(c[14].Data), 16, 64)
-		if e != nil || len(c[14].Data) != 16 {
-			return rw, fmt.Errorf("input_hash %q: not 16 hex digits", c[14].Data)
-		}
-		rw.InputHash, rw.InputHashValid = h, true
-	}
-	if keep > 0 {
-		rw.Keep = make([]columnar.NullString, keep)
-		for j := range keep {
-			rw.Keep[j] = nstr(c[len(rewardRowCols)+j], false)
-		}
-	}
+	err := dec.Decode(c, &rw)
 	if err == nil && rw.ChecksTotal < 0 {
 		err = fmt.Errorf("checks_total %d", rw.ChecksTotal)
 	}
 	return rw, err
 }
-
-// unsafeString views b as a string for a parse that does not keep it.
-func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -277,7 +277,7 @@ func timeoutPrefix(vid string) string { return "verifier " + vid + " timed out a
 func panicPrefix(vid string) string { return "verifier " + vid + " panicked: " }
 
 // prevCheckCols are the checks columns read from the earlier run; its
-// rewards are read as rewardRowCols.
+// rewards are read whole (columnar.RewardColumns and the kept columns).
 var prevCheckCols = []string{"check_index", "check_id", "label", "required", "status", "detail",
 	"actual", "expected", "score", "suggestion", "issues"}
 
@@ -298,10 +298,11 @@ type prevUnit struct {
 	queued    [][]join.Value // the check rows of the matched row being read
 	cells     []columnar.Cell
 	matchRow  int64 // the row of this unit the matched row was found for
-	keep      int   // the number of kept columns, read after rewardRowCols
 	sameInput bool  // see prevRow
-	strs      columnar.Interner
-	doc       jsonview.Doc // a check's issues, parsed
+	// The decoders of the earlier rows, by the columns read.
+	rdec *columnar.ResultDecoder[columnar.RewardRow]
+	cdec *columnar.ResultDecoder[columnar.CheckRow]
+	jdec *columnar.ResultDecoder[columnar.JudgementRow]
 
 	ahead   chan []*prevRow // filled by readAhead; closed at the end or on an error
 	stop    chan struct{}   // closed by close
@@ -333,12 +334,15 @@ func (rs *reuseSource) open(u *Unit, cur *results.ManifestInput, keep []string) 
 		if err != nil {
 			return nil
 		}
-		pu := &prevUnit{matched: um, keep: len(keep), strs: columnar.Interner{}, multi: rs.multi,
+		pu := &prevUnit{matched: um, multi: rs.multi,
 			ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
+		if pu.decoders(keep) != nil {
+			return nil
+		}
 		go pu.readAhead()
 		return pu
 	}
-	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), append(slices.Clip(rewardRowCols), keep...))
+	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), append(columnar.RewardColumns(), keep...))
 	if err != nil {
 		return nil
 	}
@@ -347,15 +351,34 @@ func (rs *reuseSource) open(u *Unit, cur *results.ManifestInput, keep []string) 
 		rw.Close()
 		return nil
 	}
-	pu := &prevUnit{rewards: rw, checks: ck, keep: len(keep), sameInput: rs.unchanged(u, cur) != nil, strs: columnar.Interner{},
+	pu := &prevUnit{rewards: rw, checks: ck, sameInput: rs.unchanged(u, cur) != nil,
 		ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{}), multi: rs.multi}
+	if pu.decoders(keep) != nil {
+		rw.Close()
+		ck.Close()
+		return nil
+	}
 	if rs.multi {
 		// Without its judgements part, no judged row of the unit is
 		// reused (prevRow.noJudgements).
-		pu.judgements, _ = columnar.OpenResult(filepath.Join(rs.dir, results.JudgementsDir, part), prevJudgementCols)
+		pu.judgements, _ = columnar.OpenResult(filepath.Join(rs.dir, results.JudgementsDir, part), columnar.JudgementColumns())
 	}
 	go pu.readAhead()
 	return pu
+}
+
+// decoders makes the decoders of the earlier rows, whose rewards keep
+// the columns keep.
+func (pu *prevUnit) decoders(keep []string) (err error) {
+	strs := columnar.Interner{}
+	if pu.rdec, err = columnar.NewRewardDecoder(append(columnar.RewardColumns(), keep...), keep, strs); err != nil {
+		return err
+	}
+	if pu.cdec, err = columnar.NewCheckDecoder(prevCheckCols, strs); err != nil {
+		return err
+	}
+	pu.jdec, err = columnar.NewJudgementDecoder(columnar.JudgementColumns(), strs)
+	return err
 }
 
 // readAhead reads the earlier rows in order and sends them in chunks,
@@ -444,7 +467,7 @@ func (pu *prevUnit) read() (*prevRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	rw, err := rewardRow(c, pu.keep, pu.strs)
+	rw, err := rewardRow(pu.rdec, c)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +475,6 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		rw.SourceRow = pu.matchRow // the row of this run it was found for
 	}
 	p := &prevRow{rw: rw, sameInput: pu.sameInput}
-	var d cellDecoder
 	p.checks = make([]columnar.CheckRow, 0, rw.ChecksTotal)
 	// A rollout's check rows follow the previous rollout's, numbered from
 	// 0 (see readChecks); the numbering keeps the two parts in step.
@@ -461,22 +483,12 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		cr := columnar.CheckRow{CheckIndex: int32(d.num(cc[0])), CheckID: pu.strs.Get(cc[1].Data), Label: pu.strs.Get(cc[2].Data),
-			Required: string(cc[3].Data) == "true", Status: pu.strs.Get(cc[4].Data), Detail: string(cc[5].Data),
-			Actual: nstr(cc[6]), Expected: nstr(cc[7])}
+		var cr columnar.CheckRow
+		if pu.cdec.Decode(cc, &cr) != nil {
+			return nil, errors.New("unreadable check row")
+		}
 		if cr.CheckIndex != k {
 			return nil, errors.New("checks out of step")
-		}
-		cr.Score, cr.ScoreValid = d.float(cc[8])
-		cr.Suggestion = nstr(cc[9])
-		if cc[10].Kind != columnar.CellNull {
-			if cr.Issues, err = pu.issues(cc[10]); err != nil {
-				d.bad = err
-			}
-			cr.IssuesValid = true
-		}
-		if d.bad != nil {
-			return nil, errors.New("unreadable check row")
 		}
 		p.checks = append(p.checks, cr)
 	}
@@ -489,42 +501,6 @@ func (pu *prevUnit) read() (*prevRow, error) {
 	}
 	return p, nil
 }
-
-// cellDecoder decodes the cells of an earlier result row, keeping the
-// first error.
-type cellDecoder struct{ bad error }
-
-func (d *cellDecoder) num(cell columnar.Cell) int64 {
-	v, err := strconv.ParseInt(string(cell.Data), 10, 64)
-	if err != nil && d.bad == nil {
-		d.bad = err
-	}
-	return v
-}
-
-func (d *cellDecoder) float(cell columnar.Cell) (float64, bool) {
-	if cell.Kind == columnar.CellNull {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(string(cell.Data), 64)
-	if err != nil && d.bad == nil {
-		d.bad = err
-	}
-	return v, true
-}
-
-// nstr returns a cell as a string, null for a null cell.
-func nstr(cell columnar.Cell) columnar.NullString {
-	if cell.Kind == columnar.CellNull {
-		return columnar.NullString{}
-	}
-	return columnar.Str(string(cell.Data))
-}
-
-// prevJudgementCols are the judgements columns read from the earlier run,
-// in the order of the table.
-var prevJudgementCols = []string{"rollout_id", "task_id", "verifier_id", "check_index", "check_id", "judge_model",
-	"sample", "seed", "temperature", "score", "status", "issues", "suggestion", "error"}
 
 // readJudgements reads the earlier judgements of p, whose check rows are
 // read: the rows that follow, while they carry p's rollout id and one of
@@ -567,44 +543,18 @@ func (pu *prevUnit) readJudgements(p *prevRow) error {
 	}
 }
 
-// judgementRow decodes a row of the judgements table read in the
-// columns prevJudgementCols.
+// judgementRow decodes a row of the judgements table, read as
+// columnar.JudgementColumns.
 func (pu *prevUnit) judgementRow(c []columnar.Cell) (columnar.JudgementRow, error) {
-	var d cellDecoder
-	jr := columnar.JudgementRow{RolloutID: string(c[0].Data), TaskID: pu.strs.Get(c[1].Data), VerifierID: nstr(c[2]),
-		CheckIndex: int32(d.num(c[3])), CheckID: pu.strs.Get(c[4].Data), JudgeModel: pu.strs.Get(c[5].Data),
-		Sample: int32(d.num(c[6])), Seed: d.num(c[7]), Status: pu.strs.Get(c[10].Data),
-		Issues: nstr(c[11]), Suggestion: nstr(c[12]), Error: nstr(c[13])}
-	jr.Temperature, _ = d.float(c[8])
-	jr.Score, jr.ScoreValid = d.float(c[9])
-	if d.bad != nil {
+	var jr columnar.JudgementRow
+	if pu.jdec.Decode(c, &jr) != nil {
 		return jr, errors.New("unreadable judgements row")
 	}
 	return jr, nil
 }
 
-// issues returns the strings of an issues cell, a JSON array of strings.
-func (pu *prevUnit) issues(c columnar.Cell) ([]string, error) {
-	if c.Kind != columnar.CellJSON {
-		return nil, fmt.Errorf("issues: want a list, got a %s", c.Kind)
-	}
-	arr, err := pu.doc.Parse(c.Data)
-	if err != nil || arr.Kind() != jsonview.Array {
-		return nil, fmt.Errorf("issues: want a list of strings")
-	}
-	out := make([]string, 0, arr.Len())
-	for e := arr.First(); e.Exists(); e = e.Next() {
-		s, ok := e.Str()
-		if !ok {
-			return nil, fmt.Errorf("issues: want a list of strings")
-		}
-		out = append(out, string(s))
-	}
-	return out, nil
-}
-
 // nextReward returns the next earlier rewards row, in the columns
-// rewardRowCols and the kept ones.
+// columnar.RewardColumns and the kept ones.
 func (pu *prevUnit) nextReward() ([]columnar.Cell, error) {
 	if pu.matched == nil {
 		return pu.rewards.Next()
@@ -678,7 +628,7 @@ func (r *runner) match(ctx context.Context) error {
 		}
 		return nil
 	}
-	cfg := join.Config{Rewards: append(slices.Clip(rewardRowCols), r.plan.keep...), Checks: prevCheckCols, LeftName: rs.dir}
+	cfg := join.Config{Rewards: append(columnar.RewardColumns(), r.plan.keep...), Checks: prevCheckCols, LeftName: rs.dir}
 	m, err := join.Match(ctx, dir, keys, cfg)
 	if err != nil {
 		return fmt.Errorf("reuse: %w", err)
