@@ -11,6 +11,7 @@ import (
 
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/report"
+	"github.com/gavelhq/gavel/stats"
 )
 
 // judgeCommands are the subcommands of gavel judge, in the order its help
@@ -101,7 +102,7 @@ func runJudgeAgreement(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	defer done()
-	ag, err := report.BuildAgreement(local, report.AgreementConfig{Bootstrap: report.BootstrapConfig{Seed: *seed, Resamples: *resamples}})
+	ag, err := report.BuildAgreement(local, report.AgreementConfig{Bootstrap: stats.BootstrapConfig{Seed: *seed, Resamples: *resamples}})
 	if errors.Is(err, report.ErrNoJudgements) {
 		return &exitError{code: 1, msg: fmt.Sprintf("judge agreement: %s has %v", store.Redact(dir), err)}
 	}

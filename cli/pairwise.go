@@ -11,8 +11,8 @@ import (
 
 	"github.com/gavelhq/gavel/internal/atomicfile"
 	"github.com/gavelhq/gavel/internal/store"
+	"github.com/gavelhq/gavel/pairwise"
 	"github.com/gavelhq/gavel/pipeline"
-	"github.com/gavelhq/gavel/report"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -39,7 +39,7 @@ type pairwiseRanking struct {
 	// the rollouts with no counterpart.
 	InputErrors int64 `json:"input_errors"`
 	Unpaired    int64 `json:"unpaired"`
-	report.Ranking
+	pairwise.Ranking
 }
 
 func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -114,12 +114,12 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	jc.Template = *template
-	cfg := pipeline.PairwiseConfig{
+	cfg := pairwise.Config{
 		Inputs: fs.Args(), From: *from, Fields: fields, Set: constants, TasksFile: *tasks,
 		By: *by, Against: *against, Rubric: *rubric, Query: *query, Verifiers: vs, Check: *check,
 		Judge: *jc, MaxRequests: maxRequests, Out: *out, Format: *format,
 	}
-	res, err := pipeline.Pairwise(ctx, cfg)
+	res, err := pairwise.Compare(ctx, cfg)
 	if res != nil {
 		for _, p := range res.Problems {
 			fmt.Fprintf(stderr, "gavel: skipped %s\n", p)
@@ -131,7 +131,7 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return pairwiseError(err)
 	}
-	var games []report.Game
+	var games []pairwise.Game
 	rk := pairwiseRanking{By: *by, Model: jf.models[0], Input: res.Rollouts, InputErrors: res.InputErrors, Unpaired: res.Unpaired,
 		Pairs: len(res.Pairs), Template: res.Template}
 	if *against != "" {
@@ -139,21 +139,21 @@ func runJudgePairwise(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	for _, p := range res.Pairs {
 		switch p.Outcome {
-		case pipeline.PairError:
+		case pairwise.OutcomeError:
 			rk.Errors++
-		case pipeline.PairPending:
+		case pairwise.OutcomePending:
 			rk.Pending++
 		default:
-			games = append(games, report.Game{Task: p.TaskID, A: p.GroupA, B: p.GroupB, Outcome: p.Outcome})
+			games = append(games, pairwise.Game{Task: p.TaskID, A: p.GroupA, B: p.GroupB, Outcome: p.Outcome})
 		}
 	}
-	rk.Ranking = report.Rank(games, report.RankingConfig{Resamples: *resamples, Seed: *seed})
+	rk.Ranking = pairwise.Rank(games, pairwise.RankingConfig{Resamples: *resamples, Seed: *seed})
 	if err := writeRanking(filepath.Join(*out, "ranking.json"), &rk); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "compared %d pairs of %d rollouts by %s: %d judged, %d errors, %d pending by the budget; %s, %d rollouts unpaired\n\n",
 		rk.Pairs, res.Rollouts, *by, rk.Games, rk.Errors, rk.Pending, plural(res.InputErrors, "row skipped", "rows skipped"), rk.Unpaired)
-	if err := report.WriteRanking(stdout, rk.Ranking); err != nil {
+	if err := pairwise.WriteRanking(stdout, rk.Ranking); err != nil {
 		return err
 	}
 	j := res.Judge

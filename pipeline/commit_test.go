@@ -75,7 +75,7 @@ func TestCommitOtherRun(t *testing.T) {
 			_, err := results.Commit(out)
 			if tt.want == "" {
 				if err != nil {
-					t.Fatalf("results.Commit = %v, want the shards joined", err)
+					t.Fatalf("Commit = %v, want the shards joined", err)
 				}
 				if _, err := os.Stat(filepath.Join(out, results.SuccessFile)); err != nil {
 					t.Errorf("committed run without %s: %v", results.SuccessFile, err)
@@ -84,7 +84,7 @@ func TestCommitOtherRun(t *testing.T) {
 			}
 			want := strings.ReplaceAll(tt.want, "IN0", inputs[0])
 			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Fatalf("results.Commit = %v, want an error holding %q", err, want)
+				t.Fatalf("Commit = %v, want an error holding %q", err, want)
 			}
 			for _, f := range []string{results.ManifestFile, results.SummaryFile, results.SuccessFile} {
 				if _, err := os.Stat(filepath.Join(out, f)); !os.IsNotExist(err) {

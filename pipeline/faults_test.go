@@ -20,6 +20,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
@@ -50,7 +51,7 @@ func writeLines(t *testing.T, path string, ids ...string) {
 func rewardsByID(t *testing.T, out string, part int) map[string]map[string]any {
 	t.Helper()
 	m := map[string]map[string]any{}
-	for _, r := range decodeJSONL(t, filepath.Join(out, "rewards", columnar.PartName(part, columnar.FormatJSONL))) {
+	for _, r := range gaveltest.DecodeJSONL(t, filepath.Join(out, "rewards", columnar.PartName(part, columnar.FormatJSONL))) {
 		m[r["rollout_id"].(string)] = r
 	}
 	return m
@@ -101,7 +102,7 @@ func TestVerifierTimeout(t *testing.T) {
 		}
 	}
 	if res.Summary.Error != 3 {
-		t.Errorf("results.Summary.Error = %d, want 3", res.Summary.Error)
+		t.Errorf("Summary.Error = %d, want 3", res.Summary.Error)
 	}
 }
 
@@ -363,7 +364,7 @@ func TestHostileInput(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			rows := decodeJSONL(t, filepath.Join(out, "rewards", columnar.PartName(1, columnar.FormatJSONL)))
+			rows := gaveltest.DecodeJSONL(t, filepath.Join(out, "rewards", columnar.PartName(1, columnar.FormatJSONL)))
 			if len(rows) != tt.rows {
 				t.Errorf("%d rows, want %d", len(rows), tt.rows)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 )
 
 // TestGradeGenerated grades generated CRM datasets in every input format,
@@ -48,9 +49,9 @@ func TestGradeGenerated(t *testing.T) {
 			}
 			res := grade(t, gcfg)
 
-			want := decodeJSONL(t, rowsPath)
-			rewards := decodeJSONL(t, filepath.Join(out, "rewards", "part-00000.jsonl"))
-			checks := decodeJSONL(t, filepath.Join(out, "checks", "part-00000.jsonl"))
+			want := gaveltest.DecodeJSONL(t, rowsPath)
+			rewards := gaveltest.DecodeJSONL(t, filepath.Join(out, "rewards", "part-00000.jsonl"))
+			checks := gaveltest.DecodeJSONL(t, filepath.Join(out, "checks", "part-00000.jsonl"))
 			if len(rewards) != len(want) {
 				t.Fatalf("%d rewards rows, want %d", len(rewards), len(want))
 			}

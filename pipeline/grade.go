@@ -38,6 +38,52 @@ type plan struct {
 	reuse *reuseSource
 }
 
+// planConfig is what every entry that reads rollouts (a run, a row grader,
+// a row decoder, Scan) says about decoding them; newPlan makes the plan of
+// it, the one place a plan is built.
+type planConfig struct {
+	fields columnar.FieldNames
+	set    []Constant
+	// tasksFile is the tasks table to load, or tasks the table loaded.
+	tasksFile   string
+	tasks       Tasks
+	structNulls columnar.StructNulls
+	// bind binds verifiers to their tasks (even none); without it rows
+	// get no verifier.
+	bind      bool
+	verifiers []*verifiers.Verifier
+	// fileTasks indexes the task rows of harnesses' logs (runs and Scan;
+	// a row grader and a row decoder see single rows).
+	fileTasks bool
+}
+
+// newPlan returns the plan of pc: the field names with their defaults,
+// the constants checked, the tasks loaded, the verifiers bound and the
+// cache of initial states. The caller adds what only it needs (kept
+// columns, judging, remoting, reuse).
+func newPlan(pc planConfig) (*plan, error) {
+	p := &plan{fields: pc.fields.WithDefaults(), tasks: pc.tasks, initials: jsonview.NewCache(initialCacheBytes)}
+	var err error
+	if pc.bind {
+		if p.bindings, err = Bind(pc.verifiers); err != nil {
+			return nil, err
+		}
+	}
+	if p.set, err = checkSet(pc.set, &p.fields); err != nil {
+		return nil, err
+	}
+	if pc.tasksFile != "" {
+		if p.tasks, err = loadTasks(pc.tasksFile, columnar.Options{Fields: pc.fields, StructNulls: pc.structNulls}); err != nil {
+			return nil, &ConfigError{Field: "TasksFile", Msg: err.Error()}
+		}
+	}
+	if pc.fileTasks {
+		p.fileTasks = new(sync.Map)
+	}
+	p.skips = columnar.StateSkips(&p.fields, p.initials)
+	return p, nil
+}
+
 // fileTask is a task row of a harness's log and its index.
 type fileTask struct {
 	text []byte

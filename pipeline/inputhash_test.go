@@ -21,6 +21,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
@@ -37,7 +38,7 @@ func inputHashes(t *testing.T, cfg Config) map[string]any {
 		if _, err := os.Stat(path); err != nil {
 			break
 		}
-		for _, row := range decodeJSONL(t, path) {
+		for _, row := range gaveltest.DecodeJSONL(t, path) {
 			got[row["rollout_id"].(string)] = row["input_hash"]
 		}
 	}

@@ -383,7 +383,7 @@ func (g *grader) judgeRow(v *verifiers.Verifier, checks []verifiers.Check, out *
 		if len(ps) == 0 {
 			continue
 		}
-		p := judge.Prompt{Rubric: c.Rubric.Text, Instruction: instruction(c.Rubric, &g.rollout),
+		p := judge.Prompt{Rubric: c.Rubric.Text, Instruction: Instruction(c.Rubric, &g.rollout),
 			Output: g.rollout.Output, Context: promptContext(c.Rubric.Context)}
 		at, all := len(out.subs), true
 		for _, j := range ps {
@@ -435,9 +435,9 @@ func judgementRow(cr *columnar.CheckRow, s *sub) columnar.JudgementRow {
 // metadata, read as the task instruction when a rubric has no query.
 var instructionFields = []string{"instruction", "prompt", "query", "input"}
 
-// instruction returns the task instruction the judge sees (copied out of
+// Instruction returns the task instruction the judge sees (copied out of
 // the rollout).
-func instruction(rb *verifiers.Rubric, r *verifiers.Rollout) string {
+func Instruction(rb *verifiers.Rubric, r *verifiers.Rollout) string {
 	if rb.Query != "" {
 		return rb.Query
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
 )
@@ -126,7 +127,7 @@ func TestJudgeCalendarFormats(t *testing.T) {
 
 func readJudgedJSONL(t *testing.T, path string) map[string]judgedCheck {
 	m := map[string]judgedCheck{}
-	for _, r := range decodeJSONL(t, path) {
+	for _, r := range gaveltest.DecodeJSONL(t, path) {
 		c := judgedCheck{Status: r["status"].(string), Score: r["score"], Suggestion: r["suggestion"]}
 		if l, ok := r["issues"].([]any); ok {
 			s := []string{}

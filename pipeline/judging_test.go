@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/results"
@@ -78,7 +79,7 @@ func checkRows(t testing.TB, out string) map[string]map[string]any {
 	m := map[string]map[string]any{}
 	files, _ := filepath.Glob(filepath.Join(out, "checks", "part-*.jsonl"))
 	for _, f := range files {
-		for _, c := range decodeJSONL(t.(*testing.T), f) {
+		for _, c := range gaveltest.DecodeJSONL(t.(*testing.T), f) {
 			m[c["rollout_id"].(string)+"/"+c["check_id"].(string)] = c
 		}
 	}
@@ -90,7 +91,7 @@ func rewardRows(t *testing.T, out string) map[string]map[string]any {
 	m := map[string]map[string]any{}
 	files, _ := filepath.Glob(filepath.Join(out, "rewards", "part-*.jsonl"))
 	for _, f := range files {
-		for _, r := range decodeJSONL(t, f) {
+		for _, r := range gaveltest.DecodeJSONL(t, f) {
 			m[r["rollout_id"].(string)] = r
 		}
 	}

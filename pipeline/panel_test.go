@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/results"
 )
@@ -83,7 +84,7 @@ func judgementRows(t *testing.T, out string) []map[string]any {
 	files, _ := filepath.Glob(filepath.Join(out, "judgements", "part-*.jsonl"))
 	var rows []map[string]any
 	for _, f := range files {
-		rows = append(rows, decodeJSONL(t, f)...)
+		rows = append(rows, gaveltest.DecodeJSONL(t, f)...)
 	}
 	return rows
 }

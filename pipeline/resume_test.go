@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/crm"
@@ -141,7 +142,7 @@ func TestOutputFaults(t *testing.T) {
 			t.Logf("error: %v", err)
 			if tt.name == "full disk" {
 				for _, p := range []int{0, 1} {
-					if n := len(decodeJSONL(t, filepath.Join(cfg.Out, "rewards", columnar.PartName(p, cfg.Format)))); n != 3 {
+					if n := len(gaveltest.DecodeJSONL(t, filepath.Join(cfg.Out, "rewards", columnar.PartName(p, cfg.Format)))); n != 3 {
 						t.Errorf("part %d: %d rows after the fault, want 3", p, n)
 					}
 				}
@@ -315,7 +316,7 @@ func TestRowGroupRanges(t *testing.T) {
 		var got []map[string]any
 		parts := (12 + per - 1) / per
 		for p := range parts {
-			got = append(got, decodeJSONL(t, filepath.Join(out, "rewards", columnar.PartName(p, columnar.FormatJSONL)))...)
+			got = append(got, gaveltest.DecodeJSONL(t, filepath.Join(out, "rewards", columnar.PartName(p, columnar.FormatJSONL)))...)
 		}
 		if _, err := os.Stat(filepath.Join(out, "rewards", columnar.PartName(parts, columnar.FormatJSONL))); err == nil {
 			t.Errorf("per %d: more than %d parts", per, parts)
@@ -390,7 +391,7 @@ func TestShardsInProcess(t *testing.T) {
 	grade(t, Config{Inputs: inputs, Out: filepath.Join(dir, "ref", "out"), Verifiers: v})
 	out := filepath.Join(dir, "run", "out")
 	if _, err := results.Commit(out); err == nil || !strings.Contains(err.Error(), "no shard manifests") {
-		t.Errorf("results.Commit of an empty directory = %v, want no shard manifests", err)
+		t.Errorf("Commit of an empty directory = %v, want no shard manifests", err)
 	}
 	errs := make(chan error, 3)
 	for i := range 3 {

@@ -92,12 +92,12 @@ func (e *StuckError) Error() string {
 // NewRowGrader binds the verifiers to their tasks. Two verifiers binding
 // one task, or sharing an id, is a ConfigError.
 func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
-	bindings, err := Bind(cfg.Verifiers)
+	pp, err := newPlan(planConfig{fields: cfg.Fields, tasks: cfg.Tasks, bind: true, verifiers: cfg.Verifiers})
 	if err != nil {
 		return nil, err
 	}
-	p := plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, tasks: cfg.Tasks, keep: []string{}, initials: jsonview.NewCache(initialCacheBytes)}
-	p.skips = columnar.StateSkips(&p.fields, p.initials)
+	p := *pp
+	p.keep = []string{}
 	if p.judging, err = newJudging(cfg.Judge, cfg.JudgePanel, cfg.Verifiers, 0); err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 
 	"github.com/gavelhq/gavel/columnar"
-	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -47,8 +46,10 @@ func (d *RowDecoder) Decode(name string, text []byte) (*verifiers.Rollout, error
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	line.WriteByte('\n')
-	p := &plan{fields: d.fields.WithDefaults(), tasks: d.tasks, initials: jsonview.NewCache(initialCacheBytes)}
-	p.skips = columnar.StateSkips(&p.fields, p.initials)
+	p, err := newPlan(planConfig{fields: d.fields, tasks: d.tasks})
+	if err != nil {
+		return nil, err
+	}
 	rd, err := columnar.NewJSONLReader(name, &line, columnar.Options{Fields: p.fields})
 	if err != nil {
 		return nil, err
@@ -68,4 +69,81 @@ func (d *RowDecoder) Decode(name string, text []byte) (*verifiers.Rollout, error
 	}
 	r := g.rollout
 	return &r, nil
+}
+
+// ScanConfig says which rollouts Scan reads and how: as a grading run
+// with the same settings (Config) reads them.
+type ScanConfig struct {
+	Inputs    []string
+	From      string
+	Fields    columnar.FieldNames
+	Set       []Constant
+	TasksFile string
+	Stdin     io.Reader
+	// Verifiers, when set, are bound to their tasks, and each rollout is
+	// given with the verifier bound to its task.
+	Verifiers []*verifiers.Verifier
+}
+
+// Scan reads the rollouts of the inputs in input order, decoded as a
+// grading run decodes them, and calls fn with each: where it is (its id,
+// or file and row), its verifier (nil when none is bound to its task) and
+// the rollout, or, for a row a run would give status error, kind input,
+// the message in problem and a nil rollout. The rollout is valid only
+// during the call: its strings point into buffers that are reused. Scan
+// returns the first error of reading or of fn.
+func Scan(cfg ScanConfig, fn func(where string, v *verifiers.Verifier, r *verifiers.Rollout, problem string) error) error {
+	if err := columnar.CheckFrom(cfg.From); err != nil {
+		return &ConfigError{Field: "From", Msg: err.Error()}
+	}
+	files, _, err := Inputs(cfg.Inputs, cfg.From)
+	if err != nil {
+		return err
+	}
+	p, err := newPlan(planConfig{fields: cfg.Fields, set: cfg.Set, tasksFile: cfg.TasksFile,
+		bind: len(cfg.Verifiers) > 0, verifiers: cfg.Verifiers, fileTasks: true})
+	if err != nil {
+		return err
+	}
+	units := describeUnits(files, DefaultRowGroupsPerUnit, nil, cfg.From, "", cfg.Stdin)
+	defer removeSpools(units)
+	g := &grader{plan: p, timedOut: -1}
+	opts := columnar.Options{Fields: p.fields}
+	for ui := range units {
+		u := &units[ui]
+		r, err := openUnit(u, opts)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", u.Path, err)
+		}
+		for {
+			b, err := r.Next(256)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				r.Close()
+				return fmt.Errorf("read %s: %w", u.Path, err)
+			}
+			for i := range b.Rows {
+				row := &b.Rows[i]
+				var rw columnar.RewardRow
+				where := fallbackID(u, row)
+				v, msg := g.decode(u, b, row, &rw)
+				ro := &g.rollout
+				if msg != "" {
+					v, ro = nil, nil
+				}
+				if err := fn(where, v, ro, msg); err != nil {
+					b.Release()
+					r.Close()
+					return err
+				}
+			}
+			b.Release()
+		}
+		if err := r.Close(); err != nil {
+			return fmt.Errorf("close %s: %w", u.Path, err)
+		}
+	}
+	return nil
 }

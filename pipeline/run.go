@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
-	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/results"
@@ -337,25 +336,15 @@ func prepare(cfg Config) (_ *runner, err error) {
 			removeSpools(units)
 		}
 	}()
-	bindings, err := Bind(cfg.Verifiers)
+	p, err := newPlan(planConfig{fields: cfg.Fields, set: cfg.Set, tasksFile: cfg.TasksFile, structNulls: cfg.StructNulls,
+		bind: true, verifiers: cfg.Verifiers, fileTasks: true})
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{fields: cfg.Fields.WithDefaults(), bindings: bindings, keep: cfg.Keep, initials: jsonview.NewCache(initialCacheBytes), fileTasks: new(sync.Map)}
-	if p.set, err = checkSet(cfg.Set, &p.fields); err != nil {
-		return nil, err
-	}
-	if cfg.TasksFile != "" {
-		tasks, err := loadTasks(cfg.TasksFile, columnar.Options{Fields: cfg.Fields, StructNulls: cfg.StructNulls})
-		if err != nil {
-			return nil, &ConfigError{Field: "TasksFile", Msg: err.Error()}
-		}
-		p.tasks = tasks
-	}
+	p.keep = cfg.Keep
 	if p.keep == nil {
 		p.keep = defaultKeep(units, p.fields, p.set)
 	}
-	p.skips = columnar.StateSkips(&p.fields, p.initials)
 	for _, k := range p.keep {
 		if p.fields.Is(k) {
 			return nil, &ConfigError{Field: "Keep", Msg: fmt.Sprintf("%s is a rollout field, not metadata", k)}

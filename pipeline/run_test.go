@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,31 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-// decodeJSONL reads a JSON Lines file into decoded rows.
-func decodeJSONL(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		rows = append(rows, m)
-	}
-	return rows
-}
 
 // golden compares the decoded rows of got with the golden file, or
 // rewrites the golden file with -update.
@@ -54,8 +34,8 @@ func golden(t *testing.T, got, goldenPath string) {
 		}
 		return
 	}
-	want := decodeJSONL(t, goldenPath)
-	if diff := cmp.Diff(want, decodeJSONL(t, got)); diff != "" {
+	want := gaveltest.DecodeJSONL(t, goldenPath)
+	if diff := cmp.Diff(want, gaveltest.DecodeJSONL(t, got)); diff != "" {
 		t.Errorf("%s differs from %s (-want +got):\n%s", got, goldenPath, diff)
 	}
 }
@@ -86,7 +66,7 @@ func TestBadRows(t *testing.T) {
 	// Every rule must be visible in the golden rows; a golden rewritten with
 	// a regression would otherwise pass silently.
 	byID := map[string]map[string]any{}
-	for _, r := range decodeJSONL(t, filepath.Join(out, "rewards", "part-00000.jsonl")) {
+	for _, r := range gaveltest.DecodeJSONL(t, filepath.Join(out, "rewards", "part-00000.jsonl")) {
 		byID[r["rollout_id"].(string)] = r
 	}
 	lineID := filepath.Join("..", "testdata", "badrows", "input.jsonl") + "#"
@@ -272,7 +252,7 @@ func TestMapKeepStdin(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out := t.TempDir()
 			grade(t, Config{Inputs: tt.inputs, Out: out, Format: columnar.FormatJSONL, Fields: fields, Keep: tt.keep, Stdin: strings.NewReader(line)})
-			rows := decodeJSONL(t, filepath.Join(out, "rewards", "part-00000.jsonl"))
+			rows := gaveltest.DecodeJSONL(t, filepath.Join(out, "rewards", "part-00000.jsonl"))
 			if len(rows) != 1 {
 				t.Fatalf("%d rows, want 1", len(rows))
 			}

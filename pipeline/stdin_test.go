@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/verifiers/crm"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
@@ -109,7 +110,7 @@ func TestStdinJSONLIds(t *testing.T) {
 	in := `{"rollout_id":"r0","task_id":"T"}` + "\n" + `{"task_id":"T"}` + "\n"
 	grade(t, Config{Inputs: []string{"-"}, Out: out, Format: columnar.FormatJSONL, Stdin: strings.NewReader(in)})
 	var got []any
-	for _, row := range decodeJSONL(t, filepath.Join(out, "rewards", "part-00000.jsonl")) {
+	for _, row := range gaveltest.DecodeJSONL(t, filepath.Join(out, "rewards", "part-00000.jsonl")) {
 		got = append(got, row["rollout_id"])
 	}
 	if want := []any{"r0", "-#1"}; !cmp.Equal(got, want) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/join"
+	"github.com/gavelhq/gavel/stats"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -157,11 +158,11 @@ func CompareColumn(dir, column string, cfg DiffConfig) (*Against, error) {
 	if a.Compared > 0 {
 		a.DisagreementRate = float64(a.Disagreements) / float64(a.Compared)
 	}
-	a.McNemarP = McNemarExact(a.GavelOnly, a.RecordOnly)
+	a.McNemarP = stats.McNemarExact(a.GavelOnly, a.RecordOnly)
 	a.Failed = cfg.FailOn.exceeded(a.Disagreements, a.Compared)
 	a.Verifiers = []AgainstVerifier{}
 	for _, v := range byVerifier {
-		v.McNemarP = McNemarExact(v.GavelOnly, v.RecordOnly)
+		v.McNemarP = stats.McNemarExact(v.GavelOnly, v.RecordOnly)
 		a.Verifiers = append(a.Verifiers, *v)
 	}
 	slices.SortFunc(a.Verifiers, func(x, y AgainstVerifier) int { return strings.Compare(x.Verifier, y.Verifier) })

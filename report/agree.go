@@ -3,6 +3,8 @@ package report
 import (
 	"math"
 	"slices"
+
+	"github.com/gavelhq/gavel/stats"
 )
 
 // The agreement statistics of gavel judge agreement and calibrate are kept
@@ -264,12 +266,12 @@ func SampleSD(xs []float64) (float64, bool) {
 // that resample and skipped). The generator and quantiles are those of
 // BootstrapMean, so the same seed gives the same intervals. An interval
 // is nil when no resample gave its statistic a value.
-func BootstrapStats(n int, cfg BootstrapConfig, k int, stat func(idx []int, out []float64)) []*Interval {
-	ivs := make([]*Interval, k)
+func BootstrapStats(n int, cfg stats.BootstrapConfig, k int, stat func(idx []int, out []float64)) []*stats.Interval {
+	ivs := make([]*stats.Interval, k)
 	if n <= 0 {
 		return ivs
 	}
-	b, level, rng := cfg.start()
+	b, level, rng := cfg.Start()
 	idx := make([]int, n)
 	out := make([]float64, k)
 	vals := make([][]float64, k)
@@ -293,7 +295,7 @@ func BootstrapStats(n int, cfg BootstrapConfig, k int, stat func(idx []int, out 
 			continue
 		}
 		slices.Sort(v)
-		ivs[j] = &Interval{Lo: nearestRank(v, a), Hi: nearestRank(v, 1-a)}
+		ivs[j] = &stats.Interval{Lo: stats.NearestRank(v, a), Hi: stats.NearestRank(v, 1-a)}
 	}
 	return ivs
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gavelhq/gavel/stats"
 )
 
 // cohenRef is Cohen's κ from two raters' labels, by the confusion matrix
@@ -347,9 +349,9 @@ func TestThresholdSweep(t *testing.T) {
 func TestBootstrapStat(t *testing.T) {
 	// The mean of clusters, as BootstrapMean computes it: same seed,
 	// same generator, same interval.
-	clusters := []Cluster{{3, 2}, {0, 1}, {5, 3}, {1, 4}, {2, 2}, {4, 2}}
-	cfg := BootstrapConfig{Resamples: 500, Seed: 9}
-	want, _ := BootstrapMean(clusters, cfg)
+	clusters := []stats.Cluster{{Sum: 3, N: 2}, {Sum: 0, N: 1}, {Sum: 5, N: 3}, {Sum: 1, N: 4}, {Sum: 2, N: 2}, {Sum: 4, N: 2}}
+	cfg := stats.BootstrapConfig{Resamples: 500, Seed: 9}
+	want, _ := stats.BootstrapMean(clusters, cfg)
 	got := BootstrapStats(len(clusters), cfg, 2, func(idx []int, out []float64) {
 		var r Ratio
 		for _, i := range idx {
@@ -362,3 +364,6 @@ func TestBootstrapStat(t *testing.T) {
 		t.Errorf("BootstrapStats = %+v, want BootstrapMean's %+v and nil", got, want)
 	}
 }
+
+// near reports whether a and b differ by at most tol.
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }

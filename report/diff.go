@@ -10,6 +10,7 @@ import (
 
 	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/results"
+	"github.com/gavelhq/gavel/stats"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -520,7 +521,7 @@ func (df *differ) finish(st *join.Stats) error {
 	}
 	d.Failed = df.failOn.exceeded(d.Regressions, d.Paired)
 	for _, v := range df.verifiers {
-		v.McNemarP = McNemarExact(v.PassToFail, v.FailToPass)
+		v.McNemarP = stats.McNemarExact(v.PassToFail, v.FailToPass)
 		if v.rewardDeltaN > 0 {
 			m := v.rewardDeltaSum / float64(v.rewardDeltaN)
 			v.MeanRewardDelta = &m

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gavelhq/gavel/stats"
 )
 
 // requireBrowserEnv, when set to 1, makes the browser test fail rather
@@ -149,7 +151,7 @@ func TestLeaderboardHTMLInBrowser(t *testing.T) {
 			t.Errorf("whisker [%v, %v] rendered %v wide, want %v", lo, hi, w, (hi-lo)*chartPlotW)
 		}
 	}
-	wilson, _ := Wilson(5, 8, Z95)
+	wilson, _ := stats.Wilson(5, 8, stats.Z95)
 	if want := ci(&wilson); !strings.Contains(dom, `data-ci="`+want+`"`) {
 		t.Errorf("no whisker for A's Wilson interval %s", want)
 	}

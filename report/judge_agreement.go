@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/gavelhq/gavel/stats"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -23,7 +24,7 @@ var judgementColumns = []string{"rollout_id", "check_index", "check_id", "judge_
 // AgreementConfig sets gavel judge agreement. The zero value draws 2000
 // bootstrap resamples with seed 0.
 type AgreementConfig struct {
-	Bootstrap BootstrapConfig
+	Bootstrap stats.BootstrapConfig
 }
 
 // Agreement says how much a run's judges agree with each other and with
@@ -97,10 +98,10 @@ type SelfConsistency struct {
 // Value is null, with the reason, when the statistic is undefined; CI is
 // null when no resample defines it.
 type Estimate struct {
-	Value  *float64  `json:"value"`
-	CI     *Interval `json:"ci"`
-	N      int64     `json:"n"`
-	Reason string    `json:"reason,omitempty"`
+	Value  *float64        `json:"value"`
+	CI     *stats.Interval `json:"ci"`
+	N      int64           `json:"n"`
+	Reason string          `json:"reason,omitempty"`
 }
 
 // unitKey names one check of one rollout.
@@ -381,7 +382,7 @@ func BuildAgreement(dir string, cfg AgreementConfig) (*Agreement, error) {
 var ErrNoJudgements = errors.New("no judgements table (a run writes one when some check is judged more than once: several judges or samples)")
 
 // compute fills the rows of the agreement from the units.
-func (b *agreementBuilder) compute(bc BootstrapConfig) {
+func (b *agreementBuilder) compute(bc stats.BootstrapConfig) {
 	ag := b.ag
 	nj := len(ag.Judges)
 	switch {
@@ -455,7 +456,7 @@ func (b *agreementBuilder) compute(bc BootstrapConfig) {
 
 // fill sets the estimates of row from the pooled sums, the statistics
 // and their intervals, giving the reason of each undefined one.
-func (ag *Agreement) fill(row *AgreementRow, s *agreeSums, vals []float64, ivs []*Interval) {
+func (ag *Agreement) fill(row *AgreementRow, s *agreeSums, vals []float64, ivs []*stats.Interval) {
 	nj := len(ag.Judges)
 	est := func(i int, n float64, reason string) Estimate {
 		e := Estimate{N: int64(n), CI: ivs[i]}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gavelhq/gavel/stats"
 )
 
 // twoJudges is a run where judges a and b judge check c1 of six rollouts
@@ -47,7 +49,7 @@ func val(t *testing.T, name string, e Estimate) float64 {
 func TestAgreementTwoJudges(t *testing.T) {
 	dir := t.TempDir()
 	writeJudgements(t, dir, "jsonl", 7, twoJudges())
-	ag, err := BuildAgreement(dir, AgreementConfig{Bootstrap: BootstrapConfig{Resamples: 200, Seed: 1}})
+	ag, err := BuildAgreement(dir, AgreementConfig{Bootstrap: stats.BootstrapConfig{Resamples: 200, Seed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestAgreementFleiss(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeJudgements(t, dir, "parquet", 6, rows)
-	ag, err := BuildAgreement(dir, AgreementConfig{Bootstrap: BootstrapConfig{Resamples: 100}})
+	ag, err := BuildAgreement(dir, AgreementConfig{Bootstrap: stats.BootstrapConfig{Resamples: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,7 @@ func TestAgreementDeterministic(t *testing.T) {
 	}{{"jsonl", 100}, {"jsonl", 4}, {"parquet", 100}, {"parquet", 5}} {
 		dir := filepath.Join(t.TempDir(), "run")
 		writeJudgements(t, dir, c.format, c.per, twoJudges())
-		ag, err := BuildAgreement(dir, AgreementConfig{Bootstrap: BootstrapConfig{Resamples: 300, Seed: 4}})
+		ag, err := BuildAgreement(dir, AgreementConfig{Bootstrap: stats.BootstrapConfig{Resamples: 300, Seed: 4}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +237,7 @@ func TestRunReportAgreement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := BuildAgreement(dir, AgreementConfig{Bootstrap: BootstrapConfig{Seed: 1, Resamples: 2000}})
+	want, err := BuildAgreement(dir, AgreementConfig{Bootstrap: stats.BootstrapConfig{Seed: 1, Resamples: 2000}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/join"
+	"github.com/gavelhq/gavel/stats"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -95,11 +96,11 @@ type CalibrationRow struct {
 // Rate is k of n with its Wilson 95% interval; Value is null, with the
 // reason, when n is 0.
 type Rate struct {
-	K      int64     `json:"k"`
-	N      int64     `json:"n"`
-	Value  *float64  `json:"value"`
-	CI     *Interval `json:"ci"`
-	Reason string    `json:"reason,omitempty"`
+	K      int64           `json:"k"`
+	N      int64           `json:"n"`
+	Value  *float64        `json:"value"`
+	CI     *stats.Interval `json:"ci"`
+	Reason string          `json:"reason,omitempty"`
 }
 
 // Requirement is a certification: the Wilson lower bounds of TPR and TNR
@@ -114,7 +115,7 @@ type Requirement struct {
 
 func wilsonRate(k, n int64, reason string) Rate {
 	r := Rate{K: k, N: n}
-	iv, ok := Wilson(k, n, Z95)
+	iv, ok := stats.Wilson(k, n, stats.Z95)
 	if !ok {
 		r.Reason = reason
 		return r

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/gavelhq/gavel/stats"
 )
 
 // calibRun is a run's checks: a rubric check tone on r0 to r10, a rubric
@@ -142,7 +143,7 @@ func checkCalibration(t *testing.T, c *Calibration) {
 			k, n int64
 		}{{"accuracy", r.Accuracy, tt.want.tp + tt.want.tn, tt.want.n}, {"TPR", r.TPR, tt.want.tp, tt.want.tp + tt.want.fn},
 			{"TNR", r.TNR, tt.want.tn, tt.want.tn + tt.want.fp}} {
-			iv, _ := Wilson(rt.k, rt.n, Z95)
+			iv, _ := stats.Wilson(rt.k, rt.n, stats.Z95)
 			if rt.rate.K != rt.k || rt.rate.N != rt.n || rt.rate.Value == nil || *rt.rate.Value != float64(rt.k)/float64(rt.n) || *rt.rate.CI != iv {
 				t.Errorf("%s: %s = %+v, want %d/%d with Wilson %+v", rowName(r.Check), rt.name, rt.rate, rt.k, rt.n, iv)
 			}
@@ -291,7 +292,7 @@ func TestCalibrationRequire(t *testing.T) {
 	writeCalibRun(t, dir)
 	labels := filepath.Join(dir, "labels.jsonl")
 	os.WriteFile(labels, []byte(calibLabels), 0o644)
-	lo := func(k, n int64) float64 { iv, _ := Wilson(k, n, Z95); return iv.Lo }
+	lo := func(k, n int64) float64 { iv, _ := stats.Wilson(k, n, stats.Z95); return iv.Lo }
 	// Overall TPR 7/8, TNR 4/7; tone 5/6, 2/3; facts 2/2, 2/4.
 	tests := []struct {
 		name      string

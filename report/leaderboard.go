@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/stats"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -59,12 +60,12 @@ type Entry struct {
 	verifiers.Counts
 	// PassRate is passed / (passed + failed), with its 95% Wilson
 	// interval; null when no rollout passed or failed.
-	PassRate   *float64  `json:"pass_rate"`
-	PassRateCI *Interval `json:"pass_rate_ci"`
+	PassRate   *float64        `json:"pass_rate"`
+	PassRateCI *stats.Interval `json:"pass_rate_ci"`
 	// MeanReward is the mean over rollouts with a reward, with a 95%
 	// bootstrap interval over tasks (null with fewer than two tasks).
-	MeanReward   *float64  `json:"mean_reward"`
-	MeanRewardCI *Interval `json:"mean_reward_ci"`
+	MeanReward   *float64        `json:"mean_reward"`
+	MeanRewardCI *stats.Interval `json:"mean_reward_ci"`
 	// Tasks is the number of distinct tasks in the group.
 	Tasks int      `json:"tasks"`
 	AtK   []KStats `json:"at_k"`
@@ -211,11 +212,11 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 		e.Tasks = len(g.tasks)
 		if rate, ok := e.Rate(); ok {
 			e.PassRate = &rate
-			iv, _ := Wilson(e.Passed, e.Passed+e.Failed, Z95)
+			iv, _ := stats.Wilson(e.Passed, e.Passed+e.Failed, stats.Z95)
 			e.PassRateCI = &iv
 		}
 		slices.Sort(g.order) // cluster order must not depend on row order
-		clusters := make([]Cluster, 0, len(g.order))
+		clusters := make([]stats.Cluster, 0, len(g.order))
 		var sum float64
 		var n int64
 		for _, t := range g.order {
@@ -223,14 +224,14 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 			sum += ta.rewardSum
 			n += ta.rewardN
 			if ta.rewardN > 0 {
-				clusters = append(clusters, Cluster{Sum: ta.rewardSum, N: ta.rewardN})
+				clusters = append(clusters, stats.Cluster{Sum: ta.rewardSum, N: ta.rewardN})
 			}
 		}
 		if n > 0 {
 			mean := sum / float64(n)
 			e.MeanReward = &mean
 			if len(clusters) >= 2 {
-				if iv, ok := BootstrapMean(clusters, BootstrapConfig{Resamples: cfg.Resamples, Seed: cfg.Seed}); ok {
+				if iv, ok := stats.BootstrapMean(clusters, stats.BootstrapConfig{Resamples: cfg.Resamples, Seed: cfg.Seed}); ok {
 					e.MeanRewardCI = &iv
 				}
 			}
@@ -240,11 +241,11 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 			var at, hat float64
 			for _, t := range g.order {
 				ta := g.tasks[t]
-				a, ok := PassAtK(ta.graded, ta.passed, int64(k))
+				a, ok := stats.PassAtK(ta.graded, ta.passed, int64(k))
 				if !ok {
 					continue
 				}
-				h, _ := PassHatK(ta.graded, ta.passed, int64(k))
+				h, _ := stats.PassHatK(ta.graded, ta.passed, int64(k))
 				at += a
 				hat += h
 				st.Tasks++

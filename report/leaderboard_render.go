@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gavelhq/gavel/stats"
 )
 
 // WriteJSON writes the leaderboard as indented JSON.
@@ -27,7 +29,7 @@ func f4(p *float64) string {
 	return strconv.FormatFloat(*p, 'f', 4, 64)
 }
 
-func ci(iv *Interval) string {
+func ci(iv *stats.Interval) string {
 	if iv == nil {
 		return "-"
 	}
@@ -112,7 +114,7 @@ func (lb *Leaderboard) WriteCSV(w io.Writer) error {
 		}
 		return strconv.FormatFloat(*p, 'g', -1, 64)
 	}
-	bounds := func(iv *Interval) []string {
+	bounds := func(iv *stats.Interval) []string {
 		if iv == nil {
 			return []string{"", ""}
 		}
@@ -167,7 +169,7 @@ type svgChart struct {
 	AxisY, AxisLabelY float64
 }
 
-func (lb *Leaderboard) chart(id, title string, val func(*Entry) (*float64, *Interval)) svgChart {
+func (lb *Leaderboard) chart(id, title string, val func(*Entry) (*float64, *stats.Interval)) svgChart {
 	c := svgChart{ID: id, Title: title, LabelW: chartLabelW, PlotW: chartPlotW, Width: chartLabelW + chartPlotW + 20}
 	y := float64(chartTop)
 	for i := range lb.Entries {
@@ -463,8 +465,8 @@ func (lb *Leaderboard) WriteHTML(w io.Writer) error {
 		KHeader: append(slices.Clone(header[:1+len(lb.By)]), header[split:]...), KRows: kRows,
 		AtK: lb.atkCharts(), AtKWidth: atkW,
 		Charts: []svgChart{
-			lb.chart("pass-rate-chart", "Pass rate, with 95% Wilson intervals", func(e *Entry) (*float64, *Interval) { return e.PassRate, e.PassRateCI }),
-			lb.chart("mean-reward-chart", "Mean reward, with 95% bootstrap intervals over tasks", func(e *Entry) (*float64, *Interval) { return e.MeanReward, e.MeanRewardCI }),
+			lb.chart("pass-rate-chart", "Pass rate, with 95% Wilson intervals", func(e *Entry) (*float64, *stats.Interval) { return e.PassRate, e.PassRateCI }),
+			lb.chart("mean-reward-chart", "Mean reward, with 95% bootstrap intervals over tasks", func(e *Entry) (*float64, *stats.Interval) { return e.MeanReward, e.MeanRewardCI }),
 		},
 	}
 	return htmlPage.Execute(w, data)

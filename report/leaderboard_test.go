@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gavelhq/gavel/stats"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -42,7 +43,7 @@ func TestBuildLeaderboard(t *testing.T) {
 		t.Fatalf("entries = %d, want 2", len(lb.Entries))
 	}
 	a, b := lb.Entries[0], lb.Entries[1]
-	wilsonA, _ := Wilson(5, 8, Z95)
+	wilsonA, _ := stats.Wilson(5, 8, stats.Z95)
 	tests := []struct {
 		name      string
 		got, want any

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gavelhq/gavel/join"
+	"github.com/gavelhq/gavel/stats"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -193,7 +194,7 @@ func BuildRunReport(dir string, cfg RunConfig) (*RunReport, error) {
 	if err := rep.readChecks(cfg.TopChecks, cfg.Examples); err != nil {
 		return nil, err
 	}
-	switch ag, err := BuildAgreement(dir, AgreementConfig{Bootstrap: BootstrapConfig{Seed: 1, Resamples: 2000}}); {
+	switch ag, err := BuildAgreement(dir, AgreementConfig{Bootstrap: stats.BootstrapConfig{Seed: 1, Resamples: 2000}}); {
 	case err == nil:
 		rep.Agreement = ag
 	case !errors.Is(err, ErrNoJudgements):

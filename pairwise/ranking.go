@@ -1,4 +1,4 @@
-package report
+package pairwise
 
 import (
 	"cmp"
@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/gavelhq/gavel/stats"
 )
 
 // Game is one judged comparison of two groups: Outcome is "win" or
@@ -57,13 +59,13 @@ type GroupRank struct {
 	Ties   int64 `json:"ties"`
 	// WinRate is (Wins + Ties/2) / Games, with its Wilson 95% interval
 	// (null without games).
-	WinRate         *float64  `json:"win_rate"`
-	WinRateInterval *Interval `json:"win_rate_interval"`
+	WinRate         *float64        `json:"win_rate"`
+	WinRateInterval *stats.Interval `json:"win_rate_interval"`
 	// Elo is the Bradley–Terry strength on the Elo scale (400·log10,
 	// mean 1000 over the groups), EloInterval its 95% percentile bootstrap
 	// interval over tasks.
-	Elo         float64   `json:"elo"`
-	EloInterval *Interval `json:"elo_interval"`
+	Elo         float64         `json:"elo"`
+	EloInterval *stats.Interval `json:"elo_interval"`
 }
 
 // Rank computes the win rates and the Bradley–Terry strengths of the
@@ -180,10 +182,10 @@ func Rank(games []Game, cfg RankingConfig) Ranking {
 		r := &recs[i]
 		r.Elo = elo[i]
 		slices.Sort(draws[i])
-		r.EloInterval = &Interval{Lo: nearestRank(draws[i], 0.025), Hi: nearestRank(draws[i], 0.975)}
+		r.EloInterval = &stats.Interval{Lo: stats.NearestRank(draws[i], 0.025), Hi: stats.NearestRank(draws[i], 0.975)}
 		if r.Games > 0 {
 			wr := (float64(r.Wins) + float64(r.Ties)/2) / float64(r.Games)
-			iv := wilsonShare(wr, float64(r.Games), Z95)
+			iv := stats.WilsonShare(wr, float64(r.Games), stats.Z95)
 			r.WinRate, r.WinRateInterval = &wr, &iv
 		}
 	}

@@ -1,9 +1,11 @@
-package report
+package pairwise
 
 import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/gavelhq/gavel/stats"
 )
 
 // TestBradleyTerryTwoGroups checks the fit against the closed form of two
@@ -42,7 +44,7 @@ func TestBradleyTerryTwoGroups(t *testing.T) {
 	if a.WinRate == nil || math.Abs(*a.WinRate-2.0/3) > 1e-12 {
 		t.Errorf("win rate = %v, want 2/3", a.WinRate)
 	}
-	z := Z95
+	z := stats.Z95
 	p, n := 2.0/3, 6.0
 	c := (p + z*z/(2*n)) / (1 + z*z/n)
 	h := z / (1 + z*z/n) * math.Sqrt(p*(1-p)/n+z*z/(4*n*n))

@@ -1,12 +1,11 @@
-// Package report compares and summarises result directories: the paired
-// regression report of `gavel diff`, the leaderboard of `gavel leaderboard`
-// and the statistics both rest on (Wilson intervals, the exact McNemar test,
-// a clustered bootstrap, pass@k and pass^k).
+// Package stats holds the statistics gavel's reports and rankings rest
+// on: Wilson intervals, the exact McNemar test, a clustered bootstrap,
+// pass@k and pass^k, and the nearest-rank percentile of bootstrap draws.
 //
 // Not public API: gavel's public Go API is cli, verifiers,
 // verifiers/verifiertest and columnar/jsonview; this package may change in
 // any release.
-package report
+package stats
 
 import (
 	"math"
@@ -35,14 +34,14 @@ func Wilson(k, n int64, z float64) (iv Interval, ok bool) {
 		return Interval{}, false
 	}
 	// k == 0 and k == n give p exactly 0 and 1, where the interval touches
-	// 0 or 1 exactly (wilsonShare).
-	iv = wilsonShare(float64(k)/float64(n), float64(n), z)
+	// 0 or 1 exactly (WilsonShare).
+	iv = WilsonShare(float64(k)/float64(n), float64(n), z)
 	return iv, true
 }
 
-// wilsonShare is the Wilson score interval of a share p of n trials, p
+// WilsonShare is the Wilson score interval of a share p of n trials, p
 // not necessarily a whole count over n (ties count half).
-func wilsonShare(p, n, z float64) Interval {
+func WilsonShare(p, n, z float64) Interval {
 	z2 := z * z
 	den := 1 + z2/n
 	center := (p + z2/(2*n)) / den
@@ -158,10 +157,10 @@ type BootstrapConfig struct {
 	Level float64
 }
 
-// start returns the resamples and the level of cfg, defaults applied, and
+// Start returns the resamples and the level of cfg, defaults applied, and
 // its generator: every bootstrap of the package draws from the same
 // sequence for one seed.
-func (cfg BootstrapConfig) start() (resamples int, level float64, rng *rand.Rand) {
+func (cfg BootstrapConfig) Start() (resamples int, level float64, rng *rand.Rand) {
 	resamples, level = cfg.Resamples, cfg.Level
 	if resamples <= 0 {
 		resamples = 2000
@@ -189,7 +188,7 @@ func BootstrapMean(clusters []Cluster, cfg BootstrapConfig) (Interval, bool) {
 	if len(live) == 0 {
 		return Interval{}, false
 	}
-	b, level, rng := cfg.start()
+	b, level, rng := cfg.Start()
 	means := make([]float64, 0, b)
 	k := len(clusters) // resample as many clusters as there are, empty ones too
 	for range b {
@@ -209,12 +208,12 @@ func BootstrapMean(clusters []Cluster, cfg BootstrapConfig) (Interval, bool) {
 	}
 	slices.Sort(means)
 	alpha := (1 - level) / 2
-	return Interval{Lo: nearestRank(means, alpha), Hi: nearestRank(means, 1-alpha)}, true
+	return Interval{Lo: NearestRank(means, alpha), Hi: NearestRank(means, 1-alpha)}, true
 }
 
-// nearestRank returns the q-quantile of sorted by the nearest-rank method:
+// NearestRank returns the q-quantile of sorted by the nearest-rank method:
 // the smallest value with at least a share q of the values at or below it.
-func nearestRank(sorted []float64, q float64) float64 {
+func NearestRank(sorted []float64, q float64) float64 {
 	// The small slack keeps q·len from rounding up past an exact rank.
 	i := int(math.Ceil(q*float64(len(sorted))-1e-9)) - 1
 	return sorted[max(0, min(len(sorted)-1, i))]

@@ -1,4 +1,4 @@
-package pipeline
+package pairwise
 
 import (
 	"bytes"
@@ -12,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
+	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/verifiers"
+	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
 // biasedJudge scripts srv as a judge that prefers the one output of two
@@ -44,8 +48,8 @@ func writeRows(t *testing.T, path string, lines ...string) {
 	}
 }
 
-func pairwiseCfg(srv *judgetest.Server, cache, out string, inputs ...string) PairwiseConfig {
-	return PairwiseConfig{Inputs: inputs, Rubric: "Says GOOD.", Out: out, Format: "jsonl",
+func pairwiseCfg(srv *judgetest.Server, cache, out string, inputs ...string) Config {
+	return Config{Inputs: inputs, Rubric: "Says GOOD.", Out: out, Format: "jsonl",
 		Judge: *judgeCfg(srv, cache)}
 }
 
@@ -71,23 +75,23 @@ func TestPairwiseOutcomes(t *testing.T) {
 		`{"rollout_id":"d","task_id":"T5","model":"m2","sample":"x","output":"bad sample"}`,
 	)
 	out := filepath.Join(dir, "out")
-	res, err := Pairwise(context.Background(), pairwiseCfg(srv, filepath.Join(dir, "cache"), out, in))
+	res, err := Compare(context.Background(), pairwiseCfg(srv, filepath.Join(dir, "cache"), out, in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Pair{
-		{TaskID: "T1", Sample: 0, GroupA: "m1", GroupB: "m2", RolloutA: "a0", RolloutB: "b0", VerdictAB: "a", VerdictBA: "a", Outcome: PairWin},
-		{TaskID: "T1", Sample: 1, GroupA: "m1", GroupB: "m2", RolloutA: "a1", RolloutB: "b1", VerdictAB: "b", VerdictBA: "b", Outcome: PairLoss},
-		{TaskID: "T2", Sample: 0, GroupA: "m1", GroupB: "m2", RolloutA: "a2", RolloutB: "b2", VerdictAB: "a", VerdictBA: "b", Outcome: PairInconsistent},
-		{TaskID: "T3", Sample: 0, GroupA: "m1", GroupB: "m2", RolloutA: "a3", RolloutB: "b3", VerdictAB: "a", VerdictBA: "b", Outcome: PairInconsistent},
-		{TaskID: "T4", Sample: 0, GroupA: "m1", GroupB: "m2", RolloutA: "a4", RolloutB: "b4", Outcome: PairError},
+		{TaskID: "T1", Sample: 0, GroupA: "m1", GroupB: "m2", RolloutA: "a0", RolloutB: "b0", VerdictAB: "a", VerdictBA: "a", Outcome: OutcomeWin},
+		{TaskID: "T1", Sample: 1, GroupA: "m1", GroupB: "m2", RolloutA: "a1", RolloutB: "b1", VerdictAB: "b", VerdictBA: "b", Outcome: OutcomeLoss},
+		{TaskID: "T2", Sample: 0, GroupA: "m1", GroupB: "m2", RolloutA: "a2", RolloutB: "b2", VerdictAB: "a", VerdictBA: "b", Outcome: OutcomeInconsistent},
+		{TaskID: "T3", Sample: 0, GroupA: "m1", GroupB: "m2", RolloutA: "a3", RolloutB: "b3", VerdictAB: "a", VerdictBA: "b", Outcome: OutcomeInconsistent},
+		{TaskID: "T4", Sample: 0, GroupA: "m1", GroupB: "m2", RolloutA: "a4", RolloutB: "b4", Outcome: OutcomeError},
 	}
 	if len(res.Pairs) != len(want) {
 		t.Fatalf("pairs = %+v, want %d", res.Pairs, len(want))
 	}
 	for i, w := range want {
 		got := res.Pairs[i]
-		if w.Outcome == PairError {
+		if w.Outcome == OutcomeError {
 			if !strings.HasPrefix(got.Error, "a first: judge: ") || !strings.Contains(got.Error, "; b first: judge: ") ||
 				!strings.Contains(got.Error, "names neither output") {
 				t.Errorf("pair %d error = %q, want both orders' failures naming neither output", i, got.Error)
@@ -120,7 +124,7 @@ func TestPairwiseOutcomes(t *testing.T) {
 	if !firsts["GOOD a0|plain b0"] || !firsts["plain b0|GOOD a0"] {
 		t.Errorf("the pair T1/0 was not asked in both orders: %v", firsts)
 	}
-	rows := decodeJSONL(t, filepath.Join(out, "pairs", "part-00000.jsonl"))
+	rows := gaveltest.DecodeJSONL(t, filepath.Join(out, "pairs", "part-00000.jsonl"))
 	if len(rows) != 5 || rows[2]["outcome"] != "inconsistent" || rows[1]["sample"] != 1.0 || rows[0]["error"] != nil ||
 		rows[4]["verdict_ab"] != nil || rows[4]["error"] == nil {
 		t.Errorf("pairs table = %v", rows)
@@ -159,7 +163,7 @@ func TestPairwiseDeterministic(t *testing.T) {
 		cfg := pairwiseCfg(srv, filepath.Join(dir, c.cache), filepath.Join(dir, fmt.Sprint("out", i)), in)
 		cfg.Format = "parquet"
 		cfg.Judge.Concurrency = c.concurrency
-		res, err := Pairwise(context.Background(), cfg)
+		res, err := Compare(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +189,7 @@ func TestPairwiseDeterministic(t *testing.T) {
 	// --against compares each group with one only.
 	cfg := pairwiseCfg(srv, filepath.Join(dir, "c1"), filepath.Join(dir, "against"), in)
 	cfg.Against = "m2"
-	res, err := Pairwise(context.Background(), cfg)
+	res, err := Compare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,9 +197,9 @@ func TestPairwiseDeterministic(t *testing.T) {
 		t.Errorf("against m2: %d pairs, first %+v %+v", len(res.Pairs), res.Pairs[0], res.Pairs[1])
 	}
 	cfg.Against = "nobody"
-	var ce *ConfigError
-	if _, err := Pairwise(context.Background(), cfg); !errors.As(err, &ce) || ce.Field != "Against" {
-		t.Errorf("against an unknown group: err = %v, want a ConfigError on Against", err)
+	var ce *pipeline.ConfigError
+	if _, err := Compare(context.Background(), cfg); !errors.As(err, &ce) || ce.Field != "Against" {
+		t.Errorf("against an unknown group: err = %v, want a pipeline.ConfigError on Against", err)
 	}
 }
 
@@ -217,7 +221,7 @@ func TestPairwiseBudgetAndProbe(t *testing.T) {
 	cache := filepath.Join(dir, "cache")
 	cfg := pairwiseCfg(srv, cache, filepath.Join(dir, "out1"), in)
 	cfg.MaxRequests = 5
-	res, err := Pairwise(context.Background(), cfg)
+	res, err := Compare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +233,7 @@ func TestPairwiseBudgetAndProbe(t *testing.T) {
 		t.Errorf("budget 5: outcomes %s, %d requests, %d pending, want inconsistent,inconsistent,pending,pending, 4, 2", got, res.Judge.Requests, res.Judge.PendingBudget)
 	}
 	cfg.Out, cfg.MaxRequests = filepath.Join(dir, "out2"), 2
-	res, err = Pairwise(context.Background(), cfg)
+	res, err = Compare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,10 +247,10 @@ func TestPairwiseBudgetAndProbe(t *testing.T) {
 
 	srv.Models("another-model")
 	cfg = pairwiseCfg(srv, filepath.Join(dir, "cache2"), filepath.Join(dir, "out3"), in)
-	_, err = Pairwise(context.Background(), cfg)
-	var pe *ProbeError
+	_, err = Compare(context.Background(), cfg)
+	var pe *pipeline.ProbeError
 	if !errors.As(err, &pe) {
-		t.Fatalf("err = %v, want a ProbeError", err)
+		t.Fatalf("err = %v, want a pipeline.ProbeError", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out3")); !os.IsNotExist(err) {
 		t.Errorf("a failed probe left %s (stat: %v)", filepath.Join(dir, "out3"), err)
@@ -263,7 +267,7 @@ func TestPairwiseCancel(t *testing.T) {
 	writeRows(t, in, `{"task_id":"T","model":"x","output":"1"}`, `{"task_id":"T","model":"y","output":"2"}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err := Pairwise(ctx, pairwiseCfg(srv, filepath.Join(dir, "cache"), filepath.Join(dir, "out"), in))
+	_, err := Compare(ctx, pairwiseCfg(srv, filepath.Join(dir, "cache"), filepath.Join(dir, "out"), in))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the context's deadline", err)
 	}
@@ -285,14 +289,14 @@ func TestPairwiseFormats(t *testing.T) {
 		`{"rollout_id":"c","task_id":"T2","model":"m1","output":"BROKEN"}`,
 		`{"rollout_id":"d","task_id":"T2","model":"m2","sample":0,"output":"plain"}`)
 	var cols []string
-	for _, c := range PairColumns {
+	for _, c := range Columns {
 		cols = append(cols, c.Name)
 	}
 	var tables []string
 	for _, f := range []string{"parquet", "arrow", "jsonl"} {
 		cfg := pairwiseCfg(srv, filepath.Join(dir, "cache"), filepath.Join(dir, f), in)
 		cfg.Format = f
-		res, err := Pairwise(context.Background(), cfg)
+		res, err := Compare(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,11 +345,11 @@ func TestPairwiseRetriesAndSpec(t *testing.T) {
 	cfg := pairwiseCfg(srv, filepath.Join(dir, "cache"), filepath.Join(dir, "out"), in)
 	cfg.Judge.MaxRetries, cfg.Judge.Backoff = 2, time.Millisecond
 	cfg.Rubric, cfg.Verifiers, cfg.Check = "", parseSpec(t, judgedSpec), "polite"
-	res, err := Pairwise(context.Background(), cfg)
+	res, err := Compare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Pairs) != 1 || res.Pairs[0].Outcome != PairWin || res.Judge.Retries != 1 || res.Judge.Requests != 3 {
+	if len(res.Pairs) != 1 || res.Pairs[0].Outcome != OutcomeWin || res.Judge.Retries != 1 || res.Judge.Requests != 3 {
 		t.Errorf("pairs %+v, judge %+v, want one win after 1 retry in 3 requests", res.Pairs, res.Judge)
 	}
 	if len(res.Problems) != 1 || !strings.HasSuffix(res.Problems[0], "#2: no verifier binds task TASK-OTHER") {
@@ -357,7 +361,7 @@ func TestPairwiseRetriesAndSpec(t *testing.T) {
 		}
 	}
 	cfg.Check, cfg.Out = "answered", filepath.Join(dir, "out2")
-	if _, err := Pairwise(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "verifier VER-J gave no rubric check answered") {
+	if _, err := Compare(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "verifier VER-J gave no rubric check answered") {
 		t.Errorf("a check that is no rubric: err = %v", err)
 	}
 }
@@ -391,7 +395,7 @@ func TestPairwiseOutputsOutliveBatches(t *testing.T) {
 	writeRows(t, in, lines...)
 	cfg := pairwiseCfg(srv, "off", filepath.Join(dir, "out"), in)
 	cfg.Judge.Concurrency = 4
-	res, err := Pairwise(context.Background(), cfg)
+	res, err := Compare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,15 +419,46 @@ func TestPairwiseMapAndBy(t *testing.T) {
 	writeRows(t, tasks, `{"task_id":"T1","instruction":"Do the thing."}`)
 	cfg := pairwiseCfg(srv, filepath.Join(dir, "cache"), filepath.Join(dir, "out"), in)
 	cfg.Fields.Output, cfg.By, cfg.TasksFile = "answer", "agent", tasks
-	res, err := Pairwise(context.Background(), cfg)
+	res, err := Compare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Pair{TaskID: "T1", GroupA: "7", GroupB: "seven", RolloutA: in + "#0", RolloutB: in + "#1", VerdictAB: "a", VerdictBA: "a", Outcome: PairWin}
+	want := Pair{TaskID: "T1", GroupA: "7", GroupB: "seven", RolloutA: in + "#0", RolloutB: in + "#1", VerdictAB: "a", VerdictBA: "a", Outcome: OutcomeWin}
 	if len(res.Pairs) != 1 || res.Pairs[0] != want {
 		t.Errorf("pairs = %+v, want %+v", res.Pairs, want)
 	}
 	if u := srv.Received()[0].User; !strings.Contains(u, judge.Fence("Do the thing.")) || !strings.Contains(u, judge.Fence("GOOD one")) {
 		t.Errorf("prompt lacks the task's instruction or the mapped output:\n%s", u)
 	}
+}
+
+// judgeCfg is a judge of srv with its cache in cache, without retries.
+func judgeCfg(srv *judgetest.Server, cache string) *judge.Config {
+	return &judge.Config{Model: "judge-1", BaseURL: srv.URL, CacheDir: cache, MaxRetries: -1, Timeout: 5 * time.Second}
+}
+
+// judgedSpec binds VER-J to TASK-J: a check that the output is not empty
+// and a rubric check, polite, with its own query.
+const judgedSpec = `verifiers:
+  - id: VER-J
+    task: TASK-J
+    name: answers judged
+    checks:
+      - id: answered
+        type: expr
+        expr: "output != ''"
+      - id: polite
+        type: rubric
+        rubric: The answer is polite.
+        query: Answer politely.
+        context: {n: "meta.n"}
+`
+
+func parseSpec(t testing.TB, text string) []*verifiers.Verifier {
+	t.Helper()
+	vs, err := spec.Parse("judged.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
 }

@@ -1,4 +1,14 @@
-package pipeline
+// Package pairwise compares the outputs of groups of rollouts (models,
+// checkpoints) two by two with a judge, both orders of each pair, writes
+// the pairs table, and ranks the groups from the outcomes (Bradley-Terry
+// scores with a bootstrap over tasks). It reads rollouts through
+// pipeline.Scan, as a grading run reads them, and judges through package
+// judge with the run's one request budget (judge/call.Budget).
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
+package pairwise
 
 import (
 	"cmp"
@@ -17,21 +27,22 @@ import (
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/internal/atomicfile"
 	"github.com/gavelhq/gavel/judge"
-	callpkg "github.com/gavelhq/gavel/judge/call"
+	"github.com/gavelhq/gavel/judge/call"
+	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-// PairwiseConfig configures a pairwise comparison (Pairwise). Its zero
+// Config configures a pairwise comparison (Compare). Its zero
 // value, with Inputs, a judge model and Out, compares the groups of the
 // model column with the built-in template.
-type PairwiseConfig struct {
+type Config struct {
 	// Inputs, From, Fields, Set, TasksFile and Stdin read the rollouts as a
 	// grading run does (Config).
 	Inputs    []string
 	From      string
 	Fields    columnar.FieldNames
-	Set       []Constant
+	Set       []pipeline.Constant
 	TasksFile string
 	Stdin     io.Reader
 	// By is the metadata column whose values are the compared groups;
@@ -68,12 +79,12 @@ type PairwiseConfig struct {
 
 // The outcomes of a pair, from the first group's side.
 const (
-	PairWin          = "win"          // both orders prefer group A's output
-	PairLoss         = "loss"         // both orders prefer group B's output
-	PairTie          = "tie"          // both orders say tie
-	PairInconsistent = "inconsistent" // the orders disagree: counts as a tie
-	PairError        = "error"        // a judgement failed: not counted
-	PairPending      = "pending"      // left by the request budget: not counted
+	OutcomeWin          = "win"          // both orders prefer group A's output
+	OutcomeLoss         = "loss"         // both orders prefer group B's output
+	OutcomeTie          = "tie"          // both orders say tie
+	OutcomeInconsistent = "inconsistent" // the orders disagree: counts as a tie
+	OutcomeError        = "error"        // a judgement failed: not counted
+	OutcomePending      = "pending"      // left by the request budget: not counted
 )
 
 // Pair is one comparison: the rollouts of groups A and B on one task and
@@ -90,8 +101,8 @@ type Pair struct {
 	Error                string
 }
 
-// PairwiseResult is what Pairwise did.
-type PairwiseResult struct {
+// Result is what Pairwise did.
+type Result struct {
 	// Pairs are the comparisons, ordered by task id, sample index and
 	// group pair (each as written to the pairs table).
 	Pairs []Pair
@@ -112,7 +123,7 @@ type PairwiseResult struct {
 	Template string
 }
 
-// maxProblems bounds the input problems a PairwiseResult lists.
+// maxProblems bounds the input problems a Result lists.
 const maxProblems = 10
 
 // pairRollout is what a comparison keeps of one rollout.
@@ -121,7 +132,7 @@ type pairRollout struct {
 	sample                                       int64
 }
 
-// Pairwise compares the outputs of the groups of the inputs' rollouts,
+// Compare compares the outputs of the groups of the inputs' rollouts,
 // two by two, with a judge, and writes the pairs table into cfg.Out
 // (pairs/part-00000 in cfg.Format).
 //
@@ -140,7 +151,7 @@ type pairRollout struct {
 // budget is spent in the pairs' order, so the same pairs are judged
 // whatever the concurrency; a failed judgement makes its pair an error,
 // never an outcome. The outputs depend only on the inputs and the verdicts.
-func Pairwise(ctx context.Context, cfg PairwiseConfig) (*PairwiseResult, error) {
+func Compare(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.By == "" {
 		cfg.By = "model"
 	}
@@ -149,12 +160,12 @@ func Pairwise(ctx context.Context, cfg PairwiseConfig) (*PairwiseResult, error) 
 		return nil, err
 	}
 	if cfg.Out == "" {
-		return nil, &ConfigError{Field: "Out", Msg: "no output directory"}
+		return nil, &pipeline.ConfigError{Field: "Out", Msg: "no output directory"}
 	}
 	tmpl := judge.DefaultPairTemplate()
 	if cfg.Judge.Template != "" {
 		if tmpl, err = judge.LoadTemplate(cfg.Judge.Template); err != nil {
-			return nil, &ConfigError{Field: "Judge", Msg: err.Error()}
+			return nil, &pipeline.ConfigError{Field: "Judge", Msg: err.Error()}
 		}
 	}
 	rolls, res, err := readPairRollouts(cfg)
@@ -169,7 +180,7 @@ func Pairwise(ctx context.Context, cfg PairwiseConfig) (*PairwiseResult, error) 
 	jc.Template = ""
 	base, err := judge.New(jc)
 	if err != nil {
-		return nil, &ConfigError{Field: "Judge", Msg: err.Error()}
+		return nil, &pipeline.ConfigError{Field: "Judge", Msg: err.Error()}
 	}
 	j := base.WithTemplate(tmpl)
 	res.Template = tmpl.Version()
@@ -202,37 +213,13 @@ func pairsFormat(f string) (string, error) {
 	case "parquet", "arrow", "jsonl":
 		return f, nil
 	}
-	return "", &ConfigError{Field: "Format", Msg: fmt.Sprintf("%q: want parquet, arrow or jsonl", f)}
+	return "", &pipeline.ConfigError{Field: "Format", Msg: fmt.Sprintf("%q: want parquet, arrow or jsonl", f)}
 }
 
 // readPairRollouts reads the rollouts of the inputs as a grading run does
-// and keeps what a comparison needs, in input order.
-func readPairRollouts(cfg PairwiseConfig) ([]pairRollout, *PairwiseResult, error) {
-	if err := columnar.CheckFrom(cfg.From); err != nil {
-		return nil, nil, &ConfigError{Field: "From", Msg: err.Error()}
-	}
-	files, _, err := Inputs(cfg.Inputs, cfg.From)
-	if err != nil {
-		return nil, nil, err
-	}
-	p := &plan{fields: cfg.Fields.WithDefaults(), initials: jsonview.NewCache(initialCacheBytes), fileTasks: new(sync.Map)}
-	if p.set, err = checkSet(cfg.Set, &p.fields); err != nil {
-		return nil, nil, err
-	}
-	if cfg.TasksFile != "" {
-		if p.tasks, err = LoadTasks(cfg.TasksFile, cfg.Fields); err != nil {
-			return nil, nil, &ConfigError{Field: "TasksFile", Msg: err.Error()}
-		}
-	}
-	p.skips = columnar.StateSkips(&p.fields, p.initials)
-	if len(cfg.Verifiers) > 0 {
-		if p.bindings, err = Bind(cfg.Verifiers); err != nil {
-			return nil, nil, err
-		}
-	}
-	units := describeUnits(files, DefaultRowGroupsPerUnit, nil, cfg.From, "", cfg.Stdin)
-	defer removeSpools(units)
-	res := &PairwiseResult{}
+// (pipeline.Scan) and keeps what a comparison needs, in input order.
+func readPairRollouts(cfg Config) ([]pairRollout, *Result, error) {
+	res := &Result{}
 	problem := func(where, msg string) {
 		res.InputErrors++
 		if len(res.Problems) < maxProblems {
@@ -241,66 +228,44 @@ func readPairRollouts(cfg PairwiseConfig) ([]pairRollout, *PairwiseResult, error
 	}
 	var checks verifiers.Checks
 	var rolls []pairRollout
-	g := &grader{plan: p, timedOut: -1}
-	opts := columnar.Options{Fields: p.fields}
-	for ui := range units {
-		u := &units[ui]
-		r, err := openUnit(u, opts)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", u.Path, err)
+	scan := pipeline.ScanConfig{Inputs: cfg.Inputs, From: cfg.From, Fields: cfg.Fields, Set: cfg.Set, TasksFile: cfg.TasksFile,
+		Stdin: cfg.Stdin, Verifiers: cfg.Verifiers}
+	err := pipeline.Scan(scan, func(where string, v *verifiers.Verifier, ro *verifiers.Rollout, msg string) error {
+		res.Rollouts++
+		if msg != "" {
+			problem(where, msg)
+			return nil
 		}
-		for {
-			b, err := r.Next(256)
-			if errors.Is(err, io.EOF) {
-				break
+		rb := &verifiers.Rubric{Text: cfg.Rubric, Query: cfg.Query}
+		if len(cfg.Verifiers) > 0 {
+			if rb, msg = rubricOf(v, ro, &checks, cfg.Check); msg != "" {
+				problem(where, msg)
+				return nil
 			}
-			if err != nil {
-				r.Close()
-				return nil, nil, fmt.Errorf("read %s: %w", u.Path, err)
+			if cfg.Query != "" {
+				rb.Query = cfg.Query
 			}
-			for i := range b.Rows {
-				row := &b.Rows[i]
-				res.Rollouts++
-				var rw columnar.RewardRow
-				where := fallbackID(u, row)
-				v, msg := g.decode(u, b, row, &rw)
-				if msg != "" {
-					problem(where, msg)
-					continue
-				}
-				ro := &g.rollout
-				rb := &verifiers.Rubric{Text: cfg.Rubric, Query: cfg.Query}
-				if p.bindings != nil {
-					if rb, msg = rubricOf(v, ro, &checks, cfg.Check); msg != "" {
-						problem(where, msg)
-						continue
-					}
-					if cfg.Query != "" {
-						rb.Query = cfg.Query
-					}
-				}
-				group, msg := groupValue(ro.Meta.Get(cfg.By))
-				if msg != "" {
-					problem(where, cfg.By+": "+msg)
-					continue
-				}
-				sample := int64(-1)
-				if x := ro.Meta.Get("sample"); x.Kind() != jsonview.Missing && x.Kind() != jsonview.Null {
-					if sample, msg = sampleValue(x); msg != "" {
-						problem(where, "sample: "+msg)
-						continue
-					}
-				}
-				// The output points into the batch, whose buffers are
-				// reused: copy it.
-				rolls = append(rolls, pairRollout{id: ro.ID, task: ro.TaskID, group: group, output: strings.Clone(ro.Output),
-					instruction: instruction(rb, ro), rubric: rb.Text, sample: sample})
-			}
-			b.Release()
 		}
-		if err := r.Close(); err != nil {
-			return nil, nil, fmt.Errorf("close %s: %w", u.Path, err)
+		group, msg := groupValue(ro.Meta.Get(cfg.By))
+		if msg != "" {
+			problem(where, cfg.By+": "+msg)
+			return nil
 		}
+		sample := int64(-1)
+		if x := ro.Meta.Get("sample"); x.Kind() != jsonview.Missing && x.Kind() != jsonview.Null {
+			if sample, msg = sampleValue(x); msg != "" {
+				problem(where, "sample: "+msg)
+				return nil
+			}
+		}
+		// The output points into the batch, whose buffers are reused:
+		// copy it.
+		rolls = append(rolls, pairRollout{id: ro.ID, task: ro.TaskID, group: group, output: strings.Clone(ro.Output),
+			instruction: pipeline.Instruction(rb, ro), rubric: rb.Text, sample: sample})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return rolls, res, nil
 }
@@ -392,7 +357,7 @@ func (p *pairJob) prompt(swap bool) judge.PairPrompt {
 
 // makePairs pairs the rollouts of different groups on the same task and
 // sample index, ordered by task, sample and group pair.
-func makePairs(rolls []pairRollout, against string, res *PairwiseResult) ([]*pairJob, error) {
+func makePairs(rolls []pairRollout, against string, res *Result) ([]*pairJob, error) {
 	type cell struct{ task, group string }
 	bySample := map[cell]map[int64]int{} // index in rolls
 	next := map[cell]int64{}
@@ -428,7 +393,7 @@ func makePairs(rolls []pairRollout, against string, res *PairwiseResult) ([]*pai
 	switch {
 	case against != "":
 		if !seenGroup[against] {
-			return nil, &ConfigError{Field: "Against", Msg: fmt.Sprintf("%s: no rollout is in this group (groups: %v)", against, groups)}
+			return nil, &pipeline.ConfigError{Field: "Against", Msg: fmt.Sprintf("%s: no rollout is in this group (groups: %v)", against, groups)}
 		}
 		for _, g := range groups {
 			if g != against {
@@ -447,7 +412,7 @@ func makePairs(rolls []pairRollout, against string, res *PairwiseResult) ([]*pai
 		if res.InputErrors > 0 {
 			msg += fmt.Sprintf("; %d rows skipped, the first: %s", res.InputErrors, res.Problems[0])
 		}
-		return nil, &ConfigError{Field: "By", Msg: msg}
+		return nil, &pipeline.ConfigError{Field: "By", Msg: msg}
 	}
 	// Every (task, sample) present, sorted.
 	type slot struct {
@@ -488,7 +453,7 @@ func makePairs(rolls []pairRollout, against string, res *PairwiseResult) ([]*pai
 		}
 	}
 	if len(pairs) == 0 {
-		return nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("no pair to compare: no task has rollouts of two compared groups with the same sample index (groups: %v)", groups)}
+		return nil, &pipeline.ConfigError{Field: "Inputs", Msg: fmt.Sprintf("no pair to compare: no task has rollouts of two compared groups with the same sample index (groups: %v)", groups)}
 	}
 	return pairs, nil
 }
@@ -498,8 +463,8 @@ func makePairs(rolls []pairRollout, against string, res *PairwiseResult) ([]*pai
 // shared keys, budget), then the server is probed once and the rest asked
 // by at most concurrency goroutines (judge.Ask bounds the requests in
 // flight too); the outcomes depend only on the verdicts.
-func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurrency int, pairs []*pairJob, res *PairwiseResult) error {
-	budget := callpkg.NewBudget(cfg.MaxRequests)
+func judgePairs(ctx context.Context, j *judge.Judge, cfg Config, concurrency int, pairs []*pairJob, res *Result) error {
+	budget := call.NewBudget(cfg.MaxRequests)
 	calls := map[judge.Key]*pairCall{}
 	var send []*pairCall
 	for _, p := range pairs {
@@ -509,7 +474,7 @@ func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurr
 		for o := range 2 {
 			r, err := j.PairRequest(p.prompt(o == 1))
 			if err != nil {
-				return &ConfigError{Field: "Judge", Msg: err.Error()}
+				return &pipeline.ConfigError{Field: "Judge", Msg: err.Error()}
 			}
 			k := r.Key()
 			keys[o] = k
@@ -530,7 +495,7 @@ func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurr
 		if !budget.Take(need) {
 			// All of a pair's judgements or none; once one pair is left,
 			// no later pair spends: the budget goes in order.
-			p.Outcome = PairPending
+			p.Outcome = OutcomePending
 			continue
 		}
 		for o := range 2 {
@@ -553,7 +518,7 @@ func judgePairs(ctx context.Context, j *judge.Judge, cfg PairwiseConfig, concurr
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return &ProbeError{Err: err}
+			return &pipeline.ProbeError{Err: err}
 		}
 	}
 	if concurrency <= 0 {
@@ -589,7 +554,7 @@ feed:
 		return err
 	}
 	for _, p := range pairs {
-		if p.Outcome == PairPending {
+		if p.Outcome == OutcomePending {
 			continue
 		}
 		var errs []string
@@ -611,19 +576,19 @@ feed:
 		}
 		switch {
 		case len(errs) > 0:
-			p.Outcome = PairError
+			p.Outcome = OutcomeError
 			p.Error = errs[0]
 			if len(errs) == 2 {
 				p.Error += "; " + errs[1]
 			}
 		case p.VerdictAB != p.VerdictBA:
-			p.Outcome = PairInconsistent
+			p.Outcome = OutcomeInconsistent
 		case p.VerdictAB == "a":
-			p.Outcome = PairWin
+			p.Outcome = OutcomeWin
 		case p.VerdictAB == "b":
-			p.Outcome = PairLoss
+			p.Outcome = OutcomeLoss
 		default:
-			p.Outcome = PairTie
+			p.Outcome = OutcomeTie
 		}
 	}
 	return nil
@@ -641,8 +606,8 @@ func groupVerdict(better string, swapped bool) string {
 	return "b"
 }
 
-// PairColumns are the columns of the pairs table, in order.
-var PairColumns = []columnar.DatasetColumn{
+// Columns are the columns of the pairs table, in order.
+var Columns = []columnar.DatasetColumn{
 	{Name: "task_id", Type: columnar.DatasetString, Dictionary: true},
 	{Name: "sample", Type: columnar.DatasetInt64},
 	{Name: "group_a", Type: columnar.DatasetString, Dictionary: true},
@@ -677,9 +642,9 @@ func writePairs(out, f string, pairs []Pair) (string, error) {
 	}
 	err := atomicfile.Write(path, atomicfile.Options{Perm: 0o644, Durable: true}, func(w io.Writer) error {
 		if f == "arrow" {
-			return columnar.WriteArrowTable(w, PairColumns, rows)
+			return columnar.WriteArrowTable(w, Columns, rows)
 		}
-		dw, err := columnar.NewDatasetWriter(w, columnar.DatasetFormat(f), PairColumns, columnar.DatasetOptions{})
+		dw, err := columnar.NewDatasetWriter(w, columnar.DatasetFormat(f), Columns, columnar.DatasetOptions{})
 		if err != nil {
 			return err
 		}
