@@ -14,6 +14,7 @@ import (
 
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pipeline"
+	"github.com/gavelhq/gavel/rescore"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -74,7 +75,7 @@ func runRescore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := prof.start(); err != nil {
 		return err
 	}
-	res, err := pipeline.Rescore(ctx, pipeline.RescoreConfig{Dir: fs.Arg(0), Out: *out, Rewards: rewards, Changes: *limit})
+	res, err := rescore.Run(ctx, rescore.Config{Dir: fs.Arg(0), Out: *out, Rewards: rewards, Changes: *limit})
 	if pErr := prof.stop(); pErr != nil {
 		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
 	}
@@ -125,7 +126,7 @@ func readRewardFile(path string) (map[string]verifiers.Formula, error) {
 
 // printRewardChanges says how many rollouts' rewards a rescore changed and
 // lists the first limit of them, reward before and after.
-func printRewardChanges(w io.Writer, res *pipeline.RescoreResult, limit int) error {
+func printRewardChanges(w io.Writer, res *rescore.Result, limit int) error {
 	n := res.RewardsChanged
 	switch {
 	case n == 0:

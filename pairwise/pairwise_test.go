@@ -17,8 +17,6 @@ import (
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/pipeline"
-	"github.com/gavelhq/gavel/verifiers"
-	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
 // biasedJudge scripts srv as a judge that prefers the one output of two
@@ -50,7 +48,7 @@ func writeRows(t *testing.T, path string, lines ...string) {
 
 func pairwiseCfg(srv *judgetest.Server, cache, out string, inputs ...string) Config {
 	return Config{Inputs: inputs, Rubric: "Says GOOD.", Out: out, Format: "jsonl",
-		Judge: *judgeCfg(srv, cache)}
+		Judge: *gaveltest.JudgeConfig(srv, cache)}
 }
 
 func TestPairwiseOutcomes(t *testing.T) {
@@ -344,7 +342,7 @@ func TestPairwiseRetriesAndSpec(t *testing.T) {
 		`{"rollout_id":"c","task_id":"TASK-OTHER","model":"m2","output":"plain"}`)
 	cfg := pairwiseCfg(srv, filepath.Join(dir, "cache"), filepath.Join(dir, "out"), in)
 	cfg.Judge.MaxRetries, cfg.Judge.Backoff = 2, time.Millisecond
-	cfg.Rubric, cfg.Verifiers, cfg.Check = "", parseSpec(t, judgedSpec), "polite"
+	cfg.Rubric, cfg.Verifiers, cfg.Check = "", gaveltest.ParseSpec(t, gaveltest.JudgedSpec), "polite"
 	res, err := Compare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -430,35 +428,4 @@ func TestPairwiseMapAndBy(t *testing.T) {
 	if u := srv.Received()[0].User; !strings.Contains(u, judge.Fence("Do the thing.")) || !strings.Contains(u, judge.Fence("GOOD one")) {
 		t.Errorf("prompt lacks the task's instruction or the mapped output:\n%s", u)
 	}
-}
-
-// judgeCfg is a judge of srv with its cache in cache, without retries.
-func judgeCfg(srv *judgetest.Server, cache string) *judge.Config {
-	return &judge.Config{Model: "judge-1", BaseURL: srv.URL, CacheDir: cache, MaxRetries: -1, Timeout: 5 * time.Second}
-}
-
-// judgedSpec binds VER-J to TASK-J: a check that the output is not empty
-// and a rubric check, polite, with its own query.
-const judgedSpec = `verifiers:
-  - id: VER-J
-    task: TASK-J
-    name: answers judged
-    checks:
-      - id: answered
-        type: expr
-        expr: "output != ''"
-      - id: polite
-        type: rubric
-        rubric: The answer is polite.
-        query: Answer politely.
-        context: {n: "meta.n"}
-`
-
-func parseSpec(t testing.TB, text string) []*verifiers.Verifier {
-	t.Helper()
-	vs, err := spec.Parse("judged.yaml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vs
 }

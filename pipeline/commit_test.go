@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
@@ -106,13 +107,13 @@ func TestCommitCounters(t *testing.T) {
 	var inputs []string
 	for i := range 4 {
 		in := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", i))
-		writeJudgedRows(t, in, i*10, 10)
+		gaveltest.WriteJudgedRows(t, in, i*10, 10)
 		inputs = append(inputs, in)
 	}
-	vs := parseSpec(t, judgedSpec)
+	vs := gaveltest.ParseSpec(t, gaveltest.JudgedSpec)
 	cfg := func(out, cache, reuse string, shard Shard) Config {
 		return Config{Inputs: inputs, Out: filepath.Join(dir, out), Format: columnar.FormatJSONL, Verifiers: vs,
-			Judge: judgeCfg(srv, filepath.Join(dir, cache)), Workers: 2, BatchSize: 4, Reuse: reuse, Shard: shard}
+			Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, cache)), Workers: 2, BatchSize: 4, Reuse: reuse, Shard: shard}
 	}
 	one := grade(t, cfg("one", "cache-one", "", Shard{})).Summary
 	if one.Judge == nil || one.Judge.Requests != 40 || one.Judge.Probes != 1 || one.Judge.PromptTokens == 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -244,7 +245,7 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *ba
 		g.endJudgements(out)
 		return
 	}
-	setVerdict(&rw, verdict)
+	results.SetVerdict(&rw, verdict)
 	from := len(out.checks)
 	for i := range checks {
 		c := &checks[i]
@@ -272,7 +273,7 @@ func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *ba
 	}
 	if g.plan.judging != nil && v != nil && v.Judged && len(checks) > 0 {
 		if g.judgeRow(v, checks, out, len(out.rewards), from) {
-			g.rescoreBuf = rescore(&rw, out.checks[from:], v.Reward, g.rescoreBuf)
+			g.rescoreBuf = results.Score(&rw, out.checks[from:], v.Reward, g.rescoreBuf)
 		}
 	}
 	out.rewards = append(out.rewards, rw)

@@ -630,45 +630,6 @@ func aggregate(how string, scores []float64, threshold float64) float64 {
 	return sum / float64(len(scores))
 }
 
-// rescore computes a row's verdict again from its check rows, with the
-// reward formula f: after judging changed some, and in a rescore run; buf
-// is reused.
-func rescore(rw *columnar.RewardRow, crs []columnar.CheckRow, f verifiers.Formula, buf []verifiers.Check) []verifiers.Check {
-	buf = buf[:0]
-	for i := range crs {
-		cr := &crs[i]
-		var st verifiers.Status
-		switch cr.Status {
-		case verifiers.CheckPass:
-			st = verifiers.Pass
-		case verifiers.CheckFail:
-			st = verifiers.Fail
-		case verifiers.CheckPending:
-			st = verifiers.Pending
-		default:
-			st = verifiers.Error
-		}
-		buf = append(buf, verifiers.Check{ID: cr.CheckID, Label: cr.Label, Required: cr.Required, Status: st, Detail: cr.Detail,
-			Score: cr.Score, Scored: cr.ScoreValid})
-	}
-	setVerdict(rw, verifiers.ScoreWith(f, buf, nil))
-	return buf
-}
-
-// setVerdict fills the verdict columns of a reward row.
-func setVerdict(rw *columnar.RewardRow, v verifiers.Verdict) {
-	rw.Status = v.Outcome.String()
-	rw.Passed, rw.PassedValid = v.Passed()
-	rw.Reward, rw.RewardValid = v.Reward, v.HasReward
-	rw.ChecksTotal, rw.ChecksPassed = v.ChecksTotal, v.ChecksPassed
-	rw.RequiredTotal, rw.RequiredPassed = v.RequiredTotal, v.RequiredPassed
-	rw.ErrorKind, rw.Error = columnar.NullString{}, columnar.NullString{}
-	if v.Outcome == verifiers.Errored {
-		rw.ErrorKind = columnar.Str(v.ErrorKind)
-		rw.Error = columnar.Str(v.Error)
-	}
-}
-
 // start starts the asks of a batch, in input order: a judgement already
 // asked or cached is shared, the budget decides the others, a check's
 // judgements all or none. The first request to a server the cache cannot
@@ -808,7 +769,7 @@ func (js *judging) finish(res *batchResults, buf []verifiers.Check) ([]verifiers
 		rw := &res.rewards[r]
 		n := int(rw.ChecksTotal)
 		if f, ok := rowsChanged[r]; ok {
-			buf = rescore(rw, res.checks[at:at+n], f, buf)
+			buf = results.Score(rw, res.checks[at:at+n], f, buf)
 		}
 		at += n
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/verifiers/crm"
@@ -23,8 +24,8 @@ func BenchmarkJudgeThroughput(b *testing.B) {
 	srv.Script(func(judgetest.Request) judgetest.Reply { return judgetest.Reply{Delay: 50 * time.Millisecond} })
 	dir := b.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(b, in, 0, rows)
-	vs := parseSpec(b, judgedSpec)
+	gaveltest.WriteJudgedRows(b, in, 0, rows)
+	vs := gaveltest.ParseSpec(b, gaveltest.JudgedSpec)
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {

@@ -76,7 +76,7 @@ func TestJudgeCalendarFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	vs := parseSpec(t, calendarJudgedSpec(t))
+	vs := gaveltest.ParseSpec(t, calendarJudgedSpec(t))
 	var byFormat []map[string]judgedCheck
 	for _, format := range []string{columnar.FormatJSONL, columnar.FormatParquet, columnar.FormatArrow} {
 		out := filepath.Join(dir, format)

@@ -22,56 +22,7 @@ import (
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/crm"
-	"github.com/gavelhq/gavel/verifiers/spec"
 )
-
-// judgedSpec binds TASK-J to a verifier with an expr check and a rubric
-// check whose context shows the row's n.
-const judgedSpec = `verifiers:
-  - id: VER-J
-    task: TASK-J
-    name: answers judged
-    checks:
-      - id: answered
-        type: expr
-        expr: "output != ''"
-      - id: polite
-        type: rubric
-        rubric: The answer is polite.
-        query: Answer politely.
-        context: {n: "meta.n"}
-`
-
-func parseSpec(t testing.TB, text string) []*verifiers.Verifier {
-	t.Helper()
-	vs, err := spec.Parse("judged.yaml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vs
-}
-
-// writeJudgedRows writes n rows of TASK-J, each with its own output; rows
-// whose index is a multiple of 3 say FAIL (judgetest scores them 0).
-func writeJudgedRows(t testing.TB, path string, from, n int) {
-	t.Helper()
-	var b bytes.Buffer
-	for i := from; i < from+n; i++ {
-		word := "PASS"
-		if i%3 == 0 {
-			word = "FAIL"
-		}
-		fmt.Fprintf(&b, `{"rollout_id":"r%05d","task_id":"TASK-J","output":"answer %d: %s","n":%d}`+"\n", i, i, word, i)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// judgeCfg returns a judge configuration for srv with its cache in dir.
-func judgeCfg(srv *judgetest.Server, cache string) *judge.Config {
-	return &judge.Config{Model: "judge-1", BaseURL: srv.URL, CacheDir: cache, MaxRetries: -1, Timeout: 5 * time.Second}
-}
 
 // checkRows returns the checks of a jsonl run by rollout id and check id.
 func checkRows(t testing.TB, out string) map[string]map[string]any {
@@ -106,10 +57,10 @@ func TestJudgeVerdicts(t *testing.T) {
 	srv := judgetest.New(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 6)
+	gaveltest.WriteJudgedRows(t, in, 0, 6)
 	out := filepath.Join(dir, "out")
-	res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
-		Judge: judgeCfg(srv, filepath.Join(dir, "cache")), Workers: 2, BatchSize: 2})
+	res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+		Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache")), Workers: 2, BatchSize: 2})
 	checks, rewards := checkRows(t, out), rewardRows(t, out)
 	for i := range 6 {
 		id := fmt.Sprintf("r%05d", i)
@@ -159,7 +110,7 @@ func TestJudgeVerdicts(t *testing.T) {
 // verifier's fingerprint (and only its).
 func TestJudgeFingerprint(t *testing.T) {
 	srv := judgetest.New(t)
-	vs := append(parseSpec(t, judgedSpec), crm.Verifiers()...)
+	vs := append(gaveltest.ParseSpec(t, gaveltest.JudgedSpec), crm.Verifiers()...)
 	fp := func(jc *judge.Config) map[string]string {
 		r, err := prepare(Config{Inputs: []string{"-"}, Out: t.TempDir(), Verifiers: vs, Judge: jc})
 		if err != nil {
@@ -175,10 +126,10 @@ func TestJudgeFingerprint(t *testing.T) {
 		return m
 	}
 	none := fp(nil)
-	a := fp(judgeCfg(srv, "off"))
-	b := judgeCfg(srv, "off")
+	a := fp(gaveltest.JudgeConfig(srv, "off"))
+	b := gaveltest.JudgeConfig(srv, "off")
 	b.Threshold = 0.5
-	c := judgeCfg(srv, "off")
+	c := gaveltest.JudgeConfig(srv, "off")
 	c.Model = "judge-2"
 	fb, fc := fp(b), fp(c)
 	if none["VER-J"] == a["VER-J"] || a["VER-J"] == fb["VER-J"] || a["VER-J"] == fc["VER-J"] {
@@ -194,7 +145,7 @@ func TestJudgeFingerprint(t *testing.T) {
 // TestJudgeManifestURL: the manifest records the judge's URL without
 // user information or query.
 func TestJudgeManifestURL(t *testing.T) {
-	r, err := prepare(Config{Inputs: []string{"-"}, Out: t.TempDir(), Verifiers: parseSpec(t, judgedSpec),
+	r, err := prepare(Config{Inputs: []string{"-"}, Out: t.TempDir(), Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
 		Judge: &judge.Config{Model: "m", BaseURL: "http://user:secret@127.0.0.1:1/v1?key=abc", CacheDir: "off"}})
 	if err != nil {
 		t.Fatal(err)
@@ -233,11 +184,11 @@ func TestJudgeFailures(t *testing.T) {
 			srv.Script(func(judgetest.Request) judgetest.Reply { return tt.reply })
 			dir := t.TempDir()
 			in := filepath.Join(dir, "in.jsonl")
-			writeJudgedRows(t, in, 1, 2)
+			gaveltest.WriteJudgedRows(t, in, 1, 2)
 			out := filepath.Join(dir, "out")
-			jc := judgeCfg(srv, "off")
+			jc := gaveltest.JudgeConfig(srv, "off")
 			jc.Timeout = 300 * time.Millisecond
-			res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec), Judge: jc})
+			res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec), Judge: jc})
 			checks, rewards := checkRows(t, out), rewardRows(t, out)
 			for _, id := range []string{"r00001", "r00002"} {
 				c, r := checks[id+"/polite"], rewards[id]
@@ -269,10 +220,10 @@ func TestJudgeProbe(t *testing.T) {
 		srv.Models("other-model")
 		dir := t.TempDir()
 		in := filepath.Join(dir, "in.jsonl")
-		writeJudgedRows(t, in, 0, 3)
+		gaveltest.WriteJudgedRows(t, in, 0, 3)
 		out := filepath.Join(dir, "out")
 		_, err := Run(context.Background(), Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL,
-			Verifiers: parseSpec(t, judgedSpec), Judge: judgeCfg(srv, "off")})
+			Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec), Judge: gaveltest.JudgeConfig(srv, "off")})
 		var ce *ConfigError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "unknown model") {
 			t.Fatalf("Run = %v, want a ConfigError naming the unknown model", err)
@@ -293,12 +244,12 @@ func TestJudgeProbe(t *testing.T) {
 		first := filepath.Join(dir, "a.jsonl")
 		os.WriteFile(first, []byte(`{"rollout_id":"x","task_id":"TASK-X","output":"hi"}`+"\n"), 0o644)
 		second := filepath.Join(dir, "b.jsonl")
-		writeJudgedRows(t, second, 0, 3)
-		vs := append(parseSpec(t, judgedSpec), parseSpec(t, `verifiers:
+		gaveltest.WriteJudgedRows(t, second, 0, 3)
+		vs := append(gaveltest.ParseSpec(t, gaveltest.JudgedSpec), gaveltest.ParseSpec(t, `verifiers:
   - {id: VER-X, task: TASK-X, name: x, checks: [{id: ok, type: expr, expr: "true"}]}
 `)...)
 		out := filepath.Join(dir, "out")
-		cfg := Config{Inputs: []string{first, second}, Out: out, Format: columnar.FormatJSONL, Verifiers: vs, Judge: judgeCfg(srv, "off"), Workers: 1}
+		cfg := Config{Inputs: []string{first, second}, Out: out, Format: columnar.FormatJSONL, Verifiers: vs, Judge: gaveltest.JudgeConfig(srv, "off"), Workers: 1}
 		_, err := Run(context.Background(), cfg)
 		var ce *ConfigError
 		var pe *ProbeError
@@ -324,7 +275,7 @@ func TestJudgeSlowServer(t *testing.T) {
 	srv := judgetest.New(t)
 	const rows = 600
 	var graded atomic.Int64
-	vs := parseSpec(t, judgedSpec)
+	vs := gaveltest.ParseSpec(t, gaveltest.JudgedSpec)
 	inner := vs[0].Grade
 	vs[0].Grade = func(r *verifiers.Rollout, c *verifiers.Checks) error {
 		graded.Add(1)
@@ -344,8 +295,8 @@ func TestJudgeSlowServer(t *testing.T) {
 	})
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, rows)
-	jc := judgeCfg(srv, "off")
+	gaveltest.WriteJudgedRows(t, in, 0, rows)
+	jc := gaveltest.JudgeConfig(srv, "off")
 	jc.Concurrency = 8
 	res := grade(t, Config{Inputs: []string{in}, Out: filepath.Join(dir, "out"), Format: columnar.FormatJSONL, Verifiers: vs, Judge: jc, Workers: 2, BatchSize: 16})
 	if !<-allGraded {
@@ -382,7 +333,7 @@ func judgedIDs(t *testing.T, out string) (judged []string, pending int) {
 func TestJudgeBudget(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 200)
+	gaveltest.WriteJudgedRows(t, in, 0, 200)
 	var want []string
 	for i := range 30 {
 		want = append(want, fmt.Sprintf("r%05d", i))
@@ -392,8 +343,8 @@ func TestJudgeBudget(t *testing.T) {
 		srv.Script(func(judgetest.Request) judgetest.Reply { return judgetest.Reply{Delay: time.Millisecond} })
 		cache := filepath.Join(dir, fmt.Sprint("cache", workers))
 		out := filepath.Join(dir, fmt.Sprint("out", workers))
-		cfg := Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
-			Judge: judgeCfg(srv, cache), JudgeMaxRequests: 30, Workers: workers, BatchSize: 8}
+		cfg := Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+			Judge: gaveltest.JudgeConfig(srv, cache), JudgeMaxRequests: 30, Workers: workers, BatchSize: 8}
 		res := grade(t, cfg)
 		got, pending := judgedIDs(t, out)
 		if strings.Join(got, ",") != strings.Join(want, ",") || pending != 170 {
@@ -422,9 +373,9 @@ func TestJudgeCache(t *testing.T) {
 			srv := judgetest.New(t)
 			dir := t.TempDir()
 			in := filepath.Join(dir, "in.jsonl")
-			writeJudgedRows(t, in, 0, 50)
-			cfg := Config{Inputs: []string{in}, Format: format, Verifiers: parseSpec(t, judgedSpec),
-				Judge: judgeCfg(srv, filepath.Join(dir, "cache")), Workers: 3, BatchSize: 7}
+			gaveltest.WriteJudgedRows(t, in, 0, 50)
+			cfg := Config{Inputs: []string{in}, Format: format, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+				Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache")), Workers: 3, BatchSize: 7}
 			cfg.Out = filepath.Join(dir, "a")
 			grade(t, cfg)
 			n, probes := srv.Requests(), srv.ModelRequests()
@@ -457,7 +408,7 @@ func TestJudgeResumeAfterCrash(t *testing.T) {
 	var inputs []string
 	for u := range 3 {
 		p := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", u))
-		writeJudgedRows(t, p, u*10, 10)
+		gaveltest.WriteJudgedRows(t, p, u*10, 10)
 		inputs = append(inputs, p)
 	}
 	// Rows 15 to 29 hang until the run is stopped.
@@ -472,8 +423,8 @@ func TestJudgeResumeAfterCrash(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := filepath.Join(dir, "out")
 	cache := filepath.Join(dir, "cache")
-	cfg := Config{Inputs: inputs, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
-		Judge: judgeCfg(srv, cache), Workers: 2, BatchSize: 4}
+	cfg := Config{Inputs: inputs, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+		Judge: gaveltest.JudgeConfig(srv, cache), Workers: 2, BatchSize: 4}
 	// Stopped in the middle of the second unit: rows 10 to 14 were
 	// judged (and cached), rows 15 to 29 are in flight.
 	cfg.Progress = &cancelAfter{rows: 14, cancel: cancel}
@@ -535,11 +486,11 @@ func TestJudgeKeyNeverShown(t *testing.T) {
 	})
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 4)
+	gaveltest.WriteJudgedRows(t, in, 0, 4)
 	out := filepath.Join(dir, "out")
-	jc := judgeCfg(srv, filepath.Join(dir, "cache"))
+	jc := gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache"))
 	jc.APIKeyEnv = "GAVEL_TEST_JUDGE_KEY"
-	res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec), Judge: jc})
+	res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec), Judge: jc})
 	if res.Summary.Judge.Requests != 4 || res.Summary.Error != 1 {
 		t.Fatalf("judge %+v, %d errors: want 4 requests and 1 error", res.Summary.Judge, res.Summary.Error)
 	}
@@ -556,7 +507,7 @@ func TestJudgeKeyNeverShown(t *testing.T) {
 	// A wrong key stops the run at the probe, without the key.
 	t.Setenv("GAVEL_TEST_JUDGE_KEY", key+"-wrong")
 	_, err := Run(context.Background(), Config{Inputs: []string{in}, Out: filepath.Join(dir, "out2"), Format: columnar.FormatJSONL,
-		Verifiers: parseSpec(t, judgedSpec), Judge: judgeCfg2(jc, "off")})
+		Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec), Judge: judgeCfg2(jc, "off")})
 	if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Errorf("Run with a wrong key = %v, want a 401 without the key", err)
 	}
@@ -577,17 +528,17 @@ func TestNoJudgeWithoutRubrics(t *testing.T) {
 	in := filepath.Join(dir, "in.jsonl")
 	os.WriteFile(in, []byte(`{"rollout_id":"x","task_id":"TASK-X","output":"hi"}`+"\n"), 0o644)
 	cache := filepath.Join(dir, "cache")
-	vs := append(parseSpec(t, `verifiers:
+	vs := append(gaveltest.ParseSpec(t, `verifiers:
   - {id: VER-X, task: TASK-X, name: x, checks: [{id: ok, type: expr, expr: "true"}]}
 `), crm.Verifiers()...)
-	r, err := prepare(Config{Inputs: []string{in}, Out: filepath.Join(dir, "out"), Verifiers: vs, Judge: judgeCfg(srv, cache)})
+	r, err := prepare(Config{Inputs: []string{in}, Out: filepath.Join(dir, "out"), Verifiers: vs, Judge: gaveltest.JudgeConfig(srv, cache)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.plan.judging != nil {
 		t.Fatal("a judge was started without a judged verifier")
 	}
-	res := grade(t, Config{Inputs: []string{in}, Out: filepath.Join(dir, "out"), Verifiers: vs, Judge: judgeCfg(srv, cache)})
+	res := grade(t, Config{Inputs: []string{in}, Out: filepath.Join(dir, "out"), Verifiers: vs, Judge: gaveltest.JudgeConfig(srv, cache)})
 	if srv.Requests()+srv.ModelRequests() != 0 {
 		t.Errorf("%d requests and %d probes, want none", srv.Requests(), srv.ModelRequests())
 	}
@@ -621,7 +572,7 @@ func TestJudgeGoVerifier(t *testing.T) {
 	in := filepath.Join(dir, "in.jsonl")
 	os.WriteFile(in, []byte(`{"rollout_id":"g","task_id":"TASK-G","output":"hello","prompt":"Greet the user."}`+"\n"), 0o644)
 	out := filepath.Join(dir, "out")
-	grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: []*verifiers.Verifier{v}, Judge: judgeCfg(srv, "off")})
+	grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: []*verifiers.Verifier{v}, Judge: gaveltest.JudgeConfig(srv, "off")})
 	checks := checkRows(t, out)
 	if checks["g/strict"]["status"] != "fail" || checks["g/lenient"]["status"] != "pass" {
 		t.Errorf("strict %v, lenient %v: want fail (0.6 < 0.8) and pass (0.6 >= 0.5)", checks["g/strict"], checks["g/lenient"])

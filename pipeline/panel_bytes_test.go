@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/results"
 )
@@ -31,7 +32,7 @@ func TestJudgeOneJudgeBytesUnchanged(t *testing.T) {
 	for _, format := range []string{columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL} {
 		out := filepath.Join(t.TempDir(), "out")
 		grade(t, Config{Inputs: []string{filepath.Join("testdata", "judged", "input.jsonl")}, Out: out, Format: format,
-			Verifiers: parseSpec(t, judgedSpec), Judge: judgeCfg(srv, cache), Workers: 2, BatchSize: 3})
+			Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec), Judge: gaveltest.JudgeConfig(srv, cache), Workers: 2, BatchSize: 3})
 		for _, table := range []string{"rewards", "checks"} {
 			b, err := os.ReadFile(filepath.Join(out, table, columnar.PartName(0, format)))
 			if err != nil {

@@ -96,7 +96,7 @@ func judgementRows(t *testing.T, out string) []map[string]any {
 func TestJudgePanelAggregates(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 4) // r0 and r3 say FAIL
+	gaveltest.WriteJudgedRows(t, in, 0, 4) // r0 and r3 say FAIL
 	// By hand, threshold 0.6: a PASS row's judgements score 1, 0.6, 0.8,
 	// 0.2 (a's samples, then b's); a FAIL row's 0, 0.2, 0.5, 0.9.
 	hand := map[string]map[bool]struct {
@@ -112,9 +112,9 @@ func TestJudgePanelAggregates(t *testing.T) {
 		t.Run(agg, func(t *testing.T) {
 			srv := panelServer(t, nil)
 			out := filepath.Join(dir, "out-"+agg)
-			jc := judgeCfg(srv, filepath.Join(dir, "cache-"+agg))
+			jc := gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache-"+agg))
 			jc.Threshold = 0.6
-			res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
+			res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
 				Judge: jc, JudgePanel: JudgePanel{Models: []string{"judge-a", "judge-b"}, Samples: 2, Temperature: 0.5, Aggregate: agg},
 				Workers: 2, BatchSize: 3})
 			checks := checkRows(t, out)
@@ -210,15 +210,15 @@ func TestJudgePanelAggregates(t *testing.T) {
 func TestJudgePanelPartial(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 4)
+	gaveltest.WriteJudgedRows(t, in, 0, 4)
 	failing := func(out string) bool { return strings.Contains(out, "answer 1:") || strings.Contains(out, "answer 2:") }
 	for _, partial := range []bool{false, true} {
 		t.Run(fmt.Sprint("partial=", partial), func(t *testing.T) {
 			srv := panelServer(t, failing)
 			out := filepath.Join(dir, fmt.Sprint("out-", partial))
-			jc := judgeCfg(srv, filepath.Join(dir, fmt.Sprint("cache-", partial)))
+			jc := gaveltest.JudgeConfig(srv, filepath.Join(dir, fmt.Sprint("cache-", partial)))
 			jc.Threshold = 0.6
-			res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
+			res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
 				Judge: jc, JudgePanel: JudgePanel{Models: []string{"judge-a", "judge-b"}, Samples: 2, Temperature: 0.5, Partial: partial}})
 			checks, rewards := checkRows(t, out), rewardRows(t, out)
 			for i := range 4 {
@@ -275,10 +275,10 @@ func TestJudgePanelPartial(t *testing.T) {
 func TestJudgePanelAddJudge(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 6)
+	gaveltest.WriteJudgedRows(t, in, 0, 6)
 	srv := panelServer(t, nil)
 	cache := filepath.Join(dir, "cache")
-	cfg := Config{Inputs: []string{in}, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec), Judge: judgeCfg(srv, cache)}
+	cfg := Config{Inputs: []string{in}, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec), Judge: gaveltest.JudgeConfig(srv, cache)}
 	cfg.Judge.Model = "judge-a"
 	cfg.Out = filepath.Join(dir, "one")
 	grade(t, cfg)
@@ -318,7 +318,7 @@ func TestJudgePanelAddJudge(t *testing.T) {
 func TestJudgePanelDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 40)
+	gaveltest.WriteJudgedRows(t, in, 0, 40)
 	for _, format := range []string{columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL} {
 		t.Run(format, func(t *testing.T) {
 			srv := panelServer(t, func(out string) bool { return strings.Contains(out, "7:") })
@@ -328,10 +328,10 @@ func TestJudgePanelDeterministic(t *testing.T) {
 				if i == 1 {
 					cache = filepath.Join(dir, format+"-cache-fresh")
 				}
-				jc := judgeCfg(srv, cache)
+				jc := gaveltest.JudgeConfig(srv, cache)
 				jc.Concurrency = run.conc
 				out := filepath.Join(dir, fmt.Sprintf("%s-out%d", format, i))
-				grade(t, Config{Inputs: []string{in}, Out: out, Format: format, Verifiers: parseSpec(t, judgedSpec), Judge: jc,
+				grade(t, Config{Inputs: []string{in}, Out: out, Format: format, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec), Judge: jc,
 					JudgePanel: JudgePanel{Models: []string{"judge-a", "judge-b"}, Samples: 2, Temperature: 0.5, Partial: true},
 					Workers:    run.workers, BatchSize: run.batch})
 				files := map[string][]byte{}
@@ -361,12 +361,12 @@ func TestJudgePanelDeterministic(t *testing.T) {
 func TestJudgePanelBudget(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 8)
+	gaveltest.WriteJudgedRows(t, in, 0, 8)
 	for _, workers := range []int{1, 4} {
 		srv := panelServer(t, nil)
 		out := filepath.Join(dir, fmt.Sprint("out", workers))
-		res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
-			Judge: judgeCfg(srv, filepath.Join(dir, fmt.Sprint("cache", workers))), JudgeMaxRequests: 9,
+		res := grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+			Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, fmt.Sprint("cache", workers))), JudgeMaxRequests: 9,
 			JudgePanel: JudgePanel{Models: []string{"judge-a", "judge-b"}, Samples: 2}, Workers: workers, BatchSize: 2})
 		judged, pending := judgedIDs(t, out)
 		if strings.Join(judged, ",") != "r00000,r00001" || pending != 6 || res.Summary.Judge.Requests != 8 || res.Summary.Judge.PendingBudget != 6 {
@@ -383,12 +383,12 @@ func TestJudgePanelBudget(t *testing.T) {
 func TestJudgePanelURLs(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 3)
+	gaveltest.WriteJudgedRows(t, in, 0, 3)
 	a, b := panelServer(t, nil), panelServer(t, nil)
 	a.Models("judge-a")
 	b.Models("judge-b")
-	res := grade(t, Config{Inputs: []string{in}, Out: filepath.Join(dir, "out"), Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
-		Judge: judgeCfg(a, filepath.Join(dir, "cache")), JudgePanel: JudgePanel{Models: []string{"judge-a", "judge-b"}, URLs: map[string]string{"judge-b": b.URL}}})
+	res := grade(t, Config{Inputs: []string{in}, Out: filepath.Join(dir, "out"), Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+		Judge: gaveltest.JudgeConfig(a, filepath.Join(dir, "cache")), JudgePanel: JudgePanel{Models: []string{"judge-a", "judge-b"}, URLs: map[string]string{"judge-b": b.URL}}})
 	if a.Requests() != 3 || b.Requests() != 3 || a.ModelRequests() != 1 || b.ModelRequests() != 1 || res.Summary.Judge.Probes != 2 {
 		t.Errorf("requests %d and %d, probes %d and %d (summary %d); want 3 each and one probe of each server",
 			a.Requests(), b.Requests(), a.ModelRequests(), b.ModelRequests(), res.Summary.Judge.Probes)
@@ -409,19 +409,19 @@ func TestJudgePanelResume(t *testing.T) {
 	var inputs []string
 	for u := range 3 {
 		p := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", u))
-		writeJudgedRows(t, p, u*4, 4)
+		gaveltest.WriteJudgedRows(t, p, u*4, 4)
 		inputs = append(inputs, p)
 	}
 	panel := JudgePanel{Models: []string{"judge-a", "judge-b"}, Samples: 2, Temperature: 0.5}
 	srv := panelServer(t, nil)
 	whole := filepath.Join(dir, "whole")
-	grade(t, Config{Inputs: inputs, Out: whole, Format: columnar.FormatParquet, Verifiers: parseSpec(t, judgedSpec),
-		Judge: judgeCfg(srv, filepath.Join(dir, "cache-whole")), JudgePanel: panel, Workers: 1, BatchSize: 4})
+	grade(t, Config{Inputs: inputs, Out: whole, Format: columnar.FormatParquet, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+		Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache-whole")), JudgePanel: panel, Workers: 1, BatchSize: 4})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	out := filepath.Join(dir, "out")
-	cfg := Config{Inputs: inputs, Out: out, Format: columnar.FormatParquet, Verifiers: parseSpec(t, judgedSpec),
-		Judge: judgeCfg(srv, filepath.Join(dir, "cache")), JudgePanel: panel, Workers: 1, BatchSize: 4,
+	cfg := Config{Inputs: inputs, Out: out, Format: columnar.FormatParquet, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+		Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache")), JudgePanel: panel, Workers: 1, BatchSize: 4,
 		Progress: &cancelAfter{rows: 4, cancel: cancel}}
 	if _, err := Run(ctx, cfg); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("Run = %v, want interrupted", err)
@@ -449,27 +449,6 @@ func TestJudgePanelResume(t *testing.T) {
 				t.Errorf("unit %d %s: resumed part differs from the whole run's (%v, %v)", u, table, errA, errB)
 			}
 		}
-	}
-}
-
-// TestJudgePanelRescore: rescoring a panel run keeps its judgements parts.
-func TestJudgePanelRescore(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 4)
-	srv := panelServer(t, nil)
-	out := filepath.Join(dir, "out")
-	grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatArrow, Verifiers: parseSpec(t, judgedSpec),
-		Judge: judgeCfg(srv, filepath.Join(dir, "cache")), JudgePanel: JudgePanel{Models: []string{"judge-a", "judge-b"}}})
-	re := filepath.Join(dir, "re")
-	if _, err := Rescore(context.Background(), RescoreConfig{Dir: out, Out: re}); err != nil {
-		t.Fatal(err)
-	}
-	name := filepath.Join("judgements", columnar.PartName(0, columnar.FormatArrow))
-	a, errA := os.ReadFile(filepath.Join(out, name))
-	b, errB := os.ReadFile(filepath.Join(re, name))
-	if errA != nil || errB != nil || !bytes.Equal(a, b) {
-		t.Errorf("rescored judgements part: %v, %v, or it differs", errA, errB)
 	}
 }
 
@@ -506,8 +485,8 @@ func TestJudgePanelReuse(t *testing.T) {
 	})
 	panel := JudgePanel{Models: []string{"judge-a", "judge-b"}, Samples: 2, Temperature: 0.5, Partial: true}
 	config := func(name string, inputs []string) Config {
-		return Config{Inputs: inputs, Out: filepath.Join(dir, name), Format: columnar.FormatArrow, Verifiers: parseSpec(t, judgedSpec),
-			Judge: judgeCfg(srv, filepath.Join(dir, "cache-"+name)), JudgePanel: panel, BatchSize: 2}
+		return Config{Inputs: inputs, Out: filepath.Join(dir, name), Format: columnar.FormatArrow, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+			Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache-"+name)), JudgePanel: panel, BatchSize: 2}
 	}
 	first := config("first", ins)
 	grade(t, first)
@@ -630,13 +609,13 @@ func checkDetail(t *testing.T, out, id string) string {
 func TestJudgePanelSpecModels(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 3)
+	gaveltest.WriteJudgedRows(t, in, 0, 3)
 	srv := panelServer(t, nil)
-	spec := strings.Replace(judgedSpec, "    checks:\n", "    judge: {model: [judge-b, judge-a], threshold: 0.5}\n    checks:\n", 1)
-	jc := judgeCfg(srv, filepath.Join(dir, "cache"))
+	spec := strings.Replace(gaveltest.JudgedSpec, "    checks:\n", "    judge: {model: [judge-b, judge-a], threshold: 0.5}\n    checks:\n", 1)
+	jc := gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache"))
 	jc.Model = ""
 	out := filepath.Join(dir, "out")
-	grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: parseSpec(t, spec), Judge: jc})
+	grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, spec), Judge: jc})
 	rows := judgementRows(t, out)
 	var models []string
 	for _, r := range rows {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/remote"
 )
 
@@ -47,7 +48,7 @@ func TestRemoteBatchElementError(t *testing.T) {
 	remoteRows(t, in, []string{"reward 1", "raise", "checks", "local", "reward 0.5", "raise", "reward 0.25", "local", "reward 1"})
 	cfg := func(name string, batch, workers int, reuse string) Config {
 		return Config{Inputs: []string{in}, Out: filepath.Join(dir, name), Format: columnar.FormatJSONL, Workers: workers, BatchSize: 4,
-			Verifiers: parseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, batch)), Reuse: reuse,
+			Verifiers: gaveltest.ParseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, batch)), Reuse: reuse,
 			Remote: &RemoteConfig{Config: remote.Config{CacheDir: "off", MaxRetries: -1}}}
 	}
 	res := grade(t, cfg("b3", 3, 1, ""))

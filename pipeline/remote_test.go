@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/remote"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
@@ -143,7 +144,7 @@ func TestRemoteVerifier(t *testing.T) {
 		t.Helper()
 		out := filepath.Join(dir, name)
 		cfg := Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL,
-			Verifiers: parseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL+"/grade", version, batch)), Workers: workers, BatchSize: 3,
+			Verifiers: gaveltest.ParseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL+"/grade", version, batch)), Workers: workers, BatchSize: 3,
 			Remote: &RemoteConfig{Config: remote.Config{CacheDir: cache, MaxRetries: -1}}}
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -248,7 +249,7 @@ func TestRemoteFailures(t *testing.T) {
 	in := filepath.Join(dir, "in.jsonl")
 	remoteRows(t, in, []string{"a", "b", "c"})
 	cfg := Config{Inputs: []string{in}, Out: filepath.Join(dir, "a"), Format: columnar.FormatJSONL, Workers: 1,
-		Verifiers: parseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 1)),
+		Verifiers: gaveltest.ParseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 1)),
 		Remote:    &RemoteConfig{Config: remote.Config{CacheDir: "off", Backoff: time.Millisecond}}}
 	res := grade(t, cfg)
 	if res.Summary.Error != 0 || res.Summary.Remote.Retries != 2 || res.Summary.Remote.Requests != 5 {
@@ -298,7 +299,7 @@ func TestRemoteNemoGymPurity(t *testing.T) {
   - {id: VER-R, task: TASK-R, name: gym, remote: {url: %q, protocol: nemo-gym, version: 1}}
 `, srv.URL)
 	cfg := Config{Inputs: []string{in}, Out: filepath.Join(dir, "a"), Format: columnar.FormatJSONL, Workers: 1,
-		Verifiers: parseSpec(t, spec), Remote: &RemoteConfig{Config: remote.Config{CacheDir: filepath.Join(dir, "cache")}}}
+		Verifiers: gaveltest.ParseSpec(t, spec), Remote: &RemoteConfig{Config: remote.Config{CacheDir: filepath.Join(dir, "cache")}}}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +366,7 @@ func TestRemoteBudget(t *testing.T) {
 	remoteRows(t, in, outs)
 	for _, workers := range []int{1, 2} {
 		cfg := Config{Inputs: []string{in}, Out: filepath.Join(dir, fmt.Sprint(workers)), Format: columnar.FormatJSONL, Workers: workers, BatchSize: 4,
-			Verifiers: parseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 2)),
+			Verifiers: gaveltest.ParseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 2)),
 			Remote:    &RemoteConfig{Config: remote.Config{CacheDir: "off"}, MaxRequests: 2}}
 		res := grade(t, cfg)
 		rw := rewardRows(t, cfg.Out)
@@ -446,7 +447,7 @@ func TestRemoteTimeoutAndMix(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	remoteRows(t, in, []string{"a", "slow", "b", "c", "d", "e"})
-	vs := append(parseSpec(t, fmt.Sprintf(`verifiers:
+	vs := append(gaveltest.ParseSpec(t, fmt.Sprintf(`verifiers:
   - id: VER-R
     task: TASK-R
     name: graded elsewhere
@@ -476,7 +477,7 @@ func TestRemoteTimeoutAndMix(t *testing.T) {
 	cache := filepath.Join(dir, "cache")
 	var outs []string
 	for i, c := range []struct{ concurrency, workers int }{{1, 1}, {8, 2}, {3, 3}} {
-		vs := parseSpec(t, fmt.Sprintf(`verifiers:
+		vs := gaveltest.ParseSpec(t, fmt.Sprintf(`verifiers:
   - {id: VER-R, task: TASK-R, name: graded elsewhere, remote: {url: %q, version: 1, pure: true, concurrency: %d, token_env: GAVEL_TEST_REMOTE_TOKEN}}
   - {id: VER-L, task: TASK-L, name: here, checks: [{id: answered, type: expr, expr: "output != ''"}]}
 `, srv.URL, c.concurrency))
@@ -523,7 +524,7 @@ func TestReuseRemoteRetries(t *testing.T) {
 	remoteRows(t, in, []string{"ok", "fail", "shape", "ok", "ok", "ok", "ok", "ok"})
 	cfg := func(out, reuse string, budget int64, path reusePath) Config {
 		return Config{Inputs: []string{in}, Out: filepath.Join(dir, out), Format: columnar.FormatJSONL, Workers: 1, BatchSize: 2,
-			Verifiers: parseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 1)), Reuse: reuse, reusePath: path,
+			Verifiers: gaveltest.ParseSpec(t, fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 1)), Reuse: reuse, reusePath: path,
 			Remote: &RemoteConfig{Config: remote.Config{CacheDir: "off", MaxRetries: 1, Backoff: time.Millisecond}, MaxRequests: budget}}
 	}
 	failed := grade(t, cfg("failed", "", 0, reuseAuto)).Summary
@@ -594,7 +595,7 @@ func TestRemoteFirstRolloutFails(t *testing.T) {
 			remoteRows(t, in, []string{tc.first, "ok", "ok", "ok", "ok"})
 			spec := strings.Replace(fmt.Sprintf(remoteSpecTmpl, srv.URL, 1, 1), "batch: 1,", "batch: 1, timeout: 200ms,", 1)
 			cfg := Config{Inputs: []string{in}, Out: filepath.Join(dir, "out"), Format: columnar.FormatJSONL, Workers: 1,
-				Verifiers: parseSpec(t, spec),
+				Verifiers: gaveltest.ParseSpec(t, spec),
 				Remote:    &RemoteConfig{Config: remote.Config{CacheDir: "off", MaxRetries: 1, Backoff: time.Millisecond}}}
 			res, err := Run(context.Background(), cfg)
 			if tc.probeFails {

@@ -383,7 +383,7 @@ func (rs *remoting) finish(res *batchResults, buf []verifiers.Check) ([]verifier
 					vd = scoreAnswer(a.v, &a.c.a, buf)
 				}
 				tmpl := old[at]
-				setVerdict(rw, vd)
+				results.SetVerdict(rw, vd)
 				for k := range buf {
 					checks = append(checks, remoteCheckRow(&tmpl, k, &buf[k]))
 				}

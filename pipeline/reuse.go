@@ -117,7 +117,7 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 	if store.IsURL(cfg.Reuse) {
 		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: --reuse reads a local result directory; reading one from a URL is not built yet", store.Redact(cfg.Reuse))}
 	}
-	if sameDir(cfg.Reuse, cfg.Out) {
+	if results.SameDir(cfg.Reuse, cfg.Out) {
 		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s is the output directory; reuse the results of another run", cfg.Reuse)}
 	}
 	m, err := results.ReadManifest(filepath.Join(cfg.Reuse, results.ManifestFile))
@@ -467,7 +467,7 @@ func (pu *prevUnit) read() (*prevRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	rw, err := rewardRow(pu.rdec, c)
+	rw, err := results.DecodeReward(pu.rdec, c)
 	if err != nil {
 		return nil, err
 	}
@@ -926,7 +926,7 @@ func (rs *reuseSource) copyUnit(dir string, from, to int, part string) (*results
 		files = append(files, [2]string{filepath.Join(rs.dir, sub, part), filepath.Join(dir, sub, part)})
 	}
 	for _, f := range files {
-		if err := copyFile(f[0], f[1]); err != nil {
+		if err := results.CopyFile(f[0], f[1]); err != nil {
 			results.RemoveUnit(dir, to)
 			return nil, fmt.Errorf("reuse: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/verifiers"
@@ -39,7 +40,7 @@ func TestReuseJudgeChanged(t *testing.T) {
 	srv := judgetest.New(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 6)
+	gaveltest.WriteJudgedRows(t, in, 0, 6)
 	var b bytes.Buffer
 	data, err := os.ReadFile(in)
 	if err != nil {
@@ -66,7 +67,7 @@ func TestReuseJudgeChanged(t *testing.T) {
 				c.Require("said", r.Output != "", strings.Clone(r.Output)) // Output is not kept
 				return nil
 			}}
-		j := *parseSpec(t, judgedSpec)[0]
+		j := *gaveltest.ParseSpec(t, gaveltest.JudgedSpec)[0]
 		grade := j.Grade
 		j.Grade = func(r *verifiers.Rollout, c *verifiers.Checks) error {
 			judgedCalls.Add(1)
@@ -84,7 +85,7 @@ func TestReuseJudgeChanged(t *testing.T) {
 		defer func() { asked = n }()
 		return n - asked
 	}
-	first := cfg("first", judgeCfg(srv, "off"), "")
+	first := cfg("first", gaveltest.JudgeConfig(srv, "off"), "")
 	grade(t, first)
 	if n := asks(); n != 6 {
 		t.Fatalf("first run asked the judge %d times, want 6", n)
@@ -92,7 +93,7 @@ func TestReuseJudgeChanged(t *testing.T) {
 
 	// The same judge: nothing is judged again, whichever the path.
 	for _, path := range []reusePath{reuseAuto, reuseRows} {
-		c := cfg(fmt.Sprintf("same-%d", path), judgeCfg(srv, "off"), first.Out)
+		c := cfg(fmt.Sprintf("same-%d", path), gaveltest.JudgeConfig(srv, "off"), first.Out)
 		c.reusePath = path
 		res := grade(t, c)
 		if n := asks(); n != 0 {
@@ -107,11 +108,11 @@ func TestReuseJudgeChanged(t *testing.T) {
 		sameParts(t, c.Out, first.Out)
 	}
 
-	otherModel := judgeCfg(srv, "off")
+	otherModel := gaveltest.JudgeConfig(srv, "off")
 	otherModel.Model = "judge-2"
-	otherThreshold := judgeCfg(srv, "off")
+	otherThreshold := gaveltest.JudgeConfig(srv, "off")
 	otherThreshold.Threshold = 0.5
-	otherTmpl := judgeCfg(srv, "off")
+	otherTmpl := gaveltest.JudgeConfig(srv, "off")
 	otherTmpl.Template = tmpl
 	for _, tt := range []struct {
 		name string

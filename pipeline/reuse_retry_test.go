@@ -16,6 +16,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
@@ -98,7 +99,7 @@ func (rc *retryCase) verifierSet(t *testing.T) []*verifiers.Verifier {
 			return nil
 		}}
 	vs := append(crm.Verifiers(), vt)
-	vs = append(vs, parseSpec(t, judgedSpec)...)
+	vs = append(vs, gaveltest.ParseSpec(t, gaveltest.JudgedSpec)...)
 	out := make([]*verifiers.Verifier, len(vs))
 	for i, b := range vs {
 		v := *b
@@ -116,7 +117,7 @@ func (rc *retryCase) verifierSet(t *testing.T) []*verifiers.Verifier {
 
 // config returns the configuration of a run into out.
 func (rc *retryCase) config(t *testing.T, out, format string) Config {
-	jc := judgeCfg(rc.srv, "off")
+	jc := gaveltest.JudgeConfig(rc.srv, "off")
 	return Config{Inputs: []string{rc.gen, rc.rows}, Out: filepath.Join(rc.dir, out), Format: format, Workers: 2, BatchSize: 16,
 		Verifiers: rc.verifierSet(t), Judge: jc, Timeout: 300 * time.Millisecond, MaxStuck: 8}
 }
@@ -321,10 +322,10 @@ func TestReuseJudgeBudget(t *testing.T) {
 	srv := judgetest.New(t)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	writeJudgedRows(t, in, 0, 6)
+	gaveltest.WriteJudgedRows(t, in, 0, 6)
 	run := func(out, reuse string) *Result {
-		return grade(t, Config{Inputs: []string{in}, Out: filepath.Join(dir, out), Format: columnar.FormatJSONL, Verifiers: parseSpec(t, judgedSpec),
-			Judge: judgeCfg(srv, "off"), JudgeMaxRequests: 2, Reuse: reuse})
+		return grade(t, Config{Inputs: []string{in}, Out: filepath.Join(dir, out), Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+			Judge: gaveltest.JudgeConfig(srv, "off"), JudgeMaxRequests: 2, Reuse: reuse})
 	}
 	res := run("first", "")
 	if j := res.Summary.Judge; j.Requests != 2 || j.PendingBudget != 4 {

@@ -1,4 +1,13 @@
-package pipeline
+// Package rescore computes the rewards of a graded run again from its
+// check rows, with other reward formulas, without running any verifier
+// (gavel rescore): it reads the run's parts through the column
+// definitions of package columnar and writes a result directory of its
+// own (package results).
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
+package rescore
 
 import (
 	"context"
@@ -18,13 +27,13 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
-	"github.com/gavelhq/gavel/internal/atomicfile"
+	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-// RescoreConfig configures Rescore.
-type RescoreConfig struct {
+// Config configures Rescore.
+type Config struct {
 	// Dir is a graded run's output directory.
 	Dir string
 	// Out is the directory the rescored run is written to; not Dir.
@@ -50,14 +59,14 @@ type RewardChange struct {
 	OldStatus, NewStatus string
 }
 
-// RescoreResult is the outcome of a rescore: the Result a grade run
+// Result is the outcome of a rescore: the pipeline.Result a grade run
 // gives, and the rollouts whose reward changed.
-type RescoreResult struct {
-	Result
+type Result struct {
+	pipeline.Result
 	// RewardsChanged counts the rollouts whose reward changed (a null
 	// reward differs from any number).
 	RewardsChanged int64
-	// RewardChanges lists the first RescoreConfig.Changes of them, in
+	// RewardChanges lists the first Config.Changes of them, in
 	// input order.
 	RewardChanges []RewardChange
 }
@@ -68,7 +77,7 @@ type partChanges struct {
 	list []RewardChange
 }
 
-// Rescore computes the rewards of a graded run again from its check rows,
+// Run computes the rewards of a graded run again from its check rows,
 // with other reward formulas, without running any verifier: the checks
 // parts (and the rollout id hashes) are copied byte for byte, the rewards
 // parts are written again with the verdict columns recomputed by SPEC 4.3
@@ -85,20 +94,20 @@ type partChanges struct {
 // checks side by side: a rollout's check rows follow the previous
 // rollout's in the checks part (the writer appends them in input order,
 // ChecksTotal rows per rollout), which Rescore verifies row by row.
-func Rescore(ctx context.Context, cfg RescoreConfig) (*RescoreResult, error) {
+func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	m, err := results.ReadManifest(filepath.Join(cfg.Dir, results.ManifestFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, &ConfigError{Field: "Dir", Msg: cfg.Dir + " holds no manifest.json: not the output directory of a finished run"}
+		return nil, &pipeline.ConfigError{Field: "Dir", Msg: cfg.Dir + " holds no manifest.json: not the output directory of a finished run"}
 	}
 	if err != nil {
 		return nil, err
 	}
 	if m.Config.Format == "" {
-		return nil, &ConfigError{Field: "Dir", Msg: cfg.Dir + ": " + results.ErrNoConfig.Error()}
+		return nil, &pipeline.ConfigError{Field: "Dir", Msg: cfg.Dir + ": " + results.ErrNoConfig.Error()}
 	}
-	if sameDir(cfg.Dir, cfg.Out) {
-		return nil, &ConfigError{Field: "Out", Msg: "--out must differ from the directory rescored: its checks parts are read while the new ones are written"}
+	if results.SameDir(cfg.Dir, cfg.Out) {
+		return nil, &pipeline.ConfigError{Field: "Out", Msg: "--out must differ from the directory rescored: its checks parts are read while the new ones are written"}
 	}
 	formulas, err := rescoreFormulas(cfg, m)
 	if err != nil {
@@ -225,7 +234,7 @@ feed:
 			return nil, err
 		}
 	}
-	res := &RescoreResult{Result: Result{Summary: s, ErrorRows: s.Error, Complete: ok}}
+	res := &Result{Result: pipeline.Result{Summary: s, ErrorRows: s.Error, Complete: ok}}
 	for _, c := range changes {
 		res.RewardsChanged += c.n
 		res.RewardChanges = append(res.RewardChanges, c.list[:min(len(c.list), cfg.Changes-len(res.RewardChanges))]...)
@@ -235,7 +244,7 @@ feed:
 
 // rescoreFormulas checks cfg.Rewards against the run m describes and
 // returns the formula of each of its verifiers.
-func rescoreFormulas(cfg RescoreConfig, m *results.Manifest) (map[string]verifiers.Formula, error) {
+func rescoreFormulas(cfg Config, m *results.Manifest) (map[string]verifiers.Formula, error) {
 	formulas := map[string]verifiers.Formula{}
 	var ids []string
 	for _, v := range m.Verifiers {
@@ -245,7 +254,7 @@ func rescoreFormulas(cfg RescoreConfig, m *results.Manifest) (map[string]verifie
 	weighted := map[string]map[string]bool{} // verifier -> the check ids of its rows
 	for _, id := range slices.Sorted(maps.Keys(cfg.Rewards)) {
 		if _, ok := formulas[id]; !ok {
-			return nil, &ConfigError{Field: "Rewards", Msg: fmt.Sprintf("unknown verifier %q: %s was graded with %s", id, cfg.Dir, strings.Join(ids, ", "))}
+			return nil, &pipeline.ConfigError{Field: "Rewards", Msg: fmt.Sprintf("unknown verifier %q: %s was graded with %s", id, cfg.Dir, strings.Join(ids, ", "))}
 		}
 		f := cfg.Rewards[id]
 		formulas[id] = f
@@ -273,7 +282,7 @@ func rescoreFormulas(cfg RescoreConfig, m *results.Manifest) (map[string]verifie
 				if len(known) == 0 {
 					known = []string{"none"}
 				}
-				return nil, &ConfigError{Field: "Rewards", Msg: fmt.Sprintf("the reward of %s weighs unknown check %q (its checks in %s: %s)", id, c, cfg.Dir, strings.Join(known, ", "))}
+				return nil, &pipeline.ConfigError{Field: "Rewards", Msg: fmt.Sprintf("the reward of %s weighs unknown check %q (its checks in %s: %s)", id, c, cfg.Dir, strings.Join(known, ", "))}
 			}
 		}
 	}
@@ -302,16 +311,6 @@ func eachCheckID(path string, ids map[string]map[string]bool) error {
 	}
 }
 
-// sameDir reports whether a and b name the same directory.
-func sameDir(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
-}
-
 // rescoreCheckCols are the checks columns a rescore reads: what every
 // formula needs, then check_id (weighted and expr), then what only
 // expressions read. Its rewards are read whole (columnar.RewardColumns and
@@ -338,18 +337,18 @@ const rescoreBatch = 1024
 
 // rescorePart rescores the part of unit i of the run m describes and
 // returns its statistics; the rollouts whose reward changed go to changes.
-func rescorePart(ctx context.Context, cfg RescoreConfig, m *results.Manifest, i int, formulas map[string]verifiers.Formula, changes *partChanges) (*results.PartStats, error) {
+func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, formulas map[string]verifiers.Formula, changes *partChanges) (*results.PartStats, error) {
 	in := &m.Inputs[i]
 	format := m.Config.Format
 	// The judgements part (when the run wrote one), then the checks part:
 	// a rewards part in place implies the others (columnar.Part).
-	if err := copyFile(filepath.Join(cfg.Dir, results.JudgementsDir, in.Part), filepath.Join(cfg.Out, results.JudgementsDir, in.Part)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := results.CopyFile(filepath.Join(cfg.Dir, results.JudgementsDir, in.Part), filepath.Join(cfg.Out, results.JudgementsDir, in.Part)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	if err := copyFile(filepath.Join(cfg.Dir, "checks", in.Part), filepath.Join(cfg.Out, "checks", in.Part)); err != nil {
+	if err := results.CopyFile(filepath.Join(cfg.Dir, "checks", in.Part), filepath.Join(cfg.Out, "checks", in.Part)); err != nil {
 		return nil, err
 	}
-	if err := copyFile(results.IDsPath(cfg.Dir, i), results.IDsPath(cfg.Out, i)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := results.CopyFile(results.IDsPath(cfg.Dir, i), results.IDsPath(cfg.Out, i)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 
@@ -357,10 +356,10 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *results.Manifest, i 
 	// rescoring it would write the same bytes.
 	if old, err := results.ReadStats(cfg.Dir, i); err == nil && old.Rows == derefRows(in.Rows) &&
 		!slices.ContainsFunc(slices.Sorted(maps.Keys(old.Verifiers)), func(id string) bool { return !formulas[id].Equal(m.Config.Rewards[id]) }) {
-		if err := copyFile(results.StatsPath(cfg.Dir, i), results.StatsPath(cfg.Out, i)); err != nil {
+		if err := results.CopyFile(results.StatsPath(cfg.Dir, i), results.StatsPath(cfg.Out, i)); err != nil {
 			return nil, err
 		}
-		if err := copyFile(filepath.Join(cfg.Dir, "rewards", in.Part), filepath.Join(cfg.Out, "rewards", in.Part)); err != nil {
+		if err := results.CopyFile(filepath.Join(cfg.Dir, "rewards", in.Part), filepath.Join(cfg.Out, "rewards", in.Part)); err != nil {
 			os.Remove(results.StatsPath(cfg.Out, i))
 			return nil, err
 		}
@@ -416,7 +415,7 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *results.Manifest, i 
 		if err != nil {
 			return nil, err
 		}
-		rw, err := rewardRow(rdec, cells)
+		rw, err := results.DecodeReward(rdec, cells)
 		if err != nil {
 			return nil, fmt.Errorf("read %s row %d: %w", filepath.Join(cfg.Dir, "rewards", in.Part), n, err)
 		}
@@ -429,7 +428,7 @@ func rescorePart(ctx context.Context, cfg RescoreConfig, m *results.Manifest, i 
 		// formula: its row stays as it is.
 		if len(crs) > 0 && !checkErr {
 			old, oldValid, oldStatus := rw.Reward, rw.RewardValid, rw.Status
-			buf = rescore(&rw, crs, formulas[rw.VerifierID.S], buf)
+			buf = results.Score(&rw, crs, formulas[rw.VerifierID.S], buf)
 			if oldValid != rw.RewardValid || oldValid && old != rw.Reward {
 				changes.n++
 				if len(changes.list) < cfg.Changes {
@@ -493,23 +492,6 @@ func derefRows(rows *int64) int64 {
 	return *rows
 }
 
-// copyFile copies src to dst byte for byte, written under another name
-// and renamed into place.
-func copyFile(src, dst string) error {
-	f, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(dst), err)
-	}
-	return atomicfile.Write(dst, atomicfile.Options{Perm: 0o644}, func(w io.Writer) error {
-		_, err := io.Copy(w, f)
-		return err
-	})
-}
-
 // readChecks appends the check rows of rw, ChecksTotal of them, read from
 // cr and decoded by dec, to crs, and reports whether one of them is in
 // error. The rows must be numbered from 0: a rollout's check rows follow
@@ -536,16 +518,4 @@ func readChecks(cr *columnar.ResultReader, dec *columnar.ResultDecoder[columnar.
 		crs = append(crs, row)
 	}
 	return crs, checkErr, nil
-}
-
-// rewardRow decodes the cells of a rewards row, read as
-// columnar.RewardColumns then the kept columns: the one decoding of the
-// rewards a rescore rewrites and --reuse takes from an earlier run.
-func rewardRow(dec *columnar.ResultDecoder[columnar.RewardRow], c []columnar.Cell) (columnar.RewardRow, error) {
-	var rw columnar.RewardRow
-	err := dec.Decode(c, &rw)
-	if err == nil && rw.ChecksTotal < 0 {
-		err = fmt.Errorf("checks_total %d", rw.ChecksTotal)
-	}
-	return rw, err
 }

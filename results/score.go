@@ -1,0 +1,45 @@
+package results
+
+import (
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/verifiers"
+)
+
+// Score computes a row's verdict again from its check rows, with the
+// reward formula f: after judging changed some, and in a rescore run; buf
+// is reused.
+func Score(rw *columnar.RewardRow, crs []columnar.CheckRow, f verifiers.Formula, buf []verifiers.Check) []verifiers.Check {
+	buf = buf[:0]
+	for i := range crs {
+		cr := &crs[i]
+		var st verifiers.Status
+		switch cr.Status {
+		case verifiers.CheckPass:
+			st = verifiers.Pass
+		case verifiers.CheckFail:
+			st = verifiers.Fail
+		case verifiers.CheckPending:
+			st = verifiers.Pending
+		default:
+			st = verifiers.Error
+		}
+		buf = append(buf, verifiers.Check{ID: cr.CheckID, Label: cr.Label, Required: cr.Required, Status: st, Detail: cr.Detail,
+			Score: cr.Score, Scored: cr.ScoreValid})
+	}
+	SetVerdict(rw, verifiers.ScoreWith(f, buf, nil))
+	return buf
+}
+
+// SetVerdict fills the verdict columns of a reward row.
+func SetVerdict(rw *columnar.RewardRow, v verifiers.Verdict) {
+	rw.Status = v.Outcome.String()
+	rw.Passed, rw.PassedValid = v.Passed()
+	rw.Reward, rw.RewardValid = v.Reward, v.HasReward
+	rw.ChecksTotal, rw.ChecksPassed = v.ChecksTotal, v.ChecksPassed
+	rw.RequiredTotal, rw.RequiredPassed = v.RequiredTotal, v.RequiredPassed
+	rw.ErrorKind, rw.Error = columnar.NullString{}, columnar.NullString{}
+	if v.Outcome == verifiers.Errored {
+		rw.ErrorKind = columnar.Str(v.ErrorKind)
+		rw.Error = columnar.Str(v.Error)
+	}
+}
