@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gavelhq/gavel/internal/nemogym"
+	"github.com/gavelhq/gavel/columnar/nemogym"
 	"github.com/gavelhq/gavel/judge/call"
 	"github.com/gavelhq/gavel/verifiers"
 )

@@ -2,7 +2,7 @@ package remote
 
 import (
 	"github.com/gavelhq/gavel/columnar/jsonview"
-	"github.com/gavelhq/gavel/internal/nemogym"
+	"github.com/gavelhq/gavel/columnar/nemogym"
 	"github.com/gavelhq/gavel/verifiers"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
-	"github.com/gavelhq/gavel/internal/nemogym"
+	"github.com/gavelhq/gavel/columnar/nemogym"
 	"github.com/gavelhq/gavel/verifiers"
 )
 

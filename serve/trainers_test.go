@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
-	"github.com/gavelhq/gavel/internal/nemogym"
+	"github.com/gavelhq/gavel/columnar/nemogym"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
-	"github.com/gavelhq/gavel/internal/nemogym"
+	"github.com/gavelhq/gavel/columnar/nemogym"
 )
 
 // NeMo Gym's rollout collection (nemo_gym/rollout_collection.py of

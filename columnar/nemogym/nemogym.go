@@ -1,7 +1,12 @@
 // Package nemogym holds the shapes of NeMo Gym's resources-server protocol
 // that gavel reads and writes, in one place: a verify request's response
 // and prompt text, the fields gavel sets in a verify answer, and NeMo Gym's
-// failure fields. `gavel serve`'s POST /verify uses it.
+// failure fields. `gavel serve`'s POST /verify, the remote verifiers of
+// the NeMo Gym protocol and the reader of NeMo Gym's rollout logs use it.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
 package nemogym
 
 import (
