@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/results"
@@ -176,7 +177,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("gavel grade --timeout 30s", "--timeout %s: want a positive duration", *timeout)
 	}
 	if *shard != "" {
-		sh, err := pipeline.ParseShard(*shard, nil)
+		sh, err := inputs.ParseShard(*shard, nil)
 		if err != nil {
 			return gradeError(err, *maxErrors)
 		}
@@ -239,7 +240,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // a ConfigError becomes a usage error naming the flag at fault, with a
 // hint; an interrupted or stopped run says how to go on.
 func gradeError(err error, maxErrors int64) error {
-	var ce *pipeline.ConfigError
+	var ce *inputs.ConfigError
 	if errors.As(err, &ce) {
 		switch ce.Field {
 		case "Format":

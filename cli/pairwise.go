@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/atomicfile"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pairwise"
@@ -185,7 +186,7 @@ func writeRanking(path string, rk *pairwiseRanking) error {
 // becomes a usage error naming the flag at fault, a failed probe says
 // nothing was written.
 func pairwiseError(err error) error {
-	var ce *pipeline.ConfigError
+	var ce *inputs.ConfigError
 	if errors.As(err, &ce) {
 		flag := map[string]string{"Format": "--format", "From": "--from", "Set": "--set", "TasksFile": "--tasks",
 			"Against": "--against", "By": "--by", "Out": "--out"}[ce.Field]

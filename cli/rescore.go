@@ -12,8 +12,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/store"
-	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/rescore"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -80,7 +80,7 @@ func runRescore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
 	}
 	if err != nil {
-		var ce *pipeline.ConfigError
+		var ce *inputs.ConfigError
 		if errors.As(err, &ce) {
 			return usagef("", "%s", ce.Msg)
 		}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/serve"
 	"github.com/gavelhq/gavel/verifiers"
@@ -104,7 +105,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *tasks != "" {
-		t, err := pipeline.LoadTasks(*tasks, pipeline.Config{}.Fields)
+		t, err := inputs.LoadTasks(*tasks, pipeline.Config{}.Fields)
 		if err != nil {
 			return usagef("gavel serve --tasks tasks.parquet", "%v", err)
 		}
@@ -112,7 +113,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	srv := serve.New(cfg)
 	if err := srv.Reload(vs); err != nil {
-		var ce *pipeline.ConfigError
+		var ce *inputs.ConfigError
 		if errors.As(err, &ce) {
 			if ce.Field == "Judge" {
 				return &usageError{msg: "judge: " + ce.Msg, hint: "gavel serve --judge-model MODEL --judge-url URL ..."}

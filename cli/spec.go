@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/spec"
@@ -46,8 +47,8 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fs := newFlagSet("spec check", specSynopsis, specExamples, stdout)
 	tasksFile := fs.String("tasks", "", "tasks table `FILE`: print how many of its tasks each verifier binds")
-	var inputs listFlag
-	fs.Var(&inputs, "input", "rollouts `FILE` (as gavel grade takes them; repeatable): print how many of their tasks each verifier binds")
+	var rolloutFiles listFlag
+	fs.Var(&rolloutFiles, "input", "rollouts `FILE` (as gavel grade takes them; repeatable): print how many of their tasks each verifier binds")
 	from := fs.String("from", "", "read .json --input files as logs of this harness `FORMAT` (as gavel grade --from)")
 	mapping := fs.String("map", "", "read fields from other columns: `K=COL[.PATH],...` (as gavel grade --map)")
 	if err := parseFlags(fs, interleaved(fs, args[1:])); err != nil {
@@ -56,7 +57,7 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() == 0 {
 		return usagef("gavel spec check calendar.yaml", "spec check: no file given")
 	}
-	if *from != "" && len(inputs) == 0 {
+	if *from != "" && len(rolloutFiles) == 0 {
 		return usagef("gavel spec check --input airline.json --from tau-bench airline.yaml", "spec check: --from reads --input files; no --input given")
 	}
 	fields, err := parseMap(*mapping)
@@ -83,23 +84,23 @@ func runSpec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "ok: %d verifiers\n", len(vs))
 	if *tasksFile != "" {
-		tasks, err := pipeline.LoadTasks(*tasksFile, fields)
+		tasks, err := inputs.LoadTasks(*tasksFile, fields)
 		if err != nil {
 			return usagef("gavel spec check --tasks tasks.jsonl FILE...", "%v", err)
 		}
 		ids := slices.Sorted(maps.Keys(tasks))
 		printBindings(stdout, *tasksFile, ids, 0, vs, all)
 	}
-	if len(inputs) > 0 {
-		ids, invalid, err := pipeline.TaskIDs(inputs, *from, fields, os.Stdin)
-		var ce *pipeline.ConfigError
+	if len(rolloutFiles) > 0 {
+		ids, invalid, err := inputs.TaskIDs(rolloutFiles, *from, fields, os.Stdin)
+		var ce *inputs.ConfigError
 		if errors.As(err, &ce) {
 			return usagef("gavel spec check --input rollouts.jsonl FILE...", "%v", err)
 		}
 		if err != nil {
 			return err
 		}
-		printBindings(stdout, strings.Join(inputs, ", "), ids, invalid, vs, all)
+		printBindings(stdout, strings.Join(rolloutFiles, ", "), ids, invalid, vs, all)
 	}
 	return nil
 }

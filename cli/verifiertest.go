@@ -17,6 +17,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/selftest"
@@ -78,7 +79,7 @@ func runVerifierTest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dec, err := pipeline.NewRowDecoder(fields, *tasks)
-	var ce *pipeline.ConfigError
+	var ce *inputs.ConfigError
 	if errors.As(err, &ce) {
 		return usagef("gavel verifier test --tasks tasks.parquet", "--tasks: %s", ce.Msg)
 	}

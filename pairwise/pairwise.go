@@ -25,6 +25,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/atomicfile"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/call"
@@ -160,12 +161,12 @@ func Compare(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	if cfg.Out == "" {
-		return nil, &pipeline.ConfigError{Field: "Out", Msg: "no output directory"}
+		return nil, &inputs.ConfigError{Field: "Out", Msg: "no output directory"}
 	}
 	tmpl := judge.DefaultPairTemplate()
 	if cfg.Judge.Template != "" {
 		if tmpl, err = judge.LoadTemplate(cfg.Judge.Template); err != nil {
-			return nil, &pipeline.ConfigError{Field: "Judge", Msg: err.Error()}
+			return nil, &inputs.ConfigError{Field: "Judge", Msg: err.Error()}
 		}
 	}
 	rolls, res, err := readPairRollouts(cfg)
@@ -180,7 +181,7 @@ func Compare(ctx context.Context, cfg Config) (*Result, error) {
 	jc.Template = ""
 	base, err := judge.New(jc)
 	if err != nil {
-		return nil, &pipeline.ConfigError{Field: "Judge", Msg: err.Error()}
+		return nil, &inputs.ConfigError{Field: "Judge", Msg: err.Error()}
 	}
 	j := base.WithTemplate(tmpl)
 	res.Template = tmpl.Version()
@@ -213,7 +214,7 @@ func pairsFormat(f string) (string, error) {
 	case "parquet", "arrow", "jsonl":
 		return f, nil
 	}
-	return "", &pipeline.ConfigError{Field: "Format", Msg: fmt.Sprintf("%q: want parquet, arrow or jsonl", f)}
+	return "", &inputs.ConfigError{Field: "Format", Msg: fmt.Sprintf("%q: want parquet, arrow or jsonl", f)}
 }
 
 // readPairRollouts reads the rollouts of the inputs as a grading run does
@@ -393,7 +394,7 @@ func makePairs(rolls []pairRollout, against string, res *Result) ([]*pairJob, er
 	switch {
 	case against != "":
 		if !seenGroup[against] {
-			return nil, &pipeline.ConfigError{Field: "Against", Msg: fmt.Sprintf("%s: no rollout is in this group (groups: %v)", against, groups)}
+			return nil, &inputs.ConfigError{Field: "Against", Msg: fmt.Sprintf("%s: no rollout is in this group (groups: %v)", against, groups)}
 		}
 		for _, g := range groups {
 			if g != against {
@@ -412,7 +413,7 @@ func makePairs(rolls []pairRollout, against string, res *Result) ([]*pairJob, er
 		if res.InputErrors > 0 {
 			msg += fmt.Sprintf("; %d rows skipped, the first: %s", res.InputErrors, res.Problems[0])
 		}
-		return nil, &pipeline.ConfigError{Field: "By", Msg: msg}
+		return nil, &inputs.ConfigError{Field: "By", Msg: msg}
 	}
 	// Every (task, sample) present, sorted.
 	type slot struct {
@@ -453,7 +454,7 @@ func makePairs(rolls []pairRollout, against string, res *Result) ([]*pairJob, er
 		}
 	}
 	if len(pairs) == 0 {
-		return nil, &pipeline.ConfigError{Field: "Inputs", Msg: fmt.Sprintf("no pair to compare: no task has rollouts of two compared groups with the same sample index (groups: %v)", groups)}
+		return nil, &inputs.ConfigError{Field: "Inputs", Msg: fmt.Sprintf("no pair to compare: no task has rollouts of two compared groups with the same sample index (groups: %v)", groups)}
 	}
 	return pairs, nil
 }
@@ -474,7 +475,7 @@ func judgePairs(ctx context.Context, j *judge.Judge, cfg Config, concurrency int
 		for o := range 2 {
 			r, err := j.PairRequest(p.prompt(o == 1))
 			if err != nil {
-				return &pipeline.ConfigError{Field: "Judge", Msg: err.Error()}
+				return &inputs.ConfigError{Field: "Judge", Msg: err.Error()}
 			}
 			k := r.Key()
 			keys[o] = k

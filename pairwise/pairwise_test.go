@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/judge"
@@ -195,9 +196,9 @@ func TestPairwiseDeterministic(t *testing.T) {
 		t.Errorf("against m2: %d pairs, first %+v %+v", len(res.Pairs), res.Pairs[0], res.Pairs[1])
 	}
 	cfg.Against = "nobody"
-	var ce *pipeline.ConfigError
+	var ce *inputs.ConfigError
 	if _, err := Compare(context.Background(), cfg); !errors.As(err, &ce) || ce.Field != "Against" {
-		t.Errorf("against an unknown group: err = %v, want a pipeline.ConfigError on Against", err)
+		t.Errorf("against an unknown group: err = %v, want a ConfigError on Against", err)
 	}
 }
 

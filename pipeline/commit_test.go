@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/judge/judgetest"
 	"github.com/gavelhq/gavel/results"
@@ -30,7 +31,7 @@ func TestCommitOtherRun(t *testing.T) {
 	bumped.Version++
 	tests := []struct {
 		name  string
-		shard func(cfg *Config, inputs []string) // changes shard 1's run
+		shard func(cfg *Config, ins []string) // changes shard 1's run
 		want  string
 	}{
 		{"same run", func(*Config, []string) {}, ""},
@@ -38,8 +39,8 @@ func TestCommitOtherRun(t *testing.T) {
 			"shard 1/2 is of another run than shard 0/2: other configuration (timeout: 10s there, 20s given)"},
 		{"other verifier", func(cfg *Config, _ []string) { cfg.Verifiers = []*verifiers.Verifier{bumped} },
 			"shard 1/2 is of another run than shard 0/2: other verifiers (VER-T: fingerprint "},
-		{"input changed", func(_ *Config, inputs []string) {
-			f, err := os.OpenFile(inputs[0], os.O_APPEND|os.O_WRONLY, 0)
+		{"input changed", func(_ *Config, ins []string) {
+			f, err := os.OpenFile(ins[0], os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,28 +49,28 @@ func TestCommitOtherRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "shard 1/2 is of another run than shard 0/2: other inputs: " + "IN0" + " changed (size 108, ETag none there; size 144, ETag none now)"},
-		{"input rewritten, same size", func(_ *Config, inputs []string) {
-			data, err := os.ReadFile(inputs[0])
+		{"input rewritten, same size", func(_ *Config, ins []string) {
+			data, err := os.ReadFile(ins[0])
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(inputs[0], []byte(strings.Replace(string(data), "r0-a", "r0-x", 1)), 0o644); err != nil {
+			if err := os.WriteFile(ins[0], []byte(strings.Replace(string(data), "r0-a", "r0-x", 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}, "shard 1/2 is of another run than shard 0/2: other inputs: " + "IN0" + " changed (its content differs)"},
-		{"other shard count", func(cfg *Config, _ []string) { cfg.Shard = Shard{1, 3} }, "shards of two runs (of "},
+		{"other shard count", func(cfg *Config, _ []string) { cfg.Shard = inputs.Shard{Index: 1, Count: 3} }, "shards of two runs (of "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			inputs := faultInputs(t, dir, 2)
+			ins := faultInputs(t, dir, 2)
 			out := filepath.Join(dir, "out")
-			cfg := Config{Inputs: inputs, Out: out, Verifiers: []*verifiers.Verifier{base()}, Shard: Shard{0, 2}}
+			cfg := Config{Inputs: ins, Out: out, Verifiers: []*verifiers.Verifier{base()}, Shard: inputs.Shard{Index: 0, Count: 2}}
 			if _, err := Run(context.Background(), cfg); err != nil {
 				t.Fatalf("shard 0/2: %v", err)
 			}
-			cfg.Shard = Shard{1, 2}
-			tt.shard(&cfg, inputs)
+			cfg.Shard = inputs.Shard{Index: 1, Count: 2}
+			tt.shard(&cfg, ins)
 			if _, err := Run(context.Background(), cfg); err != nil {
 				t.Fatalf("shard %v: %v", cfg.Shard, err)
 			}
@@ -83,7 +84,7 @@ func TestCommitOtherRun(t *testing.T) {
 				}
 				return
 			}
-			want := strings.ReplaceAll(tt.want, "IN0", inputs[0])
+			want := strings.ReplaceAll(tt.want, "IN0", ins[0])
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("Commit = %v, want an error holding %q", err, want)
 			}
@@ -104,25 +105,25 @@ func TestCommitOtherRun(t *testing.T) {
 func TestCommitCounters(t *testing.T) {
 	srv := judgetest.New(t)
 	dir := t.TempDir()
-	var inputs []string
+	var ins []string
 	for i := range 4 {
 		in := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", i))
 		gaveltest.WriteJudgedRows(t, in, i*10, 10)
-		inputs = append(inputs, in)
+		ins = append(ins, in)
 	}
 	vs := gaveltest.ParseSpec(t, gaveltest.JudgedSpec)
-	cfg := func(out, cache, reuse string, shard Shard) Config {
-		return Config{Inputs: inputs, Out: filepath.Join(dir, out), Format: columnar.FormatJSONL, Verifiers: vs,
+	cfg := func(out, cache, reuse string, shard inputs.Shard) Config {
+		return Config{Inputs: ins, Out: filepath.Join(dir, out), Format: columnar.FormatJSONL, Verifiers: vs,
 			Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, cache)), Workers: 2, BatchSize: 4, Reuse: reuse, Shard: shard}
 	}
-	one := grade(t, cfg("one", "cache-one", "", Shard{})).Summary
+	one := grade(t, cfg("one", "cache-one", "", inputs.Shard{})).Summary
 	if one.Judge == nil || one.Judge.Requests != 40 || one.Judge.Probes != 1 || one.Judge.PromptTokens == 0 {
 		t.Fatalf("one process: judge %+v, want 40 requests after 1 probe", one.Judge)
 	}
 	commitShards := func(out, cache, reuse string, edit func(out string)) *results.Summary {
 		t.Helper()
 		for i := range 2 {
-			grade(t, cfg(out, cache, reuse, Shard{i, 2}))
+			grade(t, cfg(out, cache, reuse, inputs.Shard{Index: i, Count: 2}))
 		}
 		if edit != nil {
 			edit(filepath.Join(dir, out))
@@ -181,7 +182,7 @@ func TestCommitCounters(t *testing.T) {
 
 	// Reusing the one process's results: all is reused, from the cache's
 	// answers or the parts, as one process with --reuse would count it.
-	oneReuse := grade(t, cfg("one-reuse", "cache-one", filepath.Join(dir, "one"), Shard{})).Summary
+	oneReuse := grade(t, cfg("one-reuse", "cache-one", filepath.Join(dir, "one"), inputs.Shard{})).Summary
 	s = commitShards("sharded-reuse", "cache-one", filepath.Join(dir, "one"), nil)
 	if s.Reuse == nil || oneReuse.Reuse == nil || *s.Reuse != *oneReuse.Reuse || s.Reuse.Reused != 40 || s.Reuse.CopiedParts != 4 {
 		t.Errorf("committed reuse %+v, want one process's %+v: 40 reused, 4 parts copied whole", s.Reuse, oneReuse.Reuse)
@@ -207,21 +208,21 @@ func TestCommitCounters(t *testing.T) {
 // writes.
 func TestCommitStaleParts(t *testing.T) {
 	dir := t.TempDir()
-	inputs := faultInputs(t, dir, 4)
+	ins := faultInputs(t, dir, 4)
 	v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
 	out := filepath.Join(dir, "out")
-	grade(t, Config{Inputs: inputs, Out: out, Verifiers: v})
+	grade(t, Config{Inputs: ins, Out: out, Verifiers: v})
 	if _, err := os.Stat(filepath.Join(out, "rewards", columnar.PartName(3, columnar.FormatParquet))); err != nil {
 		t.Fatalf("the earlier run's last part: %v", err)
 	}
 	for i := range 2 {
-		grade(t, Config{Inputs: inputs[:2], Out: out, Verifiers: v, Shard: Shard{i, 2}})
+		grade(t, Config{Inputs: ins[:2], Out: out, Verifiers: v, Shard: inputs.Shard{Index: i, Count: 2}})
 	}
 	if _, err := results.Commit(out); err != nil {
 		t.Fatal(err)
 	}
 	os.RemoveAll(filepath.Join(out, results.ShardsDir))
 	want := filepath.Join(dir, "want")
-	grade(t, Config{Inputs: inputs[:2], Out: want, Verifiers: v})
+	grade(t, Config{Inputs: ins[:2], Out: want, Verifiers: v})
 	sameOutput(t, want, out)
 }

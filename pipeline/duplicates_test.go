@@ -21,7 +21,7 @@ func TestDuplicatesFromHashFiles(t *testing.T) {
 	defer results.SetIDRunLen(7)()
 	rng := rand.New(rand.NewPCG(1, 2))
 	dir := t.TempDir()
-	var inputs []string
+	var ins []string
 	seen := map[string]int{}
 	var wantCount int64
 	for f := 0; f < 4; f++ {
@@ -39,7 +39,7 @@ func TestDuplicatesFromHashFiles(t *testing.T) {
 		}
 		path := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", f))
 		writeLines(t, path, ids...)
-		inputs = append(inputs, path)
+		ins = append(ins, path)
 	}
 	var wantList []string
 	for id, n := range seen {
@@ -49,7 +49,7 @@ func TestDuplicatesFromHashFiles(t *testing.T) {
 	}
 	sort.Strings(wantList)
 	out := filepath.Join(dir, "out")
-	res := grade(t, Config{Inputs: inputs, Out: out, Verifiers: []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}})
+	res := grade(t, Config{Inputs: ins, Out: out, Verifiers: []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}})
 	check := func(what string, count int64, list []string) {
 		t.Helper()
 		if count != wantCount || strings.Join(list, ",") != strings.Join(wantList, ",") {
@@ -57,7 +57,7 @@ func TestDuplicatesFromHashFiles(t *testing.T) {
 		}
 	}
 	check("graded", res.Summary.DuplicateIDs, res.Summary.DuplicateIDList)
-	for u := range inputs {
+	for u := range ins {
 		st, err := os.Stat(results.IDsPath(out, u))
 		if err != nil {
 			t.Fatal(err)
@@ -67,7 +67,7 @@ func TestDuplicatesFromHashFiles(t *testing.T) {
 		}
 	}
 	var parts []*results.PartStats
-	for u := range inputs {
+	for u := range ins {
 		ps, err := results.ReadStats(out, u)
 		if err != nil {
 			t.Fatal(err)

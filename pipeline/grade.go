@@ -3,12 +3,12 @@ package pipeline
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"sync"
 	"unsafe"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -17,7 +17,7 @@ import (
 type plan struct {
 	fields   columnar.FieldNames // defaults applied
 	bindings *verifiers.Bindings
-	tasks    Tasks
+	tasks    inputs.Tasks
 	keep     []string
 	// initials indexes each distinct initial-state text once, shared
 	// read-only by all workers (nil: no cache).
@@ -47,7 +47,7 @@ type planConfig struct {
 	set    []Constant
 	// tasksFile is the tasks table to load, or tasks the table loaded.
 	tasksFile   string
-	tasks       Tasks
+	tasks       inputs.Tasks
 	structNulls columnar.StructNulls
 	// bind binds verifiers to their tasks (even none); without it rows
 	// get no verifier.
@@ -74,8 +74,8 @@ func newPlan(pc planConfig) (*plan, error) {
 		return nil, err
 	}
 	if pc.tasksFile != "" {
-		if p.tasks, err = loadTasks(pc.tasksFile, columnar.Options{Fields: pc.fields, StructNulls: pc.structNulls}); err != nil {
-			return nil, &ConfigError{Field: "TasksFile", Msg: err.Error()}
+		if p.tasks, err = inputs.LoadTasksWith(pc.tasksFile, columnar.Options{Fields: pc.fields, StructNulls: pc.structNulls}); err != nil {
+			return nil, &inputs.ConfigError{Field: "TasksFile", Msg: err.Error()}
 		}
 	}
 	if pc.fileTasks {
@@ -88,12 +88,12 @@ func newPlan(pc planConfig) (*plan, error) {
 // fileTask is a task row of a harness's log and its index.
 type fileTask struct {
 	text []byte
-	task *Task
+	task *inputs.Task
 }
 
 // task returns the task of the row: from the tasks table when there is
 // one, else the row of the task its harness's log carries (nil: none).
-func (p *plan) task(id string, row []byte) *Task {
+func (p *plan) task(id string, row []byte) *inputs.Task {
 	if p.tasks != nil || len(row) == 0 || p.fileTasks == nil {
 		return p.tasks[id]
 	}
@@ -105,7 +105,7 @@ func (p *plan) task(id string, row []byte) *Task {
 	// The rows harnesses carry name their task in task_id, whatever the
 	// field map.
 	fields := columnar.FieldNames{}.WithDefaults()
-	t, _, err := newTask(row, &fields)
+	t, _, err := inputs.NewTask(row, &fields)
 	if err != nil {
 		return nil
 	}
@@ -132,7 +132,7 @@ type grader struct {
 	setBuf                          []byte
 	checks                          verifiers.Checks
 	rollout                         verifiers.Rollout
-	hasher                          inputHasher
+	hasher                          inputs.InputHasher
 	rescoreBuf                      []verifiers.Check
 	remoteBody                      []byte            // a remote verifier's request body
 	remoteChecks                    []verifiers.Check // a remote verifier's checks
@@ -194,7 +194,7 @@ func (r *batchResults) reset() {
 
 // gradeBatch appends the results of the rows of b, from row from on, to
 // out.
-func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *batchResults, from int) {
+func (g *grader) gradeBatch(u *inputs.Unit, b *columnar.Batch, out *batchResults, from int) {
 	if !b.JSONLines {
 		g.keepIdx = g.keepIdx[:0]
 		for _, k := range g.plan.keep {
@@ -221,7 +221,7 @@ func (g *grader) gradeBatch(u *Unit, b *columnar.Batch, out *batchResults, from 
 	}
 }
 
-func (g *grader) gradeRow(u *Unit, b *columnar.Batch, row *columnar.Row, out *batchResults) {
+func (g *grader) gradeRow(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, out *batchResults) {
 	rw := columnar.RewardRow{SourceFile: u.Path, SourceRow: row.Index}
 	if len(g.plan.keep) > 0 {
 		rw.Keep = make([]columnar.NullString, len(g.plan.keep))
@@ -293,7 +293,7 @@ func (g *grader) endJudgements(out *batchResults) {
 // of rw. When the earlier run's row prev may be reused (grader.take),
 // reused is true, rw has its verdict and out its check rows, and the
 // verifier is not run.
-func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow, prev *prevRow, out *batchResults) (_ *verifiers.Verifier, _ verifiers.Verdict, _ []verifiers.Check, reused bool) {
+func (g *grader) grade(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow, prev *prevRow, out *batchResults) (_ *verifiers.Verifier, _ verifiers.Verdict, _ []verifiers.Check, reused bool) {
 	v, inputErr := g.decode(u, b, row, rw)
 	if inputErr != "" {
 		return nil, verifiers.InputError(inputErr), nil, false
@@ -315,7 +315,7 @@ func (g *grader) grade(u *Unit, b *columnar.Batch, row *columnar.Row, rw *column
 // decode decodes one row into g.rollout and returns the verifier bound to
 // its task (nil when none), or why the row is not a valid input. It fills
 // the ids, the verifier id and the kept columns of rw.
-func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow) (v *verifiers.Verifier, inputErr string) {
+func (g *grader) decode(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, rw *columnar.RewardRow) (v *verifiers.Verifier, inputErr string) {
 	r := &g.rollout
 	*r = verifiers.Rollout{}
 	fields := &g.plan.fields
@@ -327,14 +327,14 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 		var err error
 		g.metaBuf, err = columnar.DecodeLineCached(row, fields, g.plan.skips, &g.line, &g.initial, g.metaBuf[:0])
 		if err != nil {
-			rw.RolloutID = fallbackID(u, row)
+			rw.RolloutID = inputs.FallbackID(u, row)
 			if row.Err != nil {
 				// A harness's element that could not be mapped: its ids,
 				// when it has them.
-				if id, p := idText(row.ID); p == "" && len(id) > 0 {
+				if id, p := inputs.IDText(row.ID); p == "" && len(id) > 0 {
 					rw.RolloutID = string(id)
 				}
-				if task, p := idText(row.Task); p == "" {
+				if task, p := inputs.IDText(row.Task); p == "" {
 					rw.TaskID = string(task)
 				}
 			}
@@ -370,16 +370,16 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 		}
 	}
 
-	id, idErr := idText(row.ID)
+	id, idErr := inputs.IDText(row.ID)
 	switch {
 	case idErr != "":
-		rw.RolloutID = fallbackID(u, row)
+		rw.RolloutID = inputs.FallbackID(u, row)
 	case row.ID.Kind == columnar.CellNull:
-		rw.RolloutID = fallbackID(u, row)
+		rw.RolloutID = inputs.FallbackID(u, row)
 	default:
 		rw.RolloutID = string(id)
 	}
-	task, taskErr := idText(row.Task)
+	task, taskErr := inputs.IDText(row.Task)
 	rw.TaskID = string(task)
 	v = g.plan.bindings.Lookup(rw.TaskID)
 	if v != nil {
@@ -417,7 +417,7 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 		// per world (verifiers.WorldMemo) hit.
 		r.Initial = row.Initial.V
 		// Its index lies in the line, or else in the cache.
-		cached = g.plan.initials != nil && !within(r.Initial.Raw(), row.Line)
+		cached = g.plan.initials != nil && !inputs.Within(r.Initial.Raw(), row.Line)
 	default:
 		r.Initial, initErr = g.state(row.Initial, &g.initial, fields.Initial, b.JSONLines)
 	}
@@ -460,7 +460,7 @@ func (g *grader) decode(u *Unit, b *columnar.Batch, row *columnar.Row, rw *colum
 		r.Initial = jsonview.Value{}
 	}
 	r.ID, r.TaskID = rw.RolloutID, rw.TaskID
-	rw.InputHash, rw.InputHashValid = g.hasher.sum(r, own, cached, t), true
+	rw.InputHash, rw.InputHashValid = g.hasher.Sum(r, own, cached, t), true
 	return v, ""
 }
 
@@ -572,42 +572,6 @@ func (g *grader) isSet(key string) bool {
 		}
 	}
 	return false
-}
-
-// idText returns the text of an id cell: a string as it is, a number in
-// its decimal form. problem is set for other types.
-func idText(c columnar.Cell) (text []byte, problem string) {
-	switch c.Kind {
-	case columnar.CellNull, columnar.CellString:
-		return c.Data, ""
-	case columnar.CellNumber:
-		return decimalText(c.Data), ""
-	}
-	return nil, "want a string or a number, got " + c.Kind.String()
-}
-
-// decimalText returns a number's plain decimal form: "7" for 7.0 or 7e0.
-// Numbers that are already plain integers are returned as they are.
-func decimalText(num []byte) []byte {
-	plain := true
-	for _, ch := range num {
-		if (ch < '0' || ch > '9') && ch != '-' {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return num
-	}
-	f, err := strconv.ParseFloat(string(num), 64)
-	if err != nil {
-		return num
-	}
-	return strconv.AppendFloat(nil, f, 'f', -1, 64)
-}
-
-func fallbackID(u *Unit, row *columnar.Row) string {
-	return u.Path + "#" + strconv.FormatInt(row.Index, 10)
 }
 
 // keepValue returns a kept column's value: a string as it is, null or

@@ -12,6 +12,7 @@ import (
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -107,13 +108,13 @@ func BenchmarkInputHash(b *testing.B) {
 			name = "shared=true"
 		}
 		b.Run(name, func(b *testing.B) {
-			var h inputHasher
+			var h inputs.InputHasher
 			b.SetBytes(int64(inputBytes / len(rows)))
 			b.ReportAllocs()
 			var sink uint64
 			for i := 0; b.Loop(); i++ {
 				in := &rows[i%len(rows)]
-				sink ^= h.sum(&in.r, in.initial, cached, nil)
+				sink ^= h.Sum(&in.r, in.initial, cached, nil)
 			}
 			_ = sink
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/rollout")

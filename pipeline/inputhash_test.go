@@ -1,9 +1,7 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -15,12 +13,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cespare/xxhash/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
@@ -178,7 +176,7 @@ var hexHash = regexp.MustCompile(`^[0-9a-f]{16}$`)
 // given in a JSON Lines and a Parquet tasks table.
 func TestInputHashFormats(t *testing.T) {
 	dir := t.TempDir()
-	inputs := map[string]string{}
+	ins := map[string]string{}
 	for name, line := range map[string]func(hashRollout) string{
 		"compact.jsonl":  func(r hashRollout) string { return jsonLine(r, false, "") },
 		"spaced.jsonl":   func(r hashRollout) string { return jsonLine(r, false, " \t") },
@@ -189,9 +187,9 @@ func TestInputHashFormats(t *testing.T) {
 		for _, r := range hashRollouts {
 			b.WriteString(line(r) + "\n")
 		}
-		inputs[name] = b.String()
+		ins[name] = b.String()
 	}
-	for name, text := range inputs {
+	for name, text := range ins {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -260,16 +258,16 @@ func TestInputHashFormats(t *testing.T) {
 // as JSON Lines gives every rollout the same input_hash.
 func TestInputHashGenerated(t *testing.T) {
 	dir := t.TempDir()
-	var inputs []string
+	var ins []string
 	for _, f := range []columnar.DatasetFormat{columnar.DatasetParquet, columnar.DatasetJSONL} {
 		path := filepath.Join(dir, "crm"+f.Ext())
 		if _, err := gen.Run(context.Background(), gen.Config{Out: path, Rollouts: 300, Seed: 9, RowGroupRows: 64}); err != nil {
 			t.Fatal(err)
 		}
-		inputs = append(inputs, path)
+		ins = append(ins, path)
 	}
-	a := inputHashes(t, Config{Inputs: inputs[:1], BatchSize: 7})
-	b := inputHashes(t, Config{Inputs: inputs[1:], BatchSize: 16})
+	a := inputHashes(t, Config{Inputs: ins[:1], BatchSize: 7})
+	b := inputHashes(t, Config{Inputs: ins[1:], BatchSize: 16})
 	if len(a) != 300 {
 		t.Fatalf("%d rollouts, want 300", len(a))
 	}
@@ -361,27 +359,8 @@ func TestKeepInputHashRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Run(context.Background(), Config{Inputs: []string{in}, Out: t.TempDir(), Keep: []string{"model", "input_hash"}, Verifiers: crm.Verifiers()})
-	var ce *ConfigError
+	var ce *inputs.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "Keep" || !strings.Contains(ce.Msg, "input_hash is a rewards column") {
 		t.Errorf("Run with Keep input_hash = %v, want a ConfigError on Keep naming input_hash", err)
 	}
-}
-
-// FuzzCompactHash: the content hash of a JSON text is the XXH64 of the
-// text as encoding/json.Compact writes it (whitespace outside strings
-// removed, every token as written).
-func FuzzCompactHash(f *testing.F) {
-	for _, s := range []string{`{}`, ` [ 1 , 2.50 ,"a b" ] `, `{"a\"":"x\\", "b" : [true,null]}`, `"\\\" \\"`, "{\n\t\"k\": \"v\\n\"\r\n}"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, text string) {
-		var want bytes.Buffer
-		if json.Compact(&want, []byte(text)) != nil {
-			return
-		}
-		var h inputHasher
-		if got := h.json([]byte(text)); got != xxhash.Sum64(want.Bytes()) {
-			t.Errorf("hash of %q is not the hash of its compact form %q", text, want.String())
-		}
-	})
 }

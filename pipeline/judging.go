@@ -11,6 +11,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/judge"
 	callpkg "github.com/gavelhq/gavel/judge/call"
 	"github.com/gavelhq/gavel/results"
@@ -189,7 +190,7 @@ func newJudging(cfg *judge.Config, set JudgePanel, vs []*verifiers.Verifier, max
 		set.Aggregate = "mean"
 	}
 	if !slices.Contains(Aggregates, set.Aggregate) {
-		return nil, &ConfigError{Field: "JudgePanel", Msg: fmt.Sprintf("aggregate %q: want one of %s", set.Aggregate, strings.Join(Aggregates, ", "))}
+		return nil, &inputs.ConfigError{Field: "JudgePanel", Msg: fmt.Sprintf("aggregate %q: want one of %s", set.Aggregate, strings.Join(Aggregates, ", "))}
 	}
 	models := set.Models
 	if len(models) == 0 && cfg.Model != "" {
@@ -201,7 +202,7 @@ func newJudging(cfg *judge.Config, set JudgePanel, vs []*verifiers.Verifier, max
 	}
 	base, err := judge.New(c)
 	if err != nil {
-		return nil, &ConfigError{Field: "Judge", Msg: err.Error()}
+		return nil, &inputs.ConfigError{Field: "Judge", Msg: err.Error()}
 	}
 	js := &judging{base: base, baseModel: cfg.Model, models: models, set: set,
 		derived: map[judge.Override]derivedJudge{}, panels: map[panelKey]derivedPanel{},
@@ -213,7 +214,7 @@ func newJudging(cfg *judge.Config, set JudgePanel, vs []*verifiers.Verifier, max
 		ps, err := js.panelFor(v, &verifiers.Rubric{})
 		if err != nil {
 			base.Close()
-			return nil, &ConfigError{Field: "Judge", Msg: fmt.Sprintf("verifier %s: %v", v.ID, err)}
+			return nil, &inputs.ConfigError{Field: "Judge", Msg: fmt.Sprintf("verifier %s: %v", v.ID, err)}
 		}
 		if len(ps)*set.Samples > 1 {
 			js.multi = true

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/judge/judgetest"
@@ -224,7 +225,7 @@ func TestJudgeProbe(t *testing.T) {
 		out := filepath.Join(dir, "out")
 		_, err := Run(context.Background(), Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL,
 			Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec), Judge: gaveltest.JudgeConfig(srv, "off")})
-		var ce *ConfigError
+		var ce *inputs.ConfigError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "unknown model") {
 			t.Fatalf("Run = %v, want a ConfigError naming the unknown model", err)
 		}
@@ -251,7 +252,7 @@ func TestJudgeProbe(t *testing.T) {
 		out := filepath.Join(dir, "out")
 		cfg := Config{Inputs: []string{first, second}, Out: out, Format: columnar.FormatJSONL, Verifiers: vs, Judge: gaveltest.JudgeConfig(srv, "off"), Workers: 1}
 		_, err := Run(context.Background(), cfg)
-		var ce *ConfigError
+		var ce *inputs.ConfigError
 		var pe *ProbeError
 		if err == nil || errors.As(err, &ce) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "--resume") {
 			t.Fatalf("Run = %v, want a probe error (not a ConfigError) saying --resume", err)
@@ -405,11 +406,11 @@ func TestJudgeCache(t *testing.T) {
 func TestJudgeResumeAfterCrash(t *testing.T) {
 	srv := judgetest.New(t)
 	dir := t.TempDir()
-	var inputs []string
+	var ins []string
 	for u := range 3 {
 		p := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", u))
 		gaveltest.WriteJudgedRows(t, p, u*10, 10)
-		inputs = append(inputs, p)
+		ins = append(ins, p)
 	}
 	// Rows 15 to 29 hang until the run is stopped.
 	var hung atomic.Int64
@@ -423,7 +424,7 @@ func TestJudgeResumeAfterCrash(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := filepath.Join(dir, "out")
 	cache := filepath.Join(dir, "cache")
-	cfg := Config{Inputs: inputs, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+	cfg := Config{Inputs: ins, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
 		Judge: gaveltest.JudgeConfig(srv, cache), Workers: 2, BatchSize: 4}
 	// Stopped in the middle of the second unit: rows 10 to 14 were
 	// judged (and cached), rows 15 to 29 are in flight.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
@@ -47,7 +48,7 @@ func runConfig(cfg Config, p *plan) results.RunConfig {
 	return rc
 }
 
-func newManifest(cfg Config, p *plan, units []Unit) *results.Manifest {
+func newManifest(cfg Config, p *plan, units []inputs.Unit) *results.Manifest {
 	m := &results.Manifest{Version: cfg.Version, Config: runConfig(cfg, p), Shard: cfg.Shard.String()}
 	if cfg.Shard.Count <= 1 {
 		m.Shard = ""
@@ -70,7 +71,7 @@ func newManifest(cfg Config, p *plan, units []Unit) *results.Manifest {
 	for _, u := range units {
 		in := results.ManifestInput{Path: u.Path, Size: u.Size, ETag: u.ETag, FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups,
 			Part: columnar.PartName(u.Index, cfg.Format)}
-		if u.input != nil && u.Path != Stdin && !store.IsURL(u.Path) {
+		if u.Described() != nil && u.Path != inputs.Stdin && !store.IsURL(u.Path) {
 			d, ok := digests[u.Path]
 			if !ok {
 				d[0], d[1] = inputDigest(u.Path, u.Size)
@@ -174,7 +175,7 @@ func (r *runner) prepareOut() error {
 				err = r.manifest.SameModTimes(old)
 			}
 			if err != nil {
-				return &ConfigError{Field: "Resume", Msg: fmt.Sprintf("%s was written by another run: %v", r.outName, err)}
+				return &inputs.ConfigError{Field: "Resume", Msg: fmt.Sprintf("%s was written by another run: %v", r.outName, err)}
 			}
 			return r.resume()
 		}

@@ -406,21 +406,21 @@ func TestJudgePanelURLs(t *testing.T) {
 // resume with another panel is refused.
 func TestJudgePanelResume(t *testing.T) {
 	dir := t.TempDir()
-	var inputs []string
+	var ins []string
 	for u := range 3 {
 		p := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", u))
 		gaveltest.WriteJudgedRows(t, p, u*4, 4)
-		inputs = append(inputs, p)
+		ins = append(ins, p)
 	}
 	panel := JudgePanel{Models: []string{"judge-a", "judge-b"}, Samples: 2, Temperature: 0.5}
 	srv := panelServer(t, nil)
 	whole := filepath.Join(dir, "whole")
-	grade(t, Config{Inputs: inputs, Out: whole, Format: columnar.FormatParquet, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+	grade(t, Config{Inputs: ins, Out: whole, Format: columnar.FormatParquet, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
 		Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache-whole")), JudgePanel: panel, Workers: 1, BatchSize: 4})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	out := filepath.Join(dir, "out")
-	cfg := Config{Inputs: inputs, Out: out, Format: columnar.FormatParquet, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+	cfg := Config{Inputs: ins, Out: out, Format: columnar.FormatParquet, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
 		Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache")), JudgePanel: panel, Workers: 1, BatchSize: 4,
 		Progress: &cancelAfter{rows: 4, cancel: cancel}}
 	if _, err := Run(ctx, cfg); !errors.Is(err, ErrInterrupted) {
@@ -484,8 +484,8 @@ func TestJudgePanelReuse(t *testing.T) {
 		return failing.Load() && (strings.HasPrefix(out, "answer 5:") || strings.HasPrefix(out, "answer 9:"))
 	})
 	panel := JudgePanel{Models: []string{"judge-a", "judge-b"}, Samples: 2, Temperature: 0.5, Partial: true}
-	config := func(name string, inputs []string) Config {
-		return Config{Inputs: inputs, Out: filepath.Join(dir, name), Format: columnar.FormatArrow, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
+	config := func(name string, ins []string) Config {
+		return Config{Inputs: ins, Out: filepath.Join(dir, name), Format: columnar.FormatArrow, Verifiers: gaveltest.ParseSpec(t, gaveltest.JudgedSpec),
 			Judge: gaveltest.JudgeConfig(srv, filepath.Join(dir, "cache-"+name)), JudgePanel: panel, BatchSize: 2}
 	}
 	first := config("first", ins)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/gavelhq/gavel/inputs"
 )
 
 // fGetPipeSize is Linux's F_GETPIPE_SZ.
@@ -54,7 +56,7 @@ func TestGrowPipe(t *testing.T) {
 	}
 
 	r, size = pipe()
-	Run(context.Background(), Config{Inputs: []string{Stdin}, Out: filepath.Join(dir, "stdin"), Stdin: r})
+	Run(context.Background(), Config{Inputs: []string{inputs.Stdin}, Out: filepath.Join(dir, "stdin"), Stdin: r})
 	if got := size(); got != 1<<20 {
 		t.Errorf("pipe buffer %d bytes after a run reading standard input, want %d", got, 1<<20)
 	}
@@ -64,5 +66,5 @@ func TestGrowPipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	growPipe(f) // not a pipe: nothing to do, no failure
+	inputs.GrowPipe(f) // not a pipe: nothing to do, no failure
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/remote"
 	"github.com/gavelhq/gavel/verifiers/crm"
@@ -260,7 +261,7 @@ func TestRemoteFailures(t *testing.T) {
 	srv.Close()
 	cfg.Out = filepath.Join(dir, "b")
 	_, err := Run(context.Background(), cfg)
-	var ce *ConfigError
+	var ce *inputs.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "nothing was written") {
 		t.Errorf("Run against a closed service = %v, want a probe failure", err)
 	}
@@ -600,7 +601,7 @@ func TestRemoteFirstRolloutFails(t *testing.T) {
 			res, err := Run(context.Background(), cfg)
 			if tc.probeFails {
 				var pe *ProbeError
-				var ce *ConfigError
+				var ce *inputs.ConfigError
 				if !errors.As(err, &pe) && !errors.As(err, &ce) {
 					t.Fatalf("Run = %v, want the probe's failure", err)
 				}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	callpkg "github.com/gavelhq/gavel/judge/call"
 	"github.com/gavelhq/gavel/remote"
 	"github.com/gavelhq/gavel/results"
@@ -90,7 +91,7 @@ func newRemoting(cfg *RemoteConfig, vs []*verifiers.Verifier) (*remoting, error)
 	}
 	caller, err := remote.New(cfg.Config)
 	if err != nil {
-		return nil, &ConfigError{Field: "Remote", Msg: err.Error()}
+		return nil, &inputs.ConfigError{Field: "Remote", Msg: err.Error()}
 	}
 	rs := &remoting{caller: caller, clients: map[*verifiers.Verifier]*remote.Client{}, budget: callpkg.NewBudget(cfg.MaxRequests),
 		probed: map[*remote.Client]bool{}, inflight: map[callpkg.Key]*rcall{}}
@@ -98,7 +99,7 @@ func newRemoting(cfg *RemoteConfig, vs []*verifiers.Verifier) (*remoting, error)
 		cl, err := caller.For(v)
 		if err != nil {
 			caller.Close()
-			return nil, &ConfigError{Field: "Remote", Msg: err.Error()}
+			return nil, &inputs.ConfigError{Field: "Remote", Msg: err.Error()}
 		}
 		rs.clients[v] = cl
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
@@ -114,10 +115,10 @@ func TestOutputFaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			inputs := faultInputs(t, dir, 4)
+			ins := faultInputs(t, dir, 4)
 			var calls atomic.Int64
 			v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) { calls.Add(1) })}
-			cfg := Config{Inputs: inputs, Format: columnar.FormatJSONL, Verifiers: v, Workers: 2, BatchSize: 2}
+			cfg := Config{Inputs: ins, Format: columnar.FormatJSONL, Verifiers: v, Workers: 2, BatchSize: 2}
 
 			ref := cfg
 			ref.Out = filepath.Join(dir, "ref", "out")
@@ -151,7 +152,7 @@ func TestOutputFaults(t *testing.T) {
 			// The units done before the resume, with their parts as they
 			// are: the resume keeps them and grades only the others.
 			done := map[string]os.FileInfo{}
-			for u := range inputs {
+			for u := range ins {
 				name := columnar.PartName(u, cfg.Format)
 				if results.PartDone(cfg.Out, u, name) == nil {
 					continue
@@ -170,8 +171,8 @@ func TestOutputFaults(t *testing.T) {
 			calls.Store(0)
 			cfg.Resume = true
 			grade(t, cfg)
-			if got, want := calls.Load(), int64(3*(len(inputs)-len(done)/2)); got != want {
-				t.Errorf("the resume graded %d rollouts, want %d: those of the %d units not done", got, want, len(inputs)-len(done)/2)
+			if got, want := calls.Load(), int64(3*(len(ins)-len(done)/2)); got != want {
+				t.Errorf("the resume graded %d rollouts, want %d: those of the %d units not done", got, want, len(ins)-len(done)/2)
 			}
 			for name, before := range done {
 				fi, err := os.Stat(filepath.Join(cfg.Out, name))
@@ -191,10 +192,10 @@ func TestOutputFaults(t *testing.T) {
 // run, and resumes from scratch when there is nothing to resume.
 func TestResumeChecksRun(t *testing.T) {
 	dir := t.TempDir()
-	inputs := faultInputs(t, dir, 3)
+	ins := faultInputs(t, dir, 3)
 	v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
 	out := filepath.Join(dir, "out")
-	res := grade(t, Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true})
+	res := grade(t, Config{Inputs: ins, Out: out, Verifiers: v, Resume: true})
 	if !res.Complete || res.Summary.Rollouts != 9 {
 		t.Fatalf("resume without a manifest: complete %v, %d rollouts; want a full run", res.Complete, res.Summary.Rollouts)
 	}
@@ -203,17 +204,17 @@ func TestResumeChecksRun(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"other inputs", Config{Inputs: inputs[:2], Out: out, Verifiers: v, Resume: true}, "other inputs"},
-		{"other kept columns", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Keep: []string{"model"}}, "other configuration (kept columns: none there, model given)"},
-		{"other timeout", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Timeout: 20 * time.Second}, "other configuration (timeout: 10s there, 20s given)"},
-		{"other map", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Fields: columnar.FieldNames{Output: "answer"}}, "output column: output there, answer given"},
-		{"other verifiers", Config{Inputs: inputs, Out: out, Verifiers: crm.Verifiers(), Resume: true}, "other verifiers"},
-		{"other format", Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Format: columnar.FormatJSONL}, "format: parquet there, jsonl given"},
+		{"other inputs", Config{Inputs: ins[:2], Out: out, Verifiers: v, Resume: true}, "other inputs"},
+		{"other kept columns", Config{Inputs: ins, Out: out, Verifiers: v, Resume: true, Keep: []string{"model"}}, "other configuration (kept columns: none there, model given)"},
+		{"other timeout", Config{Inputs: ins, Out: out, Verifiers: v, Resume: true, Timeout: 20 * time.Second}, "other configuration (timeout: 10s there, 20s given)"},
+		{"other map", Config{Inputs: ins, Out: out, Verifiers: v, Resume: true, Fields: columnar.FieldNames{Output: "answer"}}, "output column: output there, answer given"},
+		{"other verifiers", Config{Inputs: ins, Out: out, Verifiers: crm.Verifiers(), Resume: true}, "other verifiers"},
+		{"other format", Config{Inputs: ins, Out: out, Verifiers: v, Resume: true, Format: columnar.FormatJSONL}, "format: parquet there, jsonl given"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tt.cfg)
-			var ce *ConfigError
+			var ce *inputs.ConfigError
 			if !errors.As(err, &ce) || !strings.Contains(ce.Msg, tt.want) || ce.Field != "Resume" {
 				t.Errorf("Run = %v, want a ConfigError of Resume holding %q", err, tt.want)
 			}
@@ -221,32 +222,32 @@ func TestResumeChecksRun(t *testing.T) {
 	}
 
 	// An input rewritten to the same size is another input.
-	data, err := os.ReadFile(inputs[0])
+	data, err := os.ReadFile(ins[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(inputs[0], bytes.Replace(data, []byte("r0-a"), []byte("r0-x"), 1), 0o644); err != nil {
+	if err := os.WriteFile(ins[0], bytes.Replace(data, []byte("r0-a"), []byte("r0-x"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(context.Background(), Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true})
-	var ce *ConfigError
-	if want := "other inputs: " + inputs[0] + " changed (its content differs)"; !errors.As(err, &ce) || !strings.Contains(ce.Msg, want) {
+	_, err = Run(context.Background(), Config{Inputs: ins, Out: out, Verifiers: v, Resume: true})
+	var ce *inputs.ConfigError
+	if want := "other inputs: " + ins[0] + " changed (its content differs)"; !errors.As(err, &ce) || !strings.Contains(ce.Msg, want) {
 		t.Errorf("resume after a same-size rewrite: Run = %v, want a ConfigError holding %q", err, want)
 	}
 
 	// A file rewritten where the digest does not read (past its first
 	// MiB, before its last) keeps its size and digest, not its time: so
 	// does one written back as it was, at another time.
-	if err := os.WriteFile(inputs[0], data, 0o644); err != nil {
+	if err := os.WriteFile(ins[0], data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	grade(t, Config{Inputs: inputs, Out: out, Verifiers: v})
+	grade(t, Config{Inputs: ins, Out: out, Verifiers: v})
 	later := time.Now().Add(time.Hour)
-	if err := os.Chtimes(inputs[0], later, later); err != nil {
+	if err := os.Chtimes(ins[0], later, later); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(context.Background(), Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true})
-	if want := "other inputs: " + inputs[0] + " changed (modified at "; !errors.As(err, &ce) || !strings.Contains(ce.Msg, want) {
+	_, err = Run(context.Background(), Config{Inputs: ins, Out: out, Verifiers: v, Resume: true})
+	if want := "other inputs: " + ins[0] + " changed (modified at "; !errors.As(err, &ce) || !strings.Contains(ce.Msg, want) {
 		t.Errorf("resume after a rewrite at another time: Run = %v, want a ConfigError holding %q", err, want)
 	}
 }
@@ -256,14 +257,14 @@ func TestResumeChecksRun(t *testing.T) {
 // column list equal to the default one.
 func TestResumeNormalisedConfig(t *testing.T) {
 	dir := t.TempDir()
-	inputs := faultInputs(t, dir, 3)
+	ins := faultInputs(t, dir, 3)
 	v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
 	out := filepath.Join(dir, "out")
-	grade(t, Config{Inputs: inputs, Out: out, Verifiers: v, Timeout: DefaultTimeout, Format: columnar.FormatParquet})
+	grade(t, Config{Inputs: ins, Out: out, Verifiers: v, Timeout: DefaultTimeout, Format: columnar.FormatParquet})
 	for _, cfg := range []Config{
-		{Inputs: inputs, Out: out, Verifiers: v, Resume: true},
-		{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Timeout: DefaultTimeout, MaxLineBytes: columnar.DefaultMaxLineBytes, Workers: 3, BatchSize: 2},
-		{Inputs: inputs, Out: out, Verifiers: v, Resume: true, Fields: columnar.FieldNames{Output: columnar.FieldOutput}, Keep: []string{}},
+		{Inputs: ins, Out: out, Verifiers: v, Resume: true},
+		{Inputs: ins, Out: out, Verifiers: v, Resume: true, Timeout: DefaultTimeout, MaxLineBytes: columnar.DefaultMaxLineBytes, Workers: 3, BatchSize: 2},
+		{Inputs: ins, Out: out, Verifiers: v, Resume: true, Fields: columnar.FieldNames{Output: columnar.FieldOutput}, Keep: []string{}},
 	} {
 		if _, err := Run(context.Background(), cfg); err != nil {
 			t.Errorf("Run(timeout %v, line limit %d, fields %+v) = %v, want the run resumed", cfg.Timeout, cfg.MaxLineBytes, cfg.Fields, err)
@@ -275,10 +276,10 @@ func TestResumeNormalisedConfig(t *testing.T) {
 // predates the config section, saying to grade it again from the start.
 func TestResumeOldManifest(t *testing.T) {
 	dir := t.TempDir()
-	inputs := faultInputs(t, dir, 2)
+	ins := faultInputs(t, dir, 2)
 	v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
 	out := filepath.Join(dir, "out")
-	grade(t, Config{Inputs: inputs, Out: out, Verifiers: v})
+	grade(t, Config{Inputs: ins, Out: out, Verifiers: v})
 	path := filepath.Join(out, results.ManifestFile)
 	var m map[string]any
 	data, err := os.ReadFile(path)
@@ -296,8 +297,8 @@ func TestResumeOldManifest(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(context.Background(), Config{Inputs: inputs, Out: out, Verifiers: v, Resume: true})
-	var ce *ConfigError
+	_, err = Run(context.Background(), Config{Inputs: ins, Out: out, Verifiers: v, Resume: true})
+	var ce *inputs.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Msg, "grade it again from the start") {
 		t.Errorf("Run = %v, want a ConfigError saying to start again", err)
 	}
@@ -348,27 +349,27 @@ func TestParseShard(t *testing.T) {
 	tests := []struct {
 		name, in string
 		env      func(string) string
-		want     Shard
+		want     inputs.Shard
 		err      string
 	}{
-		{"explicit", "2/4", env(), Shard{2, 4}, ""},
-		{"one shard", "0/1", env(), Shard{0, 1}, ""},
-		{"index too large", "4/4", env(), Shard{}, "between 0 and 3"},
-		{"negative", "-1/4", env(), Shard{}, "between 0 and 3"},
-		{"no count", "2", env(), Shard{}, "want I/N"},
-		{"zero count", "0/0", env(), Shard{}, "want I/N"},
-		{"kubernetes", "auto/8", env("JOB_COMPLETION_INDEX", "5"), Shard{5, 8}, ""},
-		{"slurm from 1", "auto/8", env("SLURM_ARRAY_TASK_ID", "8", "SLURM_ARRAY_TASK_MIN", "1"), Shard{7, 8}, ""},
-		{"slurm without min", "auto/8", env("SLURM_ARRAY_TASK_ID", "3"), Shard{3, 8}, ""},
-		{"aws batch", "auto/8", env("AWS_BATCH_JOB_ARRAY_INDEX", "0"), Shard{0, 8}, ""},
-		{"cloud run", "auto/8", env("CLOUD_RUN_TASK_INDEX", "6"), Shard{6, 8}, ""},
-		{"no environment", "auto/8", env(), Shard{}, "no array-job index"},
-		{"bad number", "auto/8", env("JOB_COMPLETION_INDEX", "x"), Shard{}, `JOB_COMPLETION_INDEX="x" is not a number`},
-		{"past the count", "auto/8", env("JOB_COMPLETION_INDEX", "8"), Shard{}, "between 0 and 7"},
+		{"explicit", "2/4", env(), inputs.Shard{Index: 2, Count: 4}, ""},
+		{"one shard", "0/1", env(), inputs.Shard{Index: 0, Count: 1}, ""},
+		{"index too large", "4/4", env(), inputs.Shard{}, "between 0 and 3"},
+		{"negative", "-1/4", env(), inputs.Shard{}, "between 0 and 3"},
+		{"no count", "2", env(), inputs.Shard{}, "want I/N"},
+		{"zero count", "0/0", env(), inputs.Shard{}, "want I/N"},
+		{"kubernetes", "auto/8", env("JOB_COMPLETION_INDEX", "5"), inputs.Shard{Index: 5, Count: 8}, ""},
+		{"slurm from 1", "auto/8", env("SLURM_ARRAY_TASK_ID", "8", "SLURM_ARRAY_TASK_MIN", "1"), inputs.Shard{Index: 7, Count: 8}, ""},
+		{"slurm without min", "auto/8", env("SLURM_ARRAY_TASK_ID", "3"), inputs.Shard{Index: 3, Count: 8}, ""},
+		{"aws batch", "auto/8", env("AWS_BATCH_JOB_ARRAY_INDEX", "0"), inputs.Shard{Index: 0, Count: 8}, ""},
+		{"cloud run", "auto/8", env("CLOUD_RUN_TASK_INDEX", "6"), inputs.Shard{Index: 6, Count: 8}, ""},
+		{"no environment", "auto/8", env(), inputs.Shard{}, "no array-job index"},
+		{"bad number", "auto/8", env("JOB_COMPLETION_INDEX", "x"), inputs.Shard{}, `JOB_COMPLETION_INDEX="x" is not a number`},
+		{"past the count", "auto/8", env("JOB_COMPLETION_INDEX", "8"), inputs.Shard{}, "between 0 and 7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseShard(tt.in, tt.env)
+			got, err := inputs.ParseShard(tt.in, tt.env)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Errorf("ParseShard(%q) = %v, %v; want error holding %q", tt.in, got, err, tt.err)
@@ -386,9 +387,9 @@ func TestParseShard(t *testing.T) {
 // commits them: the output is the single run's.
 func TestShardsInProcess(t *testing.T) {
 	dir := t.TempDir()
-	inputs := faultInputs(t, dir, 7)
+	ins := faultInputs(t, dir, 7)
 	v := []*verifiers.Verifier{testVerifier(func(*verifiers.Rollout) {})}
-	grade(t, Config{Inputs: inputs, Out: filepath.Join(dir, "ref", "out"), Verifiers: v})
+	grade(t, Config{Inputs: ins, Out: filepath.Join(dir, "ref", "out"), Verifiers: v})
 	out := filepath.Join(dir, "run", "out")
 	if _, err := results.Commit(out); err == nil || !strings.Contains(err.Error(), "no shard manifests") {
 		t.Errorf("Commit of an empty directory = %v, want no shard manifests", err)
@@ -396,7 +397,7 @@ func TestShardsInProcess(t *testing.T) {
 	errs := make(chan error, 3)
 	for i := range 3 {
 		go func() {
-			_, err := Run(context.Background(), Config{Inputs: inputs, Out: out, Verifiers: v, Shard: Shard{i, 3}})
+			_, err := Run(context.Background(), Config{Inputs: ins, Out: out, Verifiers: v, Shard: inputs.Shard{Index: i, Count: 3}})
 			errs <- err
 		}()
 	}

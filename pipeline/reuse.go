@@ -18,6 +18,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/results"
@@ -64,7 +65,7 @@ type reuseSource struct {
 	parts map[string]string
 	// inputs are the earlier complete units whose input was digested,
 	// by unit key.
-	inputs map[string]*results.ManifestInput
+	ins map[string]*results.ManifestInput
 	// setup is set, before any unit is read, when the earlier run had the
 	// same gavel, verifiers (ids and tasks) and configuration as this one
 	// and no tasks table (sameSetup), whatever its fingerprints.
@@ -115,17 +116,17 @@ func unitKey(path string, first, groups int) string {
 // openReuse reads the earlier run in dir for the run of cfg and plan.
 func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 	if store.IsURL(cfg.Reuse) {
-		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: --reuse reads a local result directory; reading one from a URL is not built yet", store.Redact(cfg.Reuse))}
+		return nil, &inputs.ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: --reuse reads a local result directory; reading one from a URL is not built yet", store.Redact(cfg.Reuse))}
 	}
 	if results.SameDir(cfg.Reuse, cfg.Out) {
-		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s is the output directory; reuse the results of another run", cfg.Reuse)}
+		return nil, &inputs.ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s is the output directory; reuse the results of another run", cfg.Reuse)}
 	}
 	m, err := results.ReadManifest(filepath.Join(cfg.Reuse, results.ManifestFile))
 	if err != nil {
-		return nil, &ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: not a result directory (%v)", cfg.Reuse, err)}
+		return nil, &inputs.ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: not a result directory (%v)", cfg.Reuse, err)}
 	}
 	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{},
-		inputs: map[string]*results.ManifestInput{}, path: cfg.reusePath, multi: p.judging != nil && p.judging.multi}
+		ins: map[string]*results.ManifestInput{}, path: cfg.reusePath, multi: p.judging != nil && p.judging.multi}
 	old := map[string]string{}
 	for _, v := range m.Verifiers {
 		old[v.ID] = v.Fingerprint
@@ -151,7 +152,7 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 		key := unitKey(in.Path, in.FirstRowGroup, in.RowGroups)
 		rs.parts[key] = in.Part
 		if in.Rows != nil && in.Digest != "" {
-			rs.inputs[key] = in
+			rs.ins[key] = in
 		}
 	}
 	rs.noHash = !rs.hasInputHash()
@@ -320,7 +321,7 @@ const (
 
 // open returns the reader of the earlier part of unit u (nil: none). cur
 // is the unit's entry in this run's manifest.
-func (rs *reuseSource) open(u *Unit, cur *results.ManifestInput, keep []string) *prevUnit {
+func (rs *reuseSource) open(u *inputs.Unit, cur *results.ManifestInput, keep []string) *prevUnit {
 	if rs == nil || rs.noHash || len(rs.reusable) == 0 {
 		return nil
 	}
@@ -600,9 +601,9 @@ func (r *runner) match(ctx context.Context) error {
 	if rs == nil || rs.noHash || len(rs.reusable) == 0 {
 		return nil
 	}
-	var units []*Unit
+	var units []*inputs.Unit
 	for _, u := range r.todo() {
-		if _, ok := rs.parts[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]; !ok && u.Path != Stdin {
+		if _, ok := rs.parts[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]; !ok && u.Path != inputs.Stdin {
 			units = append(units, u)
 		}
 	}
@@ -643,7 +644,7 @@ func (r *runner) match(ctx context.Context) error {
 // eachID calls fn with the row and the rollout id grading gives each row
 // of the unit read by rd (grader.decode), until the unit ends or it
 // cannot be read (the rows after are graded in full).
-func (p *plan) eachID(u *Unit, rd columnar.Reader, fn func(row int64, id []byte) error) error {
+func (p *plan) eachID(u *inputs.Unit, rd columnar.Reader, fn func(row int64, id []byte) error) error {
 	var line, initial jsonview.Doc
 	var meta []byte
 	for {
@@ -659,20 +660,20 @@ func (p *plan) eachID(u *Unit, rd columnar.Reader, fn func(row int64, id []byte)
 				if meta, err = columnar.DecodeLineCached(row, &p.fields, p.skips, &line, &initial, meta[:0]); err != nil {
 					problem = "undecodable"
 					if row.Err != nil {
-						if text, pr := idText(row.ID); pr == "" && len(text) > 0 {
+						if text, pr := inputs.IDText(row.ID); pr == "" && len(text) > 0 {
 							id, problem = text, ""
 						}
 					}
 				}
 			}
 			if problem == "" && id == nil {
-				id, problem = idText(row.ID)
+				id, problem = inputs.IDText(row.ID)
 				if row.ID.Kind == columnar.CellNull {
 					problem = "null"
 				}
 			}
 			if problem != "" {
-				id = []byte(fallbackID(u, row))
+				id = []byte(inputs.FallbackID(u, row))
 			}
 			if err := fn(row.Index, id); err != nil {
 				b.Release()
@@ -711,7 +712,7 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 // (an id or task that is not plain text, a fallback id, a JSON Lines line,
 // whose ids are only known once it is parsed) goes through grade, which
 // may still take p once it has hashed the row.
-func (g *grader) takeUnchanged(u *Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *batchResults) bool {
+func (g *grader) takeUnchanged(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *batchResults) bool {
 	if p == nil || !p.sameInput || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
 		row.Task.Kind != columnar.CellString || len(p.rw.Keep) != len(g.plan.keep) ||
 		string(row.ID.Data) != p.rw.RolloutID || string(row.Task.Data) != p.rw.TaskID {
@@ -837,11 +838,11 @@ func (r *runner) copyUnits() error {
 // manifest is cur, when the earlier run had this run's setup (sameSetup)
 // and read the same input: the same file, size, modification time and
 // digest, and the same part. It returns nil otherwise.
-func (rs *reuseSource) unchanged(u *Unit, cur *results.ManifestInput) *results.ManifestInput {
+func (rs *reuseSource) unchanged(u *inputs.Unit, cur *results.ManifestInput) *results.ManifestInput {
 	if rs == nil || !rs.setup || cur == nil || cur.Digest == "" {
 		return nil
 	}
-	o := rs.inputs[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
+	o := rs.ins[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
 	if o == nil || o.Part != cur.Part || o.Size != cur.Size || o.ModTime != cur.ModTime || o.Digest != cur.Digest {
 		return nil
 	}

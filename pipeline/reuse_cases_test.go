@@ -158,8 +158,8 @@ func TestReuseKeep(t *testing.T) {
 			if _, err := gen.Run(context.Background(), gen.Config{Out: pq, Rollouts: 400, Seed: 11, BadShare: 0.02}); err != nil {
 				t.Fatalf("gen: %v", err)
 			}
-			cfg := func(out string, inputs []string, reuse string) Config {
-				return Config{Inputs: inputs, Out: filepath.Join(dir, out), Format: format, Workers: 2, BatchSize: 40,
+			cfg := func(out string, ins []string, reuse string) Config {
+				return Config{Inputs: ins, Out: filepath.Join(dir, out), Format: format, Workers: 2, BatchSize: 40,
 					Keep: keep, Verifiers: crm.Verifiers(), Reuse: reuse}
 			}
 			first := cfg("first", []string{pq}, "")

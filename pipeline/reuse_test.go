@@ -14,6 +14,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/crm"
@@ -354,7 +355,7 @@ func TestReuseRefused(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	grade(t, Config{Inputs: []string{data}, Out: out, Format: columnar.FormatJSONL, Workers: 2})
 	_, err := Run(context.Background(), Config{Inputs: []string{data}, Out: out, Verifiers: crm.Verifiers(), Reuse: out + "/."})
-	var ce *ConfigError
+	var ce *inputs.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "Reuse" {
 		t.Fatalf("--reuse naming --out: err %v, want a ConfigError of Reuse", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
@@ -20,7 +21,7 @@ type RowConfig struct {
 	// Verifiers are the verifiers to bind tasks to.
 	Verifiers []*verifiers.Verifier
 	// Tasks is the tasks table (LoadTasks), if any.
-	Tasks Tasks
+	Tasks inputs.Tasks
 	// Fields maps rollout fields to input columns.
 	Fields columnar.FieldNames
 	// SourceFile is written in each reward row's source_file and names
@@ -66,7 +67,7 @@ type RowConfig struct {
 // holds no goroutine.
 type RowGrader struct {
 	base     plan
-	unit     Unit
+	unit     inputs.Unit
 	graders  sync.Pool
 	vs       []*verifiers.Verifier
 	watch    *pool // nil: calls are not timed
@@ -112,7 +113,7 @@ func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
 		}
 		return nil, err
 	}
-	g := &RowGrader{base: p, unit: Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers, maxStuck: cfg.MaxStuck, indexPerByte: cfg.IndexPerByte, indexFloor: cfg.IndexFloor}
+	g := &RowGrader{base: p, unit: inputs.Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers, maxStuck: cfg.MaxStuck, indexPerByte: cfg.IndexPerByte, indexFloor: cfg.IndexFloor}
 	if g.maxStuck <= 0 {
 		g.maxStuck = runtime.GOMAXPROCS(0)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
@@ -18,7 +19,7 @@ import (
 // fixture is graded as the same row in a run would be.
 type RowDecoder struct {
 	fields columnar.FieldNames
-	tasks  Tasks
+	tasks  inputs.Tasks
 }
 
 // NewRowDecoder returns a decoder that reads the rollout fields from the
@@ -27,9 +28,9 @@ type RowDecoder struct {
 func NewRowDecoder(fields columnar.FieldNames, tasksFile string) (*RowDecoder, error) {
 	d := &RowDecoder{fields: fields}
 	if tasksFile != "" {
-		tasks, err := LoadTasks(tasksFile, fields)
+		tasks, err := inputs.LoadTasks(tasksFile, fields)
 		if err != nil {
-			return nil, &ConfigError{Field: "TasksFile", Msg: err.Error()}
+			return nil, &inputs.ConfigError{Field: "TasksFile", Msg: err.Error()}
 		}
 		d.tasks = tasks
 	}
@@ -64,7 +65,7 @@ func (d *RowDecoder) Decode(name string, text []byte) (*verifiers.Rollout, error
 	}
 	g := &grader{plan: p, timedOut: -1}
 	var rw columnar.RewardRow
-	if _, msg := g.decode(&Unit{Path: name, Format: columnar.InputJSONL}, b, &b.Rows[0], &rw); msg != "" {
+	if _, msg := g.decode(&inputs.Unit{Path: name, Format: columnar.InputJSONL}, b, &b.Rows[0], &rw); msg != "" {
 		return nil, errors.New(msg)
 	}
 	r := g.rollout
@@ -94,9 +95,9 @@ type ScanConfig struct {
 // returns the first error of reading or of fn.
 func Scan(cfg ScanConfig, fn func(where string, v *verifiers.Verifier, r *verifiers.Rollout, problem string) error) error {
 	if err := columnar.CheckFrom(cfg.From); err != nil {
-		return &ConfigError{Field: "From", Msg: err.Error()}
+		return &inputs.ConfigError{Field: "From", Msg: err.Error()}
 	}
-	files, _, err := Inputs(cfg.Inputs, cfg.From)
+	files, _, err := inputs.Inputs(cfg.Inputs, cfg.From)
 	if err != nil {
 		return err
 	}
@@ -105,13 +106,13 @@ func Scan(cfg ScanConfig, fn func(where string, v *verifiers.Verifier, r *verifi
 	if err != nil {
 		return err
 	}
-	units := describeUnits(files, DefaultRowGroupsPerUnit, nil, cfg.From, "", cfg.Stdin)
-	defer removeSpools(units)
+	units := inputs.Describe(files, inputs.DefaultRowGroupsPerUnit, nil, cfg.From, "", cfg.Stdin)
+	defer inputs.RemoveSpools(units)
 	g := &grader{plan: p, timedOut: -1}
 	opts := columnar.Options{Fields: p.fields}
 	for ui := range units {
 		u := &units[ui]
-		r, err := openUnit(u, opts)
+		r, err := inputs.OpenUnit(u, opts)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", u.Path, err)
 		}
@@ -127,7 +128,7 @@ func Scan(cfg ScanConfig, fn func(where string, v *verifiers.Verifier, r *verifi
 			for i := range b.Rows {
 				row := &b.Rows[i]
 				var rw columnar.RewardRow
-				where := fallbackID(u, row)
+				where := inputs.FallbackID(u, row)
 				v, msg := g.decode(u, b, row, &rw)
 				ro := &g.rollout
 				if msg != "" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/results"
@@ -79,7 +80,7 @@ type Config struct {
 	Resume bool
 	// Shard, when Count > 0, grades only the units of one shard; N shard
 	// processes may write into one Out at once, and Commit joins them.
-	Shard Shard
+	Shard inputs.Shard
 	// Timeout bounds one verifier call (0: 10s; negative: no limit). A row
 	// whose verifier runs longer has status error, kind verifier.
 	Timeout time.Duration
@@ -203,7 +204,7 @@ var ErrInterrupted = errors.New("interrupted")
 // Run grades every input of cfg into cfg.Out. It returns after every
 // goroutine it started has exited, except verifier calls abandoned past
 // the timeout (see Config.MaxStuck) and a read of standard input given up
-// when the run stopped itself (see stopReader). A ConfigError means
+// when the run stopped itself (see StopReader). A ConfigError means
 // nothing was written; any other error means the run stopped, with the
 // parts completed so far in place and listed in the manifest, or, for
 // StreamOut, the rewards sent so far in a stream without its end.
@@ -211,18 +212,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Stdin == nil {
 		cfg.Stdin = os.Stdin
 	}
-	if f, ok := cfg.Stdin.(*os.File); ok && slices.Contains(cfg.Inputs, Stdin) {
-		growPipe(f)
+	if f, ok := cfg.Stdin.(*os.File); ok && slices.Contains(cfg.Inputs, inputs.Stdin) {
+		inputs.GrowPipe(f)
 	}
-	in := newStopReader(cfg.Stdin)
-	defer in.stop()
+	in := inputs.NewStopReader(cfg.Stdin)
+	defer in.Stop()
 	cfg.Stdin = in
 	r, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.stopStdin = in.stop
-	defer removeSpools(r.units)
+	r.stopStdin = in.Stop
+	defer inputs.RemoveSpools(r.units)
 	if r.remote != nil {
 		defer os.RemoveAll(r.cfg.Out)
 		defer r.remote.Close()
@@ -243,7 +244,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // runner holds one run's state.
 type runner struct {
 	cfg      Config
-	units    []Unit // every unit of the run, whatever the shard
+	units    []inputs.Unit // every unit of the run, whatever the shard
 	plan     *plan
 	skipped  []string
 	manifest *results.Manifest
@@ -282,7 +283,7 @@ func prepare(cfg Config) (_ *runner, err error) {
 	switch cfg.Format {
 	case columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL:
 	default:
-		return nil, &ConfigError{Field: "Format", Msg: fmt.Sprintf("unknown output format %q (want parquet, arrow or jsonl)", cfg.Format)}
+		return nil, &inputs.ConfigError{Field: "Format", Msg: fmt.Sprintf("unknown output format %q (want parquet, arrow or jsonl)", cfg.Format)}
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.NumCPU()
@@ -300,40 +301,40 @@ func prepare(cfg Config) (_ *runner, err error) {
 		cfg.MaxStuck = cfg.Workers
 	}
 	if cfg.RowGroupsPerUnit <= 0 {
-		cfg.RowGroupsPerUnit = DefaultRowGroupsPerUnit
+		cfg.RowGroupsPerUnit = inputs.DefaultRowGroupsPerUnit
 	}
 	if cfg.Shard.Count > 0 && (cfg.Shard.Index < 0 || cfg.Shard.Index >= cfg.Shard.Count) {
-		return nil, &ConfigError{Field: "Shard", Msg: fmt.Sprintf("%d/%d: the index must be between 0 and %d", cfg.Shard.Index, cfg.Shard.Count, cfg.Shard.Count-1)}
+		return nil, &inputs.ConfigError{Field: "Shard", Msg: fmt.Sprintf("%d/%d: the index must be between 0 and %d", cfg.Shard.Index, cfg.Shard.Count, cfg.Shard.Count-1)}
 	}
 	if err := columnar.CheckFrom(cfg.From); err != nil {
-		return nil, &ConfigError{Field: "From", Msg: err.Error()}
+		return nil, &inputs.ConfigError{Field: "From", Msg: err.Error()}
 	}
 	if err := columnar.CheckStdinFormat(cfg.StdinFormat); err != nil {
-		return nil, &ConfigError{Field: "StdinFormat", Msg: err.Error()}
+		return nil, &inputs.ConfigError{Field: "StdinFormat", Msg: err.Error()}
 	}
 	if cfg.StdinFormat != "" && cfg.From != "" {
-		return nil, &ConfigError{Field: "StdinFormat", Msg: fmt.Sprintf("standard input is read as a %s log (From); an input format does not apply", cfg.From)}
+		return nil, &inputs.ConfigError{Field: "StdinFormat", Msg: fmt.Sprintf("standard input is read as a %s log (From); an input format does not apply", cfg.From)}
 	}
-	files, skipped, err := Inputs(cfg.Inputs, cfg.From)
+	files, skipped, err := inputs.Inputs(cfg.Inputs, cfg.From)
 	if err != nil {
 		return nil, err
 	}
 	stdins := 0
 	for _, u := range files {
-		if u.Path == Stdin {
+		if u.Path == inputs.Stdin {
 			stdins++
 		}
 	}
 	if stdins > 1 {
-		return nil, &ConfigError{Msg: "standard input (-) is named more than once"}
+		return nil, &inputs.ConfigError{Msg: "standard input (-) is named more than once"}
 	}
 	if stdins > 0 && cfg.Shard.Count > 1 {
-		return nil, &ConfigError{Field: "Shard", Msg: "cannot split standard input (-) between processes"}
+		return nil, &inputs.ConfigError{Field: "Shard", Msg: "cannot split standard input (-) between processes"}
 	}
-	units := describeUnits(files, cfg.RowGroupsPerUnit, cfg.open, cfg.From, cfg.StdinFormat, cfg.Stdin)
+	units := inputs.Describe(files, cfg.RowGroupsPerUnit, cfg.open, cfg.From, cfg.StdinFormat, cfg.Stdin)
 	defer func() {
 		if err != nil {
-			removeSpools(units)
+			inputs.RemoveSpools(units)
 		}
 	}()
 	p, err := newPlan(planConfig{fields: cfg.Fields, set: cfg.Set, tasksFile: cfg.TasksFile, structNulls: cfg.StructNulls,
@@ -347,10 +348,10 @@ func prepare(cfg Config) (_ *runner, err error) {
 	}
 	for _, k := range p.keep {
 		if p.fields.Is(k) {
-			return nil, &ConfigError{Field: "Keep", Msg: fmt.Sprintf("%s is a rollout field, not metadata", k)}
+			return nil, &inputs.ConfigError{Field: "Keep", Msg: fmt.Sprintf("%s is a rollout field, not metadata", k)}
 		}
 		if k == columnar.ColumnInputHash {
-			return nil, &ConfigError{Field: "Keep", Msg: fmt.Sprintf("%s is a rewards column (the hash of each rollout's input), not metadata, and cannot be kept", k)}
+			return nil, &inputs.ConfigError{Field: "Keep", Msg: fmt.Sprintf("%s is a rewards column (the hash of each rollout's input), not metadata, and cannot be kept", k)}
 		}
 	}
 	var bound []*verifiers.Verifier
@@ -366,7 +367,7 @@ func prepare(cfg Config) (_ *runner, err error) {
 		return nil, err
 	}
 	if cfg.Out == StreamOut && p.judging != nil && p.judging.multi {
-		return nil, &ConfigError{Field: "Out", Msg: "results on standard output have no judgements table: several judgements per rubric check need an output directory"}
+		return nil, &inputs.ConfigError{Field: "Out", Msg: "results on standard output have no judgements table: several judgements per rubric check need an output directory"}
 	}
 	if cfg.Reuse != "" {
 		if p.reuse, err = openReuse(cfg, p); err != nil {
@@ -378,7 +379,7 @@ func prepare(cfg Config) (_ *runner, err error) {
 	if store.IsURL(cfg.Out) {
 		if r.remote, err = results.OpenObjects(context.Background(), cfg.Out); err != nil {
 			if errors.Is(err, results.ErrUnwritable) {
-				return nil, &ConfigError{Msg: err.Error()}
+				return nil, &inputs.ConfigError{Msg: err.Error()}
 			}
 			return nil, fmt.Errorf("output: %w", err)
 		}
@@ -397,10 +398,10 @@ func prepare(cfg Config) (_ *runner, err error) {
 func checkStream(cfg *Config) error {
 	if cfg.Out != StreamOut {
 		if cfg.ChecksOut != "" {
-			return &ConfigError{Field: "ChecksOut", Msg: "a checks file is written only when the results are streamed (out -); an output directory has the checks parts"}
+			return &inputs.ConfigError{Field: "ChecksOut", Msg: "a checks file is written only when the results are streamed (out -); an output directory has the checks parts"}
 		}
 		if cfg.SummaryOut != "" {
-			return &ConfigError{Field: "SummaryOut", Msg: "a summary file is written only when the results are streamed (out -); an output directory has summary.json"}
+			return &inputs.ConfigError{Field: "SummaryOut", Msg: "a summary file is written only when the results are streamed (out -); an output directory has summary.json"}
 		}
 		return nil
 	}
@@ -409,13 +410,13 @@ func checkStream(cfg *Config) error {
 	}
 	switch {
 	case cfg.Format != columnar.FormatArrow:
-		return &ConfigError{Field: "Out", Msg: fmt.Sprintf("results on standard output are an arrow ipc stream: format %s is not available", cfg.Format)}
+		return &inputs.ConfigError{Field: "Out", Msg: fmt.Sprintf("results on standard output are an arrow ipc stream: format %s is not available", cfg.Format)}
 	case cfg.Resume:
-		return &ConfigError{Field: "Out", Msg: "a stream on standard output cannot be resumed: resume needs an output directory"}
+		return &inputs.ConfigError{Field: "Out", Msg: "a stream on standard output cannot be resumed: resume needs an output directory"}
 	case cfg.Reuse != "":
-		return &ConfigError{Field: "Out", Msg: "reusing earlier results needs an output directory, not standard output"}
+		return &inputs.ConfigError{Field: "Out", Msg: "reusing earlier results needs an output directory, not standard output"}
 	case cfg.Shard.Count > 1:
-		return &ConfigError{Field: "Out", Msg: "shards write into one output directory, not standard output"}
+		return &inputs.ConfigError{Field: "Out", Msg: "shards write into one output directory, not standard output"}
 	}
 	return nil
 }
@@ -426,7 +427,7 @@ func checkStream(cfg *Config) error {
 func Bind(vs []*verifiers.Verifier) (*verifiers.Bindings, error) {
 	b, err := verifiers.Bind(vs)
 	if err != nil {
-		return nil, &ConfigError{Msg: err.Error()}
+		return nil, &inputs.ConfigError{Msg: err.Error()}
 	}
 	return b, nil
 }
@@ -439,15 +440,15 @@ func Bind(vs []*verifiers.Verifier) (*verifiers.Bindings, error) {
 // logs has them. Standard input is probed only as a harness's log (with
 // Config.From) or an Arrow IPC stream (its schema), and a file that
 // cannot be read is not: grading it fails later, as that unit's error.
-func defaultKeep(units []Unit, fields columnar.FieldNames, set []Constant) []string {
+func defaultKeep(units []inputs.Unit, fields columnar.FieldNames, set []Constant) []string {
 	want := []string{"model", "run_id", "sample", "recorded_reward", "recorded_scores"}
 	found := map[string]bool{}
 	for _, u := range units {
-		if u.input == nil {
+		if u.Described() == nil {
 			continue
 		}
 		harness := columnar.IsHarnessFormat(u.Format)
-		for _, n := range u.input.Columns {
+		for _, n := range u.Described().Columns {
 			if harness || (n != "recorded_reward" && n != "recorded_scores") {
 				found[n] = true
 			}
@@ -483,7 +484,7 @@ const (
 type job struct {
 	kind  jobKind
 	seq   int64
-	unit  *Unit
+	unit  *inputs.Unit
 	batch *columnar.Batch // jobBatch, until graded
 	prev  []*prevRow      // jobBatch: the earlier run's rows (Config.Reuse)
 	res   *batchResults   // jobBatch, once graded
@@ -496,8 +497,8 @@ type job struct {
 
 // todo returns the units this process grades: those of its shard whose
 // part is not complete.
-func (r *runner) todo() []*Unit {
-	var units []*Unit
+func (r *runner) todo() []*inputs.Unit {
+	var units []*inputs.Unit
 	for i := range r.units {
 		u := &r.units[i]
 		if r.cfg.Shard.Has(u.Index) && r.stats[u.Index] == nil {
@@ -668,7 +669,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 // nothing), and returns the error as a ConfigError.
 func (r *runner) probeFailed(pe *ProbeError) error {
 	if r.streaming() {
-		return &ConfigError{Field: "Judge", Msg: pe.Error()}
+		return &inputs.ConfigError{Field: "Judge", Msg: pe.Error()}
 	}
 	if r.sharded() {
 		r.remove(r.manifestPath())
@@ -682,7 +683,7 @@ func (r *runner) probeFailed(pe *ProbeError) error {
 	for _, sub := range []string{"rewards", "checks", results.JudgementsDir, results.StatsDir, results.ShardsDir, ""} {
 		os.Remove(filepath.Join(r.cfg.Out, sub)) // only if empty
 	}
-	return &ConfigError{Field: "Judge", Msg: pe.Error() + " (nothing was written)"}
+	return &inputs.ConfigError{Field: "Judge", Msg: pe.Error() + " (nothing was written)"}
 }
 
 // progress returns how many of this process's units have their part.
@@ -702,7 +703,7 @@ func (r *runner) progress() (done, total int) {
 // end-of-unit job, taking a token for each. A unit that cannot be opened
 // or read to the end gets an end-of-unit job carrying the error, and the
 // next unit is read; only cancellation stops it early.
-func (r *runner) produce(ctx context.Context, units []*Unit, tokens chan struct{}, jobs chan<- *job) error {
+func (r *runner) produce(ctx context.Context, units []*inputs.Unit, tokens chan struct{}, jobs chan<- *job) error {
 	var seq int64
 	send := func(j *job) bool {
 		select {
@@ -721,7 +722,7 @@ func (r *runner) produce(ctx context.Context, units []*Unit, tokens chan struct{
 	}
 	opts := columnar.Options{Fields: r.plan.fields, MaxLineBytes: r.cfg.MaxLineBytes, StructNulls: r.cfg.StructNulls}
 	if r.cfg.Progress != nil {
-		r.cfg.Progress.SetTotal(totalRows(units))
+		r.cfg.Progress.SetTotal(inputs.TotalRows(units))
 	}
 	for _, u := range units {
 		rows, err, ok := r.produceUnit(u, opts, send)
@@ -741,7 +742,7 @@ func (r *runner) produce(ctx context.Context, units []*Unit, tokens chan struct{
 
 // produceUnit sends the batches of one unit. ok is false when the run was
 // cancelled; err is the unit's read error.
-func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) bool) (rows int64, err error, ok bool) {
+func (r *runner) produceUnit(u *inputs.Unit, opts columnar.Options, send func(*job) bool) (rows int64, err error, ok bool) {
 	rd, err := r.open(u, opts)
 	if err != nil {
 		return 0, err, true
@@ -769,40 +770,9 @@ func (r *runner) produceUnit(u *Unit, opts columnar.Options, send func(*job) boo
 	return rows, nil, true
 }
 
-// open returns the reader of a unit (openUnit).
-func (r *runner) open(u *Unit, opts columnar.Options) (columnar.Reader, error) {
-	return openUnit(u, opts)
-}
-
-// openUnit returns the reader of a unit, made from its input's
-// description (standard input's too: describeUnits).
-func openUnit(u *Unit, opts columnar.Options) (columnar.Reader, error) {
-	if u.input == nil {
-		return nil, u.err
-	}
-	return u.input.Open(columnar.InputUnit{FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups, Rows: u.rows}, opts)
-}
-
-// removeSpools removes the temporary files of the units (see Unit.spool).
-func removeSpools(units []Unit) {
-	for _, u := range units {
-		if u.spool != "" {
-			os.Remove(u.spool)
-		}
-	}
-}
-
-// totalRows sums the row counts of the units, as their inputs' footers
-// record them, or returns -1 when one is unknown.
-func totalRows(units []*Unit) int64 {
-	var total int64
-	for _, u := range units {
-		if u.rows < 0 {
-			return -1
-		}
-		total += u.rows
-	}
-	return total
+// open returns the reader of a unit (OpenUnit).
+func (r *runner) open(u *inputs.Unit, opts columnar.Options) (columnar.Reader, error) {
+	return inputs.OpenUnit(u, opts)
 }
 
 // write puts finished jobs back in input order (a reorder buffer keyed by
@@ -1125,11 +1095,11 @@ func checkSet(set []Constant, fields *columnar.FieldNames) ([]Constant, error) {
 	for _, c := range set {
 		switch {
 		case c.Key == "":
-			return nil, &ConfigError{Field: "Set", Msg: "a constant needs a key"}
+			return nil, &inputs.ConfigError{Field: "Set", Msg: "a constant needs a key"}
 		case fields.Is(c.Key):
-			return nil, &ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is a rollout field, not metadata", c.Key)}
+			return nil, &inputs.ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is a rollout field, not metadata", c.Key)}
 		case seen[c.Key]:
-			return nil, &ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is set twice", c.Key)}
+			return nil, &inputs.ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is set twice", c.Key)}
 		}
 		seen[c.Key] = true
 		out = append(out, c)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/verifiers"
 	"github.com/gavelhq/gavel/verifiers/crm"
@@ -122,13 +123,13 @@ func TestBadRows(t *testing.T) {
 // sizes, in every format, and compares the output files byte for byte.
 func TestDeterminism(t *testing.T) {
 	in := filepath.Join("..", "testdata", "badrows", "input.jsonl")
-	inputs := []string{in, in, in}
+	ins := []string{in, in, in}
 	for _, format := range []string{columnar.FormatParquet, columnar.FormatArrow, columnar.FormatJSONL} {
 		t.Run(format, func(t *testing.T) {
 			var first map[string][]byte
 			for _, c := range []struct{ workers, batch int }{{1, 256}, {2, 1}, {2, 5}, {4, 7}} {
 				out := t.TempDir()
-				grade(t, Config{Inputs: inputs, Out: out, Format: format, Workers: c.workers, BatchSize: c.batch})
+				grade(t, Config{Inputs: ins, Out: out, Format: format, Workers: c.workers, BatchSize: c.batch})
 				files := readTree(t, out)
 				if first == nil {
 					first = files
@@ -200,7 +201,7 @@ func TestInputs(t *testing.T) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, nil, 0o644)
 	}
-	units, skipped, err := Inputs([]string{dir, filepath.Join(dir, "b", "*.jsonl"), "-"}, "")
+	units, skipped, err := inputs.Inputs([]string{dir, filepath.Join(dir, "b", "*.jsonl"), "-"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,9 +221,9 @@ func TestInputs(t *testing.T) {
 		t.Errorf("skipped = %v, want notes.txt", skipped)
 	}
 	for _, bad := range [][]string{{filepath.Join(dir, "notes.txt")}, {filepath.Join(dir, "missing.jsonl")}, {filepath.Join(dir, "*.csv")}} {
-		if _, _, err := Inputs(bad, ""); err == nil {
+		if _, _, err := inputs.Inputs(bad, ""); err == nil {
 			t.Errorf("Inputs(%v) succeeded, want a configuration error", bad)
-		} else if _, ok := err.(*ConfigError); !ok {
+		} else if _, ok := err.(*inputs.ConfigError); !ok {
 			t.Errorf("Inputs(%v) error %T, want *ConfigError", bad, err)
 		}
 	}
@@ -241,7 +242,7 @@ func TestMapKeepStdin(t *testing.T) {
 	fields := columnar.FieldNames{ID: "id", Task: "task", Final: "world_after", Initial: "world_before", Output: "answer"}
 	tests := []struct {
 		name   string
-		inputs []string
+		ins []string
 		keep   []string
 		want   map[string]any
 	}{
@@ -251,7 +252,7 @@ func TestMapKeepStdin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := t.TempDir()
-			grade(t, Config{Inputs: tt.inputs, Out: out, Format: columnar.FormatJSONL, Fields: fields, Keep: tt.keep, Stdin: strings.NewReader(line)})
+			grade(t, Config{Inputs: tt.ins, Out: out, Format: columnar.FormatJSONL, Fields: fields, Keep: tt.keep, Stdin: strings.NewReader(line)})
 			rows := gaveltest.DecodeJSONL(t, filepath.Join(out, "rewards", "part-00000.jsonl"))
 			if len(rows) != 1 {
 				t.Fatalf("%d rows, want 1", len(rows))

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/verifiers/crm"
 	"github.com/gavelhq/gavel/verifiers/spec"
@@ -35,14 +36,14 @@ func copyFixture(t *testing.T, src, dir, name string) string {
 // gradeHarness grades inputs, a harness's log in format from (stdin is
 // read for "-"), with the verifiers of the example spec, into a JSON
 // Lines result directory, and returns its rewards and checks parts.
-func gradeHarness(t *testing.T, from, example string, stdin []byte, inputs ...string) (rewards, checks []byte) {
+func gradeHarness(t *testing.T, from, example string, stdin []byte, ins ...string) (rewards, checks []byte) {
 	t.Helper()
 	vs, err := spec.Load([]string{filepath.Join("..", "examples", "harness", example)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	grade(t, Config{Inputs: inputs, Out: out, Format: columnar.FormatJSONL, From: from,
+	grade(t, Config{Inputs: ins, Out: out, Format: columnar.FormatJSONL, From: from,
 		Verifiers: append(crm.Verifiers(), vs...), Stdin: bytes.NewReader(stdin)})
 	read := func(kind string) []byte {
 		data, err := os.ReadFile(filepath.Join(out, kind, "part-00000.jsonl"))
@@ -180,8 +181,8 @@ func TestNoInputFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := Inputs(tt.args, "")
-			ce, ok := err.(*ConfigError)
+			_, _, err := inputs.Inputs(tt.args, "")
+			ce, ok := err.(*inputs.ConfigError)
 			if !ok || ce.Field != "Inputs" {
 				t.Fatalf("Inputs(%v) error %v (%T), want a ConfigError of Inputs", tt.args, err, err)
 			}

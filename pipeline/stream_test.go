@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
 
@@ -168,7 +169,7 @@ func TestRunStreamConfigErrors(t *testing.T) {
 		{"format", Config{Out: StreamOut, Format: columnar.FormatParquet}, "Out", "format parquet is not available"},
 		{"resume", Config{Out: StreamOut, Resume: true}, "Out", "cannot be resumed"},
 		{"reuse", Config{Out: StreamOut, Reuse: "old"}, "Out", "reusing earlier results needs an output directory"},
-		{"shard", Config{Out: StreamOut, Shard: Shard{Index: 0, Count: 2}}, "Out", "shards write into one output directory"},
+		{"shard", Config{Out: StreamOut, Shard: inputs.Shard{Index: 0, Count: 2}}, "Out", "shards write into one output directory"},
 		{"checks file", Config{Out: t.TempDir(), ChecksOut: "c.arrow"}, "ChecksOut", "a checks file is written only when the results are streamed"},
 		{"stdin format", Config{Out: StreamOut, StdinFormat: "csv"}, "StdinFormat", `unknown input format "csv"`},
 		{"stdin format and from", Config{Out: StreamOut, StdinFormat: columnar.InputArrowStream, From: columnar.InputMessages}, "StdinFormat", "an input format does not apply"},
@@ -178,7 +179,7 @@ func TestRunStreamConfigErrors(t *testing.T) {
 		tt.cfg.Verifiers = crm.Verifiers()
 		tt.cfg.Stdin = strings.NewReader("")
 		_, err := Run(context.Background(), tt.cfg)
-		var ce *ConfigError
+		var ce *inputs.ConfigError
 		if !errors.As(err, &ce) || ce.Field != tt.field || !strings.Contains(ce.Msg, tt.msg) {
 			t.Errorf("%s: Run = %v, want a ConfigError of %s saying %q", tt.name, err, tt.field, tt.msg)
 		}
@@ -188,7 +189,7 @@ func TestRunStreamConfigErrors(t *testing.T) {
 func TestStopReader(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	s := newStopReader(pr)
+	s := inputs.NewStopReader(pr)
 	go pw.Write([]byte("abc"))
 	buf := make([]byte, 10)
 	if n, err := s.Read(buf); n != 3 || err != nil || string(buf[:3]) != "abc" {
@@ -200,16 +201,16 @@ func TestStopReader(t *testing.T) {
 		read <- err
 	}()
 	time.Sleep(10 * time.Millisecond)
-	s.stop()
+	s.Stop()
 	select {
 	case err := <-read:
-		if !errors.Is(err, errStdinStopped) {
-			t.Errorf("Read after stop = %v, want %v", err, errStdinStopped)
+		if !errors.Is(err, inputs.ErrStdinStopped) {
+			t.Errorf("Read after stop = %v, want %v", err, inputs.ErrStdinStopped)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Read still blocked after stop")
 	}
-	if _, err := s.Read(buf); !errors.Is(err, errStdinStopped) {
-		t.Errorf("a later Read = %v, want %v", err, errStdinStopped)
+	if _, err := s.Read(buf); !errors.Is(err, inputs.ErrStdinStopped) {
+		t.Errorf("a later Read = %v, want %v", err, inputs.ErrStdinStopped)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/verifiers/spec"
 )
 
@@ -190,7 +191,7 @@ func TestStructNullsAbsent(t *testing.T) {
 	// A run is resumed only with the struct nulls it was started with.
 	_, err = Run(context.Background(), Config{Inputs: []string{pq}, TasksFile: tasksPQ, Out: filepath.Join(dir, "member"), Format: columnar.FormatJSONL,
 		Verifiers: vs, BatchSize: 2, Resume: true, StructNulls: columnar.StructNullsAbsent})
-	var ce *ConfigError
+	var ce *inputs.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "struct nulls: member there, absent given") {
 		t.Errorf("resume with other struct nulls: %v, want a configuration error naming them", err)
 	}

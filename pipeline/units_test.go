@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/results"
 )
 
@@ -42,15 +43,15 @@ func TestInputOpens(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		shard  Shard
+		shard  inputs.Shard
 		resume bool // grade into the previous case's output
 		want   map[string]int
 		total  int64 // of the progress display
 	}{
-		{"shard 0/2", Shard{Index: 0, Count: 2}, false, map[string]int{pq: 1 + 2, jl: 1 + 1}, -1}, // units 0, 2 and 4
-		{"shard 1/2", Shard{Index: 1, Count: 2}, false, map[string]int{pq: 1 + 2, jl: 1}, 140},    // units 1 and 3
-		{"whole run", Shard{}, false, map[string]int{pq: 1 + 4, jl: 1 + 1}, -1},
-		{"resumed when done", Shard{}, true, map[string]int{pq: 1, jl: 1}, 0},
+		{"shard 0/2", inputs.Shard{Index: 0, Count: 2}, false, map[string]int{pq: 1 + 2, jl: 1 + 1}, -1}, // units 0, 2 and 4
+		{"shard 1/2", inputs.Shard{Index: 1, Count: 2}, false, map[string]int{pq: 1 + 2, jl: 1}, 140},    // units 1 and 3
+		{"whole run", inputs.Shard{}, false, map[string]int{pq: 1 + 4, jl: 1 + 1}, -1},
+		{"resumed when done", inputs.Shard{}, true, map[string]int{pq: 1, jl: 1}, 0},
 	}
 	out := filepath.Join(dir, "out")
 	for _, tt := range tests {

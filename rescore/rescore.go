@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
@@ -98,16 +99,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	m, err := results.ReadManifest(filepath.Join(cfg.Dir, results.ManifestFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, &pipeline.ConfigError{Field: "Dir", Msg: cfg.Dir + " holds no manifest.json: not the output directory of a finished run"}
+		return nil, &inputs.ConfigError{Field: "Dir", Msg: cfg.Dir + " holds no manifest.json: not the output directory of a finished run"}
 	}
 	if err != nil {
 		return nil, err
 	}
 	if m.Config.Format == "" {
-		return nil, &pipeline.ConfigError{Field: "Dir", Msg: cfg.Dir + ": " + results.ErrNoConfig.Error()}
+		return nil, &inputs.ConfigError{Field: "Dir", Msg: cfg.Dir + ": " + results.ErrNoConfig.Error()}
 	}
 	if results.SameDir(cfg.Dir, cfg.Out) {
-		return nil, &pipeline.ConfigError{Field: "Out", Msg: "--out must differ from the directory rescored: its checks parts are read while the new ones are written"}
+		return nil, &inputs.ConfigError{Field: "Out", Msg: "--out must differ from the directory rescored: its checks parts are read while the new ones are written"}
 	}
 	formulas, err := rescoreFormulas(cfg, m)
 	if err != nil {
@@ -254,7 +255,7 @@ func rescoreFormulas(cfg Config, m *results.Manifest) (map[string]verifiers.Form
 	weighted := map[string]map[string]bool{} // verifier -> the check ids of its rows
 	for _, id := range slices.Sorted(maps.Keys(cfg.Rewards)) {
 		if _, ok := formulas[id]; !ok {
-			return nil, &pipeline.ConfigError{Field: "Rewards", Msg: fmt.Sprintf("unknown verifier %q: %s was graded with %s", id, cfg.Dir, strings.Join(ids, ", "))}
+			return nil, &inputs.ConfigError{Field: "Rewards", Msg: fmt.Sprintf("unknown verifier %q: %s was graded with %s", id, cfg.Dir, strings.Join(ids, ", "))}
 		}
 		f := cfg.Rewards[id]
 		formulas[id] = f
@@ -282,7 +283,7 @@ func rescoreFormulas(cfg Config, m *results.Manifest) (map[string]verifiers.Form
 				if len(known) == 0 {
 					known = []string{"none"}
 				}
-				return nil, &pipeline.ConfigError{Field: "Rewards", Msg: fmt.Sprintf("the reward of %s weighs unknown check %q (its checks in %s: %s)", id, c, cfg.Dir, strings.Join(known, ", "))}
+				return nil, &inputs.ConfigError{Field: "Rewards", Msg: fmt.Sprintf("the reward of %s weighs unknown check %q (its checks in %s: %s)", id, c, cfg.Dir, strings.Join(known, ", "))}
 			}
 		}
 	}

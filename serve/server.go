@@ -31,6 +31,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/judge"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/results"
@@ -40,8 +41,8 @@ import (
 // Config describes a server. Its zero value serves the verifiers set by
 // Reload with the documented defaults.
 type Config struct {
-	// Tasks is the tasks table (pipeline.LoadTasks), if any.
-	Tasks pipeline.Tasks
+	// Tasks is the tasks table (inputs.LoadTasks), if any.
+	Tasks inputs.Tasks
 	// MaxBody bounds a request body, and each line of a JSON Lines body
 	// (0: 16 MiB). A larger body is a 413.
 	MaxBody int64
@@ -179,7 +180,7 @@ func New(cfg Config) *Server {
 
 // Reload replaces the verifiers for the requests that start after it
 // returns; requests in flight finish with the set they started with. Two
-// verifiers binding one task is a pipeline.ConfigError, and the old set
+// verifiers binding one task is a inputs.ConfigError, and the old set
 // stays.
 func (s *Server) Reload(vs []*verifiers.Verifier) error {
 	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile, Timeout: s.cfg.Timeout, MaxStuck: s.cfg.MaxInflight, Judge: s.cfg.Judge,

@@ -13,6 +13,7 @@ import (
 	_ "gocloud.dev/blob/fileblob"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
@@ -60,7 +61,7 @@ func TestFileURLInputs(t *testing.T) {
 	}
 
 	// A file URL with a host names no local file: refused, by name.
-	_, _, err = pipeline.Inputs([]string{"file://tmp" + jl}, "")
+	_, _, err = inputs.Inputs([]string{"file://tmp" + jl}, "")
 	if err == nil || !strings.Contains(err.Error(), "file://tmp"+jl) || !strings.Contains(err.Error(), "file:///path") {
 		t.Errorf("Inputs(file://tmp%s) = %v, want an error naming it and the form of a file URL", jl, err)
 	}

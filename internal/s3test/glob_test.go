@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/pipeline"
 	"github.com/gavelhq/gavel/verifiers/crm"
 )
@@ -49,8 +50,8 @@ func TestGradeGlobURL(t *testing.T) {
 	}
 
 	// A glob matching nothing is a configuration error naming it as given.
-	_, _, err = pipeline.Inputs([]string{"s3://b/in/shard-?.parquet"}, "")
-	var ce *pipeline.ConfigError
+	_, _, err = inputs.Inputs([]string{"s3://b/in/shard-?.parquet"}, "")
+	var ce *inputs.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "input s3://b/in/shard-?.parquet: ") {
 		t.Errorf("Inputs(s3://b/in/shard-?.parquet) = %v, want a ConfigError naming the glob", err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/gen"
+	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/s3test"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/pipeline"
@@ -356,7 +357,7 @@ func TestUploadFailsThenResume(t *testing.T) {
 	os.WriteFile(other, data, 0o644)
 	put(t, srv, "in/a.parquet", other)
 	_, err = pipeline.Run(context.Background(), cfg)
-	var ce *pipeline.ConfigError
+	var ce *inputs.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "s3://b/in/a.parquet changed") {
 		t.Fatalf("resume after a change: %v, want a ConfigError naming the object", err)
 	}
@@ -379,7 +380,7 @@ func TestShardsAndCommit(t *testing.T) {
 	}
 	for i := range 4 {
 		c := cfg
-		c.Inputs, c.Out, c.Verifiers, c.Shard = []string{"s3://b/in/"}, "s3://b/out", crm.Verifiers(), pipeline.Shard{Index: i, Count: 4}
+		c.Inputs, c.Out, c.Verifiers, c.Shard = []string{"s3://b/in/"}, "s3://b/out", crm.Verifiers(), inputs.Shard{Index: i, Count: 4}
 		if _, err := pipeline.Run(context.Background(), c); err != nil {
 			t.Fatalf("shard %d: %v", i, err)
 		}

@@ -1,10 +1,11 @@
-package pipeline
+package inputs
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
@@ -29,12 +30,12 @@ type Tasks map[string]*Task
 // needs a task_id; a task id given twice, a row without one, or an
 // initial_state that is not valid JSON is an error naming the file and row.
 func LoadTasks(path string, fields columnar.FieldNames) (Tasks, error) {
-	return loadTasks(path, columnar.Options{Fields: fields})
+	return LoadTasksWith(path, columnar.Options{Fields: fields})
 }
 
-// loadTasks is LoadTasks reading with opts: its fields, and how nested
+// LoadTasksWith is LoadTasks reading with opts: its fields, and how nested
 // initial states render null struct fields.
-func loadTasks(path string, opts columnar.Options) (Tasks, error) {
+func LoadTasksWith(path string, opts columnar.Options) (Tasks, error) {
 	fields := opts.Fields.WithDefaults()
 	r, err := columnar.Open(path, columnar.Options{Fields: fields, StructNulls: opts.StructNulls})
 	if err != nil {
@@ -69,7 +70,7 @@ func loadTasks(path string, opts columnar.Options) (Tasks, error) {
 				}
 				text = rowObject(row, b.MetaNames, &fields)
 			}
-			t, id, err := newTask(text, &fields)
+			t, id, err := NewTask(text, &fields)
 			if err != nil {
 				b.Release()
 				return nil, fmt.Errorf("%s: %w", where, err)
@@ -85,9 +86,9 @@ func loadTasks(path string, opts columnar.Options) (Tasks, error) {
 	return tasks, nil
 }
 
-// newTask indexes one task row given as an object's JSON text (which it
+// NewTask indexes one task row given as an object's JSON text (which it
 // keeps).
-func newTask(text []byte, fields *columnar.FieldNames) (*Task, string, error) {
+func NewTask(text []byte, fields *columnar.FieldNames) (*Task, string, error) {
 	doc := new(jsonview.Doc)
 	root, err := doc.Parse(text)
 	if err != nil {
@@ -150,10 +151,10 @@ func TaskIDs(inputs []string, from string, fields columnar.FieldNames, stdin io.
 	opts := columnar.Options{Fields: fields, Columns: []string{}}
 	seen := map[string]bool{}
 	var doc jsonview.Doc
-	units := describeUnits(files, DefaultRowGroupsPerUnit, nil, from, "", stdin)
-	defer removeSpools(units)
+	units := Describe(files, DefaultRowGroupsPerUnit, nil, from, "", stdin)
+	defer RemoveSpools(units)
 	for _, u := range units {
-		r, err := openUnit(&u, opts)
+		r, err := OpenUnit(&u, opts)
 		if err != nil {
 			return nil, 0, fmt.Errorf("read %s: %w", u.Path, err)
 		}
@@ -176,7 +177,7 @@ func TaskIDs(inputs []string, from string, fields columnar.FieldNames, stdin io.
 				}
 				// A harness's element that could not be mapped keeps its
 				// task id when it has one, as grading does.
-				id, problem := idText(row.Task)
+				id, problem := IDText(row.Task)
 				if problem != "" || len(id) == 0 {
 					invalid++
 					continue
@@ -194,4 +195,42 @@ func TaskIDs(inputs []string, from string, fields columnar.FieldNames, stdin io.
 	}
 	slices.Sort(ids)
 	return ids, invalid, nil
+}
+
+// IDText returns the text of an id cell: a string as it is, a number in
+// its decimal form. problem is set for other types.
+func IDText(c columnar.Cell) (text []byte, problem string) {
+	switch c.Kind {
+	case columnar.CellNull, columnar.CellString:
+		return c.Data, ""
+	case columnar.CellNumber:
+		return decimalText(c.Data), ""
+	}
+	return nil, "want a string or a number, got " + c.Kind.String()
+}
+
+// decimalText returns a number's plain decimal form: "7" for 7.0 or 7e0.
+// Numbers that are already plain integers are returned as they are.
+func decimalText(num []byte) []byte {
+	plain := true
+	for _, ch := range num {
+		if (ch < '0' || ch > '9') && ch != '-' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return num
+	}
+	f, err := strconv.ParseFloat(string(num), 64)
+	if err != nil {
+		return num
+	}
+	return strconv.AppendFloat(nil, f, 'f', -1, 64)
+}
+
+// FallbackID names a row without a usable rollout id: its unit's path
+// and its row index, "PATH#ROW".
+func FallbackID(u *Unit, row *columnar.Row) string {
+	return u.Path + "#" + strconv.FormatInt(row.Index, 10)
 }

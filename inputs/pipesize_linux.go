@@ -1,4 +1,4 @@
-package pipeline
+package inputs
 
 import (
 	"os"
@@ -8,13 +8,13 @@ import (
 // fSetPipeSize is Linux's F_SETPIPE_SZ.
 const fSetPipeSize = 1031
 
-// growPipe asks the kernel for a 1 MiB buffer when standard input is a
+// GrowPipe asks the kernel for a 1 MiB buffer when standard input is a
 // pipe, rather than its 64 KiB default: an Arrow stream of a pyarrow table
 // crosses the pipe in 16 times fewer reads, each waking the writer once
 // (about a tenth of the wall time of gavel.grade(table), measured). A
 // refusal (a pipe-max-size below 1 MiB) leaves the pipe as it was, which
 // changes nothing but the speed.
-func growPipe(f *os.File) {
+func GrowPipe(f *os.File) {
 	fi, err := f.Stat()
 	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		return

@@ -1,4 +1,4 @@
-package pipeline
+package inputs
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // DefaultRowGroupsPerUnit is Config.RowGroupsPerUnit when it is 0.
 const DefaultRowGroupsPerUnit = 16
 
-// describeUnits describes every input file, opening it once through open
+// Describe describes every input file, opening it once through open
 // (os.Open when nil), .json files as logs of the harness format from, and
 // standard input, read from stdin, as a log of that format too when from
 // is given (its first trajectory read ahead; see
@@ -28,7 +28,7 @@ const DefaultRowGroupsPerUnit = 16
 // never on --shard, so that a sharded run writes exactly the parts of an
 // unsharded one. A file that cannot be described stays one unit, which
 // fails with that error when its turn to be read comes.
-func describeUnits(files []Unit, perUnit int, open columnar.OpenFunc, from, stdinFormat string, stdin io.Reader) []Unit {
+func Describe(files []Unit, perUnit int, open columnar.OpenFunc, from, stdinFormat string, stdin io.Reader) []Unit {
 	var units []Unit
 	for _, u := range files {
 		u.rows = -1

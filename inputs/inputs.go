@@ -1,11 +1,15 @@
-// Package pipeline runs a grading job: input units are read in batches,
-// graded by a bounded pool of workers, put back in input order and written
-// as result parts, with a summary and a manifest.
+// Package inputs is the input contract of a run: the inputs named on the
+// command line expanded into files and objects (Inputs), each described
+// once and cut into units (Describe, Unit), shards of units (Shard), the
+// tasks table (Task, LoadTasks), the ids of rows, the input hash of a
+// rollout (InputHasher), standard input that a run can stop reading
+// (StopReader), and the configuration error of a run that has not
+// started (ConfigError).
 //
 // Not public API: gavel's public Go API is cli, verifiers,
 // verifiers/verifiertest and columnar/jsonview; this package may change in
 // any release.
-package pipeline
+package inputs
 
 import (
 	"context"
@@ -301,4 +305,39 @@ func expandURL(raw string) ([]urlObject, error) {
 		out[i] = urlObject{src: src, name: store.Redact(src), size: o.Size}
 	}
 	return out, nil
+}
+
+// OpenUnit returns the reader of a unit, made from its input's
+// description (standard input's too: Describe).
+func OpenUnit(u *Unit, opts columnar.Options) (columnar.Reader, error) {
+	if u.input == nil {
+		return nil, u.err
+	}
+	return u.input.Open(columnar.InputUnit{FirstRowGroup: u.FirstRowGroup, RowGroups: u.RowGroups, Rows: u.rows}, opts)
+}
+
+// RemoveSpools removes the temporary files of the units (see Unit.spool).
+func RemoveSpools(units []Unit) {
+	for _, u := range units {
+		if u.spool != "" {
+			os.Remove(u.spool)
+		}
+	}
+}
+
+// Described returns the description of the unit's input (nil when
+// describing it failed: opening the unit returns that error).
+func (u *Unit) Described() *columnar.Input { return u.input }
+
+// TotalRows sums the row counts of the units, as their inputs' footers
+// record them, or returns -1 when one is unknown.
+func TotalRows(units []*Unit) int64 {
+	var total int64
+	for _, u := range units {
+		if u.rows < 0 {
+			return -1
+		}
+		total += u.rows
+	}
+	return total
 }

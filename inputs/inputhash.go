@@ -1,4 +1,4 @@
-package pipeline
+package inputs
 
 import (
 	"encoding/binary"
@@ -52,12 +52,12 @@ const (
 	hashString = 's'
 )
 
-// inputHasher computes input hashes for one worker. The hash of an initial
+// InputHasher computes input hashes for one worker. The hash of an initial
 // state that the run's cache of initial states holds is kept by the
 // address of the cached text (which the cache never frees or writes
 // again), so that the initial state a task's rollouts share is scanned
 // once.
-type inputHasher struct {
+type InputHasher struct {
 	d     xxhash.Digest
 	known map[*byte]knownHash
 }
@@ -67,14 +67,14 @@ type knownHash struct {
 	hash uint64
 }
 
-// maxKnown bounds inputHasher.known; it is cleared when full.
+// maxKnown bounds InputHasher.known; it is cleared when full.
 const maxKnown = 1 << 12
 
 // sum returns the input hash of the decoded rollout r. initial is the
 // row's own initial state (Missing when it has none; r.Initial may then
 // be the task's), cached reports that initial is held by the run's cache
 // of initial states, and t is the rollout's task row (nil: none).
-func (h *inputHasher) sum(r *verifiers.Rollout, initial jsonview.Value, cached bool, t *Task) uint64 {
+func (h *InputHasher) Sum(r *verifiers.Rollout, initial jsonview.Value, cached bool, t *Task) uint64 {
 	var buf [len(inputHashVersion) + 7*10]byte
 	b := append(buf[:0], inputHashVersion...)
 	b = appendField(b, 't', hashString, xxhash.Sum64String(r.TaskID))
@@ -116,7 +116,7 @@ func appendField(b []byte, tag, kind byte, sum uint64) []byte {
 
 // initial returns the content hash of an initial state, kept when its
 // text is cached.
-func (h *inputHasher) initial(v jsonview.Value, cached bool) uint64 {
+func (h *InputHasher) initial(v jsonview.Value, cached bool) uint64 {
 	text := v.Raw()
 	if !cached || len(text) == 0 {
 		return h.value(v)
@@ -136,7 +136,7 @@ func (h *inputHasher) initial(v jsonview.Value, cached bool) uint64 {
 // value returns the XXH64 of v's text as a compact token stream. The
 // parser recorded where the text has whitespace, so the text is not
 // scanned again.
-func (h *inputHasher) value(v jsonview.Value) uint64 {
+func (h *InputHasher) value(v jsonview.Value) uint64 {
 	h.d.Reset()
 	v.WriteCompact(&h.d)
 	return h.d.Sum64()
@@ -144,14 +144,14 @@ func (h *inputHasher) value(v jsonview.Value) uint64 {
 
 // json returns the XXH64 of text, a valid JSON value, as a compact token
 // stream.
-func (h *inputHasher) json(text []byte) uint64 {
+func (h *InputHasher) json(text []byte) uint64 {
 	h.d.Reset()
 	writeCompact(&h.d, text)
 	return h.d.Sum64()
 }
 
-// within reports whether the bytes of p lie inside buf.
-func within(p, buf []byte) bool {
+// Within reports whether the bytes of p lie inside buf.
+func Within(p, buf []byte) bool {
 	if len(p) == 0 || len(buf) == 0 {
 		return false
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package inputs
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// stopReader reads standard input so that a run that stops itself (a
+// StopReader reads standard input so that a run that stops itself (a
 // failed write, such as standard output closed by its reader) is not held
 // up by it. A read of a pipe whose writer keeps it open and sends nothing
 // blocks, and a blocked read of a file descriptor in blocking mode cannot
@@ -27,14 +27,14 @@ import (
 // Read is not safe for concurrent use; a read is never started once one
 // was given up. A reader that never blocks (a file, a buffer) has no
 // goroutine left once Read returns.
-type stopReader struct {
+type StopReader struct {
 	r       io.Reader
 	stopped chan struct{}
-	stop    func()
+	Stop    func()
 	done    chan readResult // one read at a time: reused
 }
 
-// maxStopRead bounds one read of a stopReader.
+// maxStopRead bounds one read of a StopReader.
 const maxStopRead = 1 << 20
 
 type readResult struct {
@@ -42,14 +42,14 @@ type readResult struct {
 	err error
 }
 
-func newStopReader(r io.Reader) *stopReader {
-	s := &stopReader{r: r, stopped: make(chan struct{}), done: make(chan readResult, 1)}
-	s.stop = sync.OnceFunc(func() { close(s.stopped) })
+func NewStopReader(r io.Reader) *StopReader {
+	s := &StopReader{r: r, stopped: make(chan struct{}), done: make(chan readResult, 1)}
+	s.Stop = sync.OnceFunc(func() { close(s.stopped) })
 	return s
 }
 
 // Read reads into p what one Read of the underlying reader returns.
-func (s *stopReader) Read(p []byte) (int, error) {
+func (s *StopReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -70,14 +70,14 @@ func (s *stopReader) Read(p []byte) (int, error) {
 }
 
 // err returns why reads fail, or nil while they do not.
-func (s *stopReader) err() error {
+func (s *StopReader) err() error {
 	select {
 	case <-s.stopped:
-		return errStdinStopped
+		return ErrStdinStopped
 	default:
 		return nil
 	}
 }
 
-// errStdinStopped is what reads of a stopped stopReader return.
-var errStdinStopped = errors.New("read standard input: the run stopped")
+// ErrStdinStopped is what reads of a stopped StopReader return.
+var ErrStdinStopped = errors.New("read standard input: the run stopped")
