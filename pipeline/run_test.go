@@ -241,10 +241,10 @@ func TestMapKeepStdin(t *testing.T) {
 	}
 	fields := columnar.FieldNames{ID: "id", Task: "task", Final: "world_after", Initial: "world_before", Output: "answer"}
 	tests := []struct {
-		name   string
-		ins []string
-		keep   []string
-		want   map[string]any
+		name string
+		ins  []string
+		keep []string
+		want map[string]any
 	}{
 		{"file, default keep", []string{in}, nil, map[string]any{"rollout_id": "r1", "status": "passed", "sample": "3", "source_file": in}},
 		{"stdin, chosen keep", []string{"-"}, []string{"team"}, map[string]any{"rollout_id": "r1", "status": "passed", "team": "blue", "source_file": "-"}},
