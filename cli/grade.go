@@ -327,14 +327,14 @@ func parseMap(s string) (columnar.FieldNames, error) {
 }
 
 // parseSet parses the values of --set K=V.
-func parseSet(sets []string) ([]pipeline.Constant, error) {
-	var out []pipeline.Constant
+func parseSet(sets []string) ([]inputs.Constant, error) {
+	var out []inputs.Constant
 	for _, kv := range sets {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, usagef("gavel grade --set model=gpt-4o ...", "--set %q: want KEY=VALUE", kv)
 		}
-		out = append(out, pipeline.Constant{Key: k, Value: v})
+		out = append(out, inputs.Constant{Key: k, Value: v})
 	}
 	return out, nil
 }

@@ -26,13 +26,19 @@ type ResultDecoder[R any] struct {
 type cellDecoding struct {
 	strs Interner
 	doc  jsonview.Doc
+	// views decodes the strings of plain columns as views of the cells'
+	// bytes (Views).
+	views bool
 }
 
 // str returns b as a string: interned for a categorical column, copied
 // otherwise.
 func (d *cellDecoding) str(b []byte, enc encoding) string {
-	if enc == pqCategorical && d.strs != nil {
+	switch {
+	case enc == pqCategorical && d.strs != nil:
 		return d.strs.Get(b)
+	case d.views:
+		return unsafeString(b)
 	}
 	return string(b)
 }
@@ -117,6 +123,16 @@ func newResultDecoder[R any](table []column[R], cols []string, strs Interner) (*
 		d.cols = append(d.cols, table[i])
 	}
 	return d, nil
+}
+
+// Views makes the decoder set the strings of plain columns (ids, details,
+// messages, kept metadata) as views of the cells' bytes, without a copy:
+// they are valid only until the reader's next row, and a caller that
+// keeps one clones it. Categorical strings are interned as before. It
+// returns d.
+func (d *ResultDecoder[R]) Views() *ResultDecoder[R] {
+	d.d.views = true
+	return d
 }
 
 // Decode sets the fields of r that the decoder's columns hold from cells,

@@ -43,7 +43,7 @@ type Config struct {
 	Inputs    []string
 	From      string
 	Fields    columnar.FieldNames
-	Set       []pipeline.Constant
+	Set       []inputs.Constant
 	TasksFile string
 	Stdin     io.Reader
 	// By is the metadata column whose values are the compared groups;

@@ -29,12 +29,15 @@ type plan struct {
 	judging *judging
 	// remoting asks remote verifiers (nil: none is bound).
 	remoting *remoting
+	// askers are judging and remoting when set, in the order the writer
+	// drives them (setAskers).
+	askers []asker
 	// fileTasks indexes the task rows harnesses' logs carry
 	// (columnar.Row.TaskRow), by task id, each the first seen; used
 	// when there is no tasks table (nil: none).
 	fileTasks *sync.Map
 	// set is the constant metadata of every row.
-	set []Constant
+	set []inputs.Constant
 	// reuse is the earlier run whose results are reused (nil: none).
 	reuse *reuseSource
 }
@@ -44,7 +47,7 @@ type plan struct {
 // it, the one place a plan is built.
 type planConfig struct {
 	fields columnar.FieldNames
-	set    []Constant
+	set    []inputs.Constant
 	// tasksFile is the tasks table to load, or tasks the table loaded.
 	tasksFile   string
 	tasks       inputs.Tasks
@@ -70,7 +73,7 @@ func newPlan(pc planConfig) (*plan, error) {
 			return nil, err
 		}
 	}
-	if p.set, err = checkSet(pc.set, &p.fields); err != nil {
+	if p.set, err = inputs.CheckSet(pc.set, &p.fields); err != nil {
 		return nil, err
 	}
 	if pc.tasksFile != "" {

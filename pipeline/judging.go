@@ -59,7 +59,7 @@ type judging struct {
 	asks sync.WaitGroup // one count per ask goroutine
 
 	// shared serialises the writer-owned fields above when many
-	// RowGrader calls judge at once (judgeNow); a run's one writer does
+	// RowGrader calls judge at once (askNow); a run's one writer does
 	// not take it. probeMu lets one of those calls probe at a time,
 	// outside shared and with its caller's context.
 	shared  sync.Mutex
@@ -704,7 +704,7 @@ var closedChan = func() chan struct{} {
 
 // waiting returns the done channel of a batch's first unfinished
 // judgement, or nil when every one has finished.
-func waiting(res *batchResults) <-chan struct{} {
+func (js *judging) waiting(res *batchResults) <-chan struct{} {
 	for i := range res.asks {
 		a := &res.asks[i]
 		if a.pending {
@@ -797,13 +797,13 @@ func (js *judging) summary() *results.JudgeSummary {
 		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, PendingBudget: js.budget.Pending()}
 }
 
-// judgeNow judges a batch's asks and waits for them, for RowGrader, whose
+// askNow judges a batch's asks and waits for them, for RowGrader, whose
 // calls run on many goroutines at once: the fields a run's writer owns are
 // taken under js.shared. The asks themselves run without the caller's
 // cancellation, so that a judgement shared by two requests is not failed
 // by one client leaving; each is bounded by the judge's own timeout. The
 // verdicts are made durable before the rows are returned.
-func (js *judging) judgeNow(ctx context.Context, res *batchResults, buf []verifiers.Check) ([]verifiers.Check, error) {
+func (js *judging) askNow(ctx context.Context, res *batchResults, buf []verifiers.Check) ([]verifiers.Check, error) {
 	if err := js.probeFor(ctx, res); err != nil {
 		return buf, err
 	}
@@ -836,7 +836,7 @@ func (js *judging) judgeNow(ctx context.Context, res *batchResults, buf []verifi
 	return buf, js.sync()
 }
 
-// probeFor probes, for judgeNow, the servers of the judgements the cache
+// probeFor probes, for askNow, the servers of the judgements the cache
 // cannot answer, each unless a probe of it already succeeded. It runs
 // outside js.shared, so a slow or failing probe holds up only the calls
 // that need a probe, each for as long as its own context allows; a failed

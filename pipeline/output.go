@@ -84,51 +84,11 @@ func newManifest(cfg Config, p *plan, units []inputs.Unit) *results.Manifest {
 	return m
 }
 
-func (r *runner) sharded() bool { return r.cfg.Shard.Count > 1 }
-
-func (r *runner) manifestPath() string {
-	if r.sharded() {
-		return filepath.Join(r.cfg.Out, results.ShardsDir, results.ShardBase(r.cfg.Shard.Index, r.cfg.Shard.Count)+".manifest.json")
-	}
-	return filepath.Join(r.cfg.Out, results.ManifestFile)
-}
-
-func (r *runner) summaryPath() string {
-	if r.sharded() {
-		return filepath.Join(r.cfg.Out, results.ShardsDir, results.ShardBase(r.cfg.Shard.Index, r.cfg.Shard.Count)+".summary.json")
-	}
-	return filepath.Join(r.cfg.Out, results.SummaryFile)
-}
-
 func (r *runner) writeManifest() error {
 	if imp := r.plan.remoting.impure(); len(imp) > 0 {
 		r.manifest.ImpureVerifiers = imp
 	}
-	return r.writeJSON(r.manifestPath(), r.manifest, true)
-}
-
-// WriteJSON is WriteJSON into the output directory: for an output URL
-// the file is uploaded once written.
-func (r *runner) writeJSON(path string, v any, durable bool) error {
-	if err := results.WriteJSON(path, v, durable); err != nil {
-		return err
-	}
-	if r.remote != nil {
-		return r.remote.Put(r.cfg.Out, results.Rel(r.cfg.Out, path))
-	}
-	return nil
-}
-
-// remove removes a file of the output directory, and its object for an
-// output URL.
-func (r *runner) remove(path string) error {
-	if err := results.RemoveIfExists(path); err != nil {
-		return err
-	}
-	if r.remote != nil {
-		return r.remote.Del(results.Rel(r.cfg.Out, path))
-	}
-	return nil
+	return r.out.WriteJSON(r.out.ManifestPath(), r.manifest, true)
 }
 
 // prepareOut creates the output directory and decides what is left to do.
@@ -139,31 +99,17 @@ func (r *runner) remove(path string) error {
 // removes the rest. Either way the files of a finished run (_SUCCESS,
 // and for a shard the joined manifest and summary) are removed first.
 func (r *runner) prepareOut() error {
-	dir := r.cfg.Out
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create output directory: %w", err)
+	if err := r.out.Create(); err != nil {
+		return err
 	}
-	if r.sharded() {
-		if err := os.MkdirAll(filepath.Join(dir, results.ShardsDir), 0o755); err != nil {
-			return fmt.Errorf("create output directory: %w", err)
-		}
-	}
-	finished := []string{results.SuccessFile}
-	if r.sharded() {
-		finished = append(finished, results.ManifestFile, results.SummaryFile)
-	}
-	for _, f := range finished {
-		if err := r.remove(filepath.Join(dir, f)); err != nil {
-			return err
-		}
-	}
+	dir, mpath := r.out.Path, r.out.ManifestPath()
 	if r.cfg.Resume {
-		if r.remote != nil && r.remote.Has(results.Rel(dir, r.manifestPath())) {
-			if err := r.remote.Get(dir, results.Rel(dir, r.manifestPath())); err != nil {
+		if r.remote != nil && r.remote.Has(results.Rel(dir, mpath)) {
+			if err := r.remote.Get(dir, results.Rel(dir, mpath)); err != nil {
 				return err
 			}
 		}
-		old, err := results.ReadManifest(r.manifestPath())
+		old, err := results.ReadManifest(mpath)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			// Nothing to resume: start from the beginning.
@@ -175,47 +121,22 @@ func (r *runner) prepareOut() error {
 				err = r.manifest.SameModTimes(old)
 			}
 			if err != nil {
-				return &inputs.ConfigError{Field: "Resume", Msg: fmt.Sprintf("%s was written by another run: %v", r.outName, err)}
+				return &inputs.ConfigError{Field: "Resume", Msg: fmt.Sprintf("%s was written by another run: %v", r.out.Name, err)}
 			}
 			return r.resume()
 		}
 	}
-	if r.sharded() {
+	if r.out.Sharded() {
 		for i := range r.units {
 			if r.cfg.Shard.Has(i) {
-				if err := r.removeUnit(i); err != nil {
+				if err := r.out.RemoveUnit(i); err != nil {
 					return err
 				}
 			}
 		}
-		return r.remove(r.summaryPath())
+		return r.out.Remove(r.out.SummaryPath())
 	}
-	if r.remote != nil {
-		if err := r.remote.Clear(); err != nil {
-			return err
-		}
-	}
-	return results.ClearOut(dir)
-}
-
-// RemoveUnit is RemoveUnit in the output directory, and for an output URL
-// in its listing too.
-func (r *runner) removeUnit(unit int) error {
-	if r.remote != nil {
-		if err := r.remote.DelUnit(unit); err != nil {
-			return err
-		}
-	}
-	return results.RemoveUnit(r.cfg.Out, unit)
-}
-
-// PartDone is PartDone in the output directory, or in its listing for an
-// output URL.
-func (r *runner) partDone(unit int) *results.PartStats {
-	if r.remote != nil {
-		return r.remote.PartDone(r.cfg.Out, unit, r.manifest.Inputs[unit].Part)
-	}
-	return results.PartDone(r.cfg.Out, unit, r.manifest.Inputs[unit].Part)
+	return r.out.Clear()
 }
 
 // resume records the complete parts of this process's units and removes
@@ -225,12 +146,12 @@ func (r *runner) resume() error {
 		if !r.cfg.Shard.Has(i) {
 			continue
 		}
-		if ps := r.partDone(i); ps != nil {
+		if ps := r.out.PartDone(i, r.manifest.Inputs[i].Part); ps != nil {
 			r.stats[i] = ps
 			r.manifest.Complete(i, ps.Rows)
 			continue
 		}
-		if err := r.removeUnit(i); err != nil {
+		if err := r.out.RemoveUnit(i); err != nil {
 			return err
 		}
 	}
@@ -270,23 +191,8 @@ func (r *runner) finishSummary(complete bool) (*results.Summary, error) {
 		}
 		return s, err
 	}
-	if wErr := r.writeJSON(r.summaryPath(), s, true); wErr != nil && err == nil {
+	if wErr := r.out.WriteJSON(r.out.SummaryPath(), s, true); wErr != nil && err == nil {
 		err = wErr
 	}
 	return s, err
-}
-
-// markSuccess writes _SUCCESS after an unsharded run completed; a sharded
-// run's is written by Commit.
-func (r *runner) markSuccess() error {
-	if r.sharded() {
-		return nil
-	}
-	if err := results.WriteSuccess(r.cfg.Out); err != nil {
-		return err
-	}
-	if r.remote != nil {
-		return r.remote.Put(r.cfg.Out, results.SuccessFile)
-	}
-	return nil
 }

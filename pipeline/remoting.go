@@ -315,9 +315,9 @@ func probeFailure(k remote.Kind) bool {
 	return false
 }
 
-// waitingRemote returns the done channel of a batch's first unfinished
+// waiting returns the done channel of a batch's first unfinished
 // remote request, or nil.
-func waitingRemote(res *batchResults) <-chan struct{} {
+func (rs *remoting) waiting(res *batchResults) <-chan struct{} {
 	for i := range res.rasks {
 		a := &res.rasks[i]
 		if a.pending || a.c == nil {
@@ -429,11 +429,11 @@ func (rs *remoting) sync() error {
 
 // close waits for the requests in flight and closes the cache.
 func (rs *remoting) close() error {
-	if rs == nil {
-		return nil
-	}
 	rs.asks.Wait()
-	return rs.caller.Close()
+	if err := rs.caller.Close(); err != nil {
+		return fmt.Errorf("remote cache: %w", err)
+	}
+	return nil
 }
 
 func (rs *remoting) summary() *results.RemoteSummary {
@@ -445,10 +445,10 @@ func (rs *remoting) summary() *results.RemoteSummary {
 		PendingBudget: rs.budget.Pending()}
 }
 
-// remoteNow asks a batch's rasks and waits for them, for RowGrader (see
-// judgeNow): the writer-owned fields are taken under rs.shared, probes one
+// askNow asks a batch's rasks and waits for them, for RowGrader (see
+// askNow): the writer-owned fields are taken under rs.shared, probes one
 // at a time, and the requests run without the caller's cancellation.
-func (rs *remoting) remoteNow(ctx context.Context, res *batchResults, buf []verifiers.Check) ([]verifiers.Check, error) {
+func (rs *remoting) askNow(ctx context.Context, res *batchResults, buf []verifiers.Check) ([]verifiers.Check, error) {
 	rs.probeMu.Lock()
 	rs.shared.Lock()
 	err := rs.start(context.WithoutCancel(ctx), res)

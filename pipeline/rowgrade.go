@@ -113,6 +113,7 @@ func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
 		}
 		return nil, err
 	}
+	p.setAskers()
 	g := &RowGrader{base: p, unit: inputs.Unit{Path: cfg.SourceFile}, vs: cfg.Verifiers, maxStuck: cfg.MaxStuck, indexPerByte: cfg.IndexPerByte, indexFloor: cfg.IndexFloor}
 	if g.maxStuck <= 0 {
 		g.maxStuck = runtime.GOMAXPROCS(0)
@@ -244,16 +245,12 @@ func (g *RowGrader) grade(ctx context.Context, b *columnar.Batch, keep []string,
 		c.b = nil
 		rowCalls.Put(c)
 	}()
-	if js := g.base.judging; js != nil && len(c.res.asks) > 0 {
-		var err error
-		if c.buf, err = js.judgeNow(ctx, &c.res, c.buf); err != nil {
-			return err
-		}
-	}
-	if rs := g.base.remoting; rs != nil && len(c.res.rasks) > 0 {
-		var err error
-		if c.buf, err = rs.remoteNow(ctx, &c.res, c.buf); err != nil {
-			return err
+	for _, a := range g.base.askers {
+		if a.has(&c.res) {
+			var err error
+			if c.buf, err = a.askNow(ctx, &c.res, c.buf); err != nil {
+				return err
+			}
 		}
 	}
 	// A row has one check row per check it counts (none on an error).
@@ -376,18 +373,16 @@ func (g *RowGrader) Verifiers() []results.ManifestVerifier {
 // Close releases the judge's verdict cache, if any, after making it
 // durable. The RowGrader must not be used after.
 func (g *RowGrader) Close() error {
-	if err := g.base.remoting.close(); err != nil {
-		return fmt.Errorf("remote cache: %w", err)
+	// Asks left running by clients that went away end first; the answers
+	// are made durable before the caches close.
+	for _, a := range g.base.askers {
+		a.wait()
 	}
-	if js := g.base.judging; js != nil {
-		js.asks.Wait() // asks left running by clients that went away
-		if err := js.sync(); err != nil {
-			js.base.Close()
-			return err
-		}
-		return js.base.Close()
+	err := g.base.syncAskers()
+	if cErr := g.base.closeAskers(); err == nil {
+		err = cErr
 	}
-	return nil
+	return err
 }
 
 // RemoteSummary counts the requests to remote verifiers of every Grade

@@ -78,7 +78,7 @@ type ScanConfig struct {
 	Inputs    []string
 	From      string
 	Fields    columnar.FieldNames
-	Set       []Constant
+	Set       []inputs.Constant
 	TasksFile string
 	Stdin     io.Reader
 	// Verifiers, when set, are bound to their tasks, and each rollout is

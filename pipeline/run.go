@@ -129,7 +129,7 @@ type Config struct {
 	From string
 	// Set is constant metadata added to every row; a key the row has too
 	// takes the value given here. Keys are not rollout fields.
-	Set []Constant
+	Set []inputs.Constant
 
 	// Reuse is the output directory of an earlier run whose results are
 	// reused: a rollout with the same rollout_id and input_hash as the
@@ -148,11 +148,6 @@ type Config struct {
 	// reusePath forces the path Reuse takes for unchanged units; tests
 	// compare the two with it.
 	reusePath reusePath
-}
-
-// Constant is one member of metadata that every row gets (Config.Set).
-type Constant struct {
-	Key, Value string
 }
 
 // Progress receives the progress of a run from one goroutine.
@@ -229,14 +224,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer r.remote.Close()
 	}
 	res, err := r.run(ctx)
-	if cErr := r.plan.remoting.close(); cErr != nil && err == nil {
-		err = fmt.Errorf("remote cache: %w", cErr)
-	}
-	if js := r.plan.judging; js != nil {
-		js.asks.Wait()
-		if cErr := js.base.Close(); cErr != nil && err == nil {
-			err = fmt.Errorf("judge cache: %w", cErr)
-		}
+	if cErr := r.plan.closeAskers(); cErr != nil && err == nil {
+		err = cErr
 	}
 	return res, err
 }
@@ -256,9 +245,10 @@ type runner struct {
 	failed []results.FailedInput
 
 	// remote is the output URL when Config.Out is one; cfg.Out is then
-	// the staging directory and outName the URL, without credentials.
-	remote  *results.Objects
-	outName string
+	// the staging directory. out is the output directory (nil when the
+	// results are streamed).
+	remote *results.Objects
+	out    *results.OutDir
 
 	// stream is the results stream when Config.Out is StreamOut.
 	stream *columnar.ResultStream
@@ -344,7 +334,7 @@ func prepare(cfg Config) (_ *runner, err error) {
 	}
 	p.keep = cfg.Keep
 	if p.keep == nil {
-		p.keep = defaultKeep(units, p.fields, p.set)
+		p.keep = inputs.DefaultKeep(units, p.fields, p.set)
 	}
 	for _, k := range p.keep {
 		if p.fields.Is(k) {
@@ -366,6 +356,7 @@ func prepare(cfg Config) (_ *runner, err error) {
 	if p.remoting, err = newRemoting(cfg.Remote, bound); err != nil {
 		return nil, err
 	}
+	p.setAskers()
 	if cfg.Out == StreamOut && p.judging != nil && p.judging.multi {
 		return nil, &inputs.ConfigError{Field: "Out", Msg: "results on standard output have no judgements table: several judgements per rubric check need an output directory"}
 	}
@@ -374,7 +365,8 @@ func prepare(cfg Config) (_ *runner, err error) {
 			return nil, err
 		}
 	}
-	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*results.PartStats{}, outName: cfg.Out}
+	r := &runner{cfg: cfg, units: units, plan: p, skipped: skipped, stats: map[int]*results.PartStats{}}
+	outName := cfg.Out
 	r.manifest = newManifest(cfg, p, units)
 	if store.IsURL(cfg.Out) {
 		if r.remote, err = results.OpenObjects(context.Background(), cfg.Out); err != nil {
@@ -383,11 +375,14 @@ func prepare(cfg Config) (_ *runner, err error) {
 			}
 			return nil, fmt.Errorf("output: %w", err)
 		}
-		r.outName = r.remote.Name()
+		outName = r.remote.Name()
 		if r.cfg.Out, err = results.Stage(); err != nil {
 			r.remote.Close()
 			return nil, err
 		}
+	}
+	if cfg.Out != StreamOut {
+		r.out = &results.OutDir{Path: r.cfg.Out, Name: outName, Objects: r.remote, Shard: cfg.Shard.Index, Shards: cfg.Shard.Count}
 	}
 	return r, nil
 }
@@ -430,40 +425,6 @@ func Bind(vs []*verifiers.Verifier) (*verifiers.Bindings, error) {
 		return nil, &inputs.ConfigError{Msg: err.Error()}
 	}
 	return b, nil
-}
-
-// defaultKeep returns those of model, run_id and sample that any input
-// has, by the inputs' descriptions: the columns of Parquet and Arrow
-// files, the keys of the first object line of JSON Lines files, the
-// members of the first rollout of a harness's log, and the keys of set.
-// A harness's recorded_reward and recorded_scores follow, when one of its
-// logs has them. Standard input is probed only as a harness's log (with
-// Config.From) or an Arrow IPC stream (its schema), and a file that
-// cannot be read is not: grading it fails later, as that unit's error.
-func defaultKeep(units []inputs.Unit, fields columnar.FieldNames, set []Constant) []string {
-	want := []string{"model", "run_id", "sample", "recorded_reward", "recorded_scores"}
-	found := map[string]bool{}
-	for _, u := range units {
-		if u.Described() == nil {
-			continue
-		}
-		harness := columnar.IsHarnessFormat(u.Format)
-		for _, n := range u.Described().Columns {
-			if harness || (n != "recorded_reward" && n != "recorded_scores") {
-				found[n] = true
-			}
-		}
-	}
-	for _, c := range set {
-		found[c.Key] = true
-	}
-	keep := []string{}
-	for _, w := range want {
-		if found[w] && !fields.Is(w) {
-			keep = append(keep, w)
-		}
-	}
-	return keep
 }
 
 // jobKind says what a job carries.
@@ -600,11 +561,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	close(stopWatch)
 	<-watchDone
 	wg.Wait()
-	if r.plan.judging != nil {
-		r.plan.judging.asks.Wait() // cancelled with ctx on an error
-	}
-	if r.plan.remoting != nil {
-		r.plan.remoting.asks.Wait()
+	for _, a := range r.plan.askers {
+		a.wait() // cancelled with ctx on an error
 	}
 	if r.cfg.Progress != nil {
 		r.cfg.Progress.Finish()
@@ -657,7 +615,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		err = fmt.Errorf("%d input units could not be read (their parts are absent; the other inputs are graded):\n  %s", len(r.failed), strings.Join(msgs, "\n  "))
 	}
 	if complete && sErr == nil && !r.streaming() {
-		if mErr := r.markSuccess(); mErr != nil && err == nil {
+		if mErr := r.out.MarkSuccess(); mErr != nil && err == nil {
 			err = mErr
 		}
 	}
@@ -671,14 +629,11 @@ func (r *runner) probeFailed(pe *ProbeError) error {
 	if r.streaming() {
 		return &inputs.ConfigError{Field: "Judge", Msg: pe.Error()}
 	}
-	if r.sharded() {
-		r.remove(r.manifestPath())
-		r.remove(r.summaryPath())
+	if r.out.Sharded() {
+		r.out.Remove(r.out.ManifestPath())
+		r.out.Remove(r.out.SummaryPath())
 	} else {
-		if r.remote != nil {
-			r.remote.Clear()
-		}
-		results.ClearOut(r.cfg.Out)
+		r.out.Clear()
 	}
 	for _, sub := range []string{"rewards", "checks", results.JudgementsDir, results.StatsDir, results.ShardsDir, ""} {
 		os.Remove(filepath.Join(r.cfg.Out, sub)) // only if empty
@@ -796,8 +751,6 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 		}
 		w.ids.Abort()
 	}()
-	js := r.plan.judging
-	rs := r.plan.remoting
 	pending := map[int64]*job{}
 	var next int64
 	// fifo holds the jobs taken in order and not yet written: a batch
@@ -811,14 +764,14 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 		// once: asking again below could find it finished and leave the
 		// select below with nothing to wait on once the input is done.
 		var head <-chan struct{}
+	drain:
 		for len(fifo) > 0 {
 			j := fifo[0]
 			if j.res != nil {
-				if head = waiting(j.res); head != nil {
-					break
-				}
-				if head = waitingRemote(j.res); head != nil {
-					break
+				for _, a := range r.plan.askers {
+					if head = a.waiting(j.res); head != nil {
+						break drain
+					}
 				}
 			}
 			fifo[0] = nil
@@ -851,17 +804,12 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 				}
 				delete(pending, next)
 				next++
-				if js != nil && j.res != nil && len(j.res.asks) > 0 {
-					if err := js.start(ctx, j.res); err != nil {
-						pool.Put(j.res)
-						j.res = nil
-						<-tokens
-						return err
+				for _, a := range r.plan.askers {
+					if j.res == nil || !a.has(j.res) {
+						continue
 					}
-				}
-				if rs != nil && j.res != nil && len(j.res.rasks) > 0 {
-					if err := rs.start(ctx, j.res); err != nil {
-						rs.release(j.res)
+					if err := a.start(ctx, j.res); err != nil {
+						a.release(j.res)
 						pool.Put(j.res)
 						j.res = nil
 						<-tokens
@@ -942,10 +890,7 @@ func (w *writer) writeJob(j *job) error {
 		}
 		// A verdict in the part must survive the part: the cache is made
 		// durable before the part is committed.
-		if err := r.plan.judging.sync(); err != nil {
-			return err
-		}
-		if err := r.plan.remoting.sync(); err != nil {
+		if err := r.plan.syncAskers(); err != nil {
 			return err
 		}
 		err := w.part.Close()
@@ -981,14 +926,11 @@ func (w *writer) writeBatch(j *job, t tables) (err error) {
 	res := j.res
 	j.res = nil
 	defer w.pool.Put(res)
-	if len(res.asks) > 0 {
-		if w.buf, err = r.plan.judging.finish(res, w.buf); err != nil {
-			return err
-		}
-	}
-	if len(res.rasks) > 0 {
-		if w.buf, err = r.plan.remoting.finish(res, w.buf); err != nil {
-			return err
+	for _, a := range r.plan.askers {
+		if a.has(res) {
+			if w.buf, err = a.finish(res, w.buf); err != nil {
+				return err
+			}
 		}
 	}
 	// A row's check rows follow the previous row's.
@@ -1065,10 +1007,7 @@ func (w *writer) streamJob(j *job) error {
 		retry := w.retry
 		ps.RetryRows = &retry
 		w.cur = nil
-		if err := r.plan.judging.sync(); err != nil {
-			return err
-		}
-		if err := r.plan.remoting.sync(); err != nil {
+		if err := r.plan.syncAskers(); err != nil {
 			return err
 		}
 		if err := r.stream.Flush(); err != nil {
@@ -1085,24 +1024,4 @@ func (r *runner) stdout() io.Writer {
 		return r.cfg.Stdout
 	}
 	return os.Stdout
-}
-
-// checkSet returns the constants of set, checked: each has a key that is
-// not a rollout field and is set once.
-func checkSet(set []Constant, fields *columnar.FieldNames) ([]Constant, error) {
-	var out []Constant
-	seen := map[string]bool{}
-	for _, c := range set {
-		switch {
-		case c.Key == "":
-			return nil, &inputs.ConfigError{Field: "Set", Msg: "a constant needs a key"}
-		case fields.Is(c.Key):
-			return nil, &inputs.ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is a rollout field, not metadata", c.Key)}
-		case seen[c.Key]:
-			return nil, &inputs.ConfigError{Field: "Set", Msg: fmt.Sprintf("%s is set twice", c.Key)}
-		}
-		seen[c.Key] = true
-		out = append(out, c)
-	}
-	return out, nil
 }

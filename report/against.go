@@ -179,17 +179,16 @@ func (a *Against) decidingChecks(list []Disagreement) error {
 	for i := range list {
 		index[list[i].RolloutID] = i
 	}
-	return scanTable(a.Dir, "checks", []string{"rollout_id", "check_id", "status", "required"}, func(v []value) error {
-		i, ok := index[string(v[0].Data)]
-		if !ok || string(v[3].Data) != "true" {
+	return scanChecks(a.Dir, []string{"rollout_id", "check_id", "status", "required"}, columnar.Interner{}, func(r *columnar.CheckRow) error {
+		i, ok := index[r.RolloutID]
+		if !ok || !r.Required {
 			return nil
 		}
 		d := &list[i]
-		status := string(v[2].Data)
-		if d.Gavel == verifiers.StatusFailed && status == verifiers.CheckPass {
+		if d.Gavel == verifiers.StatusFailed && r.Status == verifiers.CheckPass {
 			return nil
 		}
-		d.Checks = append(d.Checks, string(v[1].Data)+": "+status)
+		d.Checks = append(d.Checks, r.CheckID+": "+r.Status)
 		return nil
 	})
 }

@@ -7,9 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
+	"strings"
 	"unicode/utf8"
 
+	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/stats"
 	"github.com/gavelhq/gavel/verifiers"
@@ -222,34 +223,30 @@ func (rep *RunReport) readRewards(examples int) error {
 	kinds := map[string]*ErrorKind{}
 	s := &rep.Summary
 	cols := []string{"rollout_id", "verifier_id", "status", "reward", "error_kind", "error"}
-	err := scanTable(rep.Dir, "rewards", cols, func(v []value) error {
-		status := string(v[2].Data)
+	err := scanRewards(rep.Dir, cols, columnar.Interner{}, func(r *columnar.RewardRow) error {
+		status := r.Status
 		s.add(status)
-		vc := byVerifier[string(v[1].Data)]
+		vc := byVerifier[r.VerifierID.S]
 		if vc == nil {
-			vc = &OutcomeCounts{Name: string(v[1].Data)}
+			vc = &OutcomeCounts{Name: r.VerifierID.S}
 			byVerifier[vc.Name] = vc
 		}
 		vc.add(status)
-		r, ok, err := parseReward(v[3])
-		if err != nil {
-			return err
-		}
-		if ok {
-			s.rewardSum += r
+		if r.RewardValid {
+			s.rewardSum += r.Reward
 			s.rewardN++
 		}
 		if status != verifiers.StatusError {
 			return nil
 		}
-		k := kinds[string(v[4].Data)]
+		k := kinds[r.ErrorKind.S]
 		if k == nil {
-			k = &ErrorKind{Kind: string(v[4].Data)}
+			k = &ErrorKind{Kind: r.ErrorKind.S}
 			kinds[k.Kind] = k
 		}
 		k.Count++
 		if len(k.Examples) < examples {
-			k.Examples = append(k.Examples, ErrorExample{RolloutID: string(v[0].Data), Message: cut(v[5].Data)})
+			k.Examples = append(k.Examples, ErrorExample{RolloutID: strings.Clone(r.RolloutID), Message: cut(r.Error.S)})
 		}
 		return nil
 	})
@@ -284,19 +281,19 @@ func (rep *RunReport) readChecks(top, examples int) error {
 	checks := map[key]*CheckCounts{}
 	failed := map[key][]Example{}
 	cols := []string{"rollout_id", "verifier_id", "check_id", "check_index", "required", "status", "detail", "actual", "expected"}
-	err := scanTable(rep.Dir, "checks", cols, func(v []value) error {
-		k := key{string(v[1].Data), string(v[2].Data)}
+	err := scanChecks(rep.Dir, cols, columnar.Interner{}, func(r *columnar.CheckRow) error {
+		k := key{r.VerifierID.S, r.CheckID}
 		c := checks[k]
-		index, _ := strconv.ParseInt(string(v[3].Data), 10, 64)
+		index := int64(r.CheckIndex)
 		if c == nil {
 			c = &CheckCounts{Verifier: k.verifier, Check: k.check, index: index}
 			checks[k] = c
 		}
 		c.index = min(c.index, index)
-		c.Required = c.Required || string(v[4].Data) == "true"
-		status := string(v[5].Data)
+		c.Required = c.Required || r.Required
+		status := r.Status
 		c.add(status)
-		if status == verifiers.CheckFail && verifiers.IsMathNoAnswer(string(v[6].Data)) {
+		if status == verifiers.CheckFail && verifiers.IsMathNoAnswer(r.Detail) {
 			c.Unextracted++
 		}
 		rep.Summary.Checks++
@@ -304,7 +301,7 @@ func (rep *RunReport) readChecks(top, examples int) error {
 			rep.Summary.ChecksPassed++
 		}
 		if status == verifiers.CheckFail && len(failed[k]) < examples {
-			failed[k] = append(failed[k], Example{RolloutID: string(v[0].Data), Detail: cut(v[6].Data), Actual: cut(v[7].Data), Expected: cut(v[8].Data)})
+			failed[k] = append(failed[k], Example{RolloutID: strings.Clone(r.RolloutID), Detail: cut(r.Detail), Actual: cut(r.Actual.S), Expected: cut(r.Expected.S)})
 		}
 		return nil
 	})
@@ -333,25 +330,19 @@ func (rep *RunReport) readJudgements() error {
 	type key struct{ verifier, check, model string }
 	judges := map[key]*JudgeCounts{}
 	cols := []string{"verifier_id", "check_id", "check_index", "judge_model", "sample", "score", "status"}
-	err := scanTable(rep.Dir, "judgements", cols, func(v []value) error {
-		k := key{string(v[0].Data), string(v[1].Data), string(v[3].Data)}
+	err := scanJudgementRows(rep.Dir, cols, columnar.Interner{}, func(r *columnar.JudgementRow) error {
+		k := key{r.VerifierID.S, r.CheckID, r.JudgeModel}
 		c := judges[k]
-		index, _ := strconv.ParseInt(string(v[2].Data), 10, 64)
+		index := int64(r.CheckIndex)
 		if c == nil {
 			c = &JudgeCounts{Verifier: k.verifier, Check: k.check, Model: k.model, index: index, order: int64(len(judges))}
 			judges[k] = c
 		}
 		c.index = min(c.index, index)
-		if s, err := strconv.ParseInt(string(v[4].Data), 10, 64); err == nil {
-			c.Samples = max(c.Samples, s+1)
-		}
-		c.add(string(v[6].Data))
-		if !v[5].Null() {
-			f, err := strconv.ParseFloat(string(v[5].Data), 64)
-			if err != nil {
-				return fmt.Errorf("score %q: not a number", v[5].Data)
-			}
-			c.sum += f
+		c.Samples = max(c.Samples, int64(r.Sample)+1)
+		c.add(r.Status)
+		if r.ScoreValid {
+			c.sum += r.Score
 			c.n++
 		}
 		return nil
@@ -374,13 +365,13 @@ func (rep *RunReport) readJudgements() error {
 
 // cut copies an example's text, cut to MaxExampleText bytes at a rune
 // boundary.
-func cut(b []byte) string {
+func cut(b string) string {
 	if len(b) <= MaxExampleText {
-		return string(b)
+		return strings.Clone(b)
 	}
 	n := MaxExampleText - 3
 	for n > 0 && !utf8.RuneStart(b[n]) {
 		n--
 	}
-	return string(b[:n]) + "..."
+	return b[:n] + "..."
 }
