@@ -142,6 +142,16 @@ type DatasetValue struct {
 // group in memory (compressed), or a small write buffer for JSON Lines. It
 // does not close the underlying writer. Its output depends only on the rows
 // written and the options, so the same rows give byte-identical files.
+//
+// It is gavel's second Parquet writing path, beside the result parts'
+// (part_arrow.go, pqarrow): it writes datasets of rows whose columns are
+// chosen at run time (gavel gen's rollouts and tasks, nested columns
+// among them; the pairs table), where the parts' path writes the fixed
+// tables of columns defined once in results.go. Kept on purpose: moving
+// gen's datasets or the pairs table to pqarrow would change their bytes,
+// and the generated benchmark datasets and the pairs parts are pinned
+// byte for byte (the determinism tests, and the outputs of the change that
+// split pipeline). Not measured: which writer is faster for these tables.
 type DatasetWriter struct {
 	format  DatasetFormat
 	columns []DatasetColumn
