@@ -1,8 +1,9 @@
 # gavel: `make demo` builds gavel, generates a sample dataset and grades it;
-# `make test` runs the whole test suite, `make test-slurm` the Slurm example
-# on a real cluster (CI runs both); `make wheel` builds the Python wheel with
-# the binary inside, `make test-python` runs its tests (`make test-python-ray`
-# with Ray Data installed, as CI runs them).
+# `make test` runs the whole test suite (every fuzz target's corpus among
+# it), `make fuzz` runs every fuzz target briefly, `make test-slurm` the
+# Slurm example on a real cluster (CI runs all three); `make wheel` builds
+# the Python wheel with the binary inside, `make test-python` runs its
+# tests (`make test-python-ray` with Ray Data installed, as CI runs them).
 
 GO      ?= go
 BIN     := bin/gavel
@@ -87,12 +88,14 @@ demo: build
 # purego tag), and the generator of its assembly, a module of its own so
 # that avo stays out of gavel's, checks that the committed assembly is what
 # it writes.
+# go test runs every fuzz target on its seed corpus (the f.Add seeds and
+# testdata/fuzz) as an ordinary test; the fuzzing itself is `make fuzz`,
+# which CI runs after this.
 test: fmt-check vet
 	$(GO) test -race -timeout 25m ./...
 	$(GO) test -tags purego ./columnar/jsonview/
 	cd columnar/jsonview/internal/asmgen && $(GO) vet ./... && $(GO) test ./...
 	cd deploy && $(GO) vet ./... && $(GO) test ./...
-	$(MAKE) fuzz
 
 # `make test-slurm` runs deploy/slurm-array.sh, unchanged, as a 4-task array
 # on a single-node Slurm cluster it starts on 127.0.0.1 (installing
@@ -132,7 +135,8 @@ fmt-check:
 
 # Every fuzz target of every package runs briefly (found by name, so a new
 # target joins without an edit here); its corpus lives under the package's
-# testdata/fuzz.
+# testdata/fuzz. `make test` runs the corpora only (as go test does); CI
+# runs this after it.
 # A count of executions, not a duration: Go 1.26's fuzz coordinator can fail
 # a target with a spurious "context deadline exceeded" when a duration
 # expires while a worker is busy on a loaded machine (golang/go#75804).
