@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gavelhq/gavel/internal/gaveltest"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -127,11 +129,10 @@ func TestVerifierAdd(t *testing.T) {
 		t.Errorf("second add: exit %d, want 2", code)
 	}
 	bin := filepath.Join(tree, "gavel")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/gavel")
-	build.Dir = tree
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: shares its build cache
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build after verifier add: %v\n%s", err, out)
+	// Built as gaveltest builds this checkout's gavel: -trimpath lets the
+	// packages verifier add left alone share its build cache.
+	if err := gaveltest.GoBuild(tree, bin, "./cmd/gavel", gaveltest.Options{}); err != nil {
+		t.Fatalf("build after verifier add: %v", err)
 	}
 	list, err := exec.Command(bin, "verifier", "list").Output()
 	if err != nil || !strings.Contains(string(list), "VER-900") || !strings.Contains(string(list), "verifiers/crm/ver900.go:") {

@@ -17,39 +17,14 @@ import (
 	"time"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/internal/gaveltest"
 	"github.com/gavelhq/gavel/internal/reference"
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-var (
-	gavelOnce sync.Once
-	gavelBin  string
-	gavelErr  error
-	gavelDir  string
-)
-
-// gavelBinary builds gavel once per test binary, for tests that must run it
-// as a process (to kill it).
-func gavelBinary(t *testing.T) string {
-	t.Helper()
-	gavelOnce.Do(func() {
-		gavelDir, gavelErr = os.MkdirTemp("", "gavel-bin-")
-		if gavelErr != nil {
-			return
-		}
-		gavelBin = filepath.Join(gavelDir, "gavel")
-		build := exec.Command("go", "build", "-trimpath", "-o", gavelBin, "../cmd/gavel")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: shares its build cache
-		out, err := build.CombinedOutput()
-		if err != nil {
-			gavelErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if gavelErr != nil {
-		t.Fatal(gavelErr)
-	}
-	return gavelBin
-}
+// gavelBinary is gavel built once per test binary, for tests that must run
+// it as a process (to kill it, to measure its memory).
+func gavelBinary(t *testing.T) string { return gaveltest.Binary(t) }
 
 // referenceForTests is what the stock binary is built with.
 func referenceForTests() []*verifiers.Verifier { return reference.Verifiers() }
@@ -60,9 +35,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	code := m.Run()
-	if gavelDir != "" {
-		os.RemoveAll(gavelDir)
-	}
+	gaveltest.Cleanup()
 	os.Exit(code)
 }
 

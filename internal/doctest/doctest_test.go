@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gavelhq/gavel/internal/gaveltest"
 )
 
 // root is the repository's top directory, from this package's.
@@ -30,42 +31,19 @@ func pages(t *testing.T) []string {
 	return append([]string{filepath.Join(root, "README.md")}, docs...)
 }
 
-// The commands the examples run: gavel and the scripted test servers,
-// built once per test binary.
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
+// build builds the commands the examples run, gavel and the scripted test
+// servers, once per test binary, and returns their directory.
 func build(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "doctest-bin-")
-		if buildErr != nil {
-			return
-		}
-		for _, pkg := range []string{"./cmd/gavel", "./internal/cmd/fakejudge", "./internal/cmd/s3fake"} {
-			cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(binDir, filepath.Base(pkg)), pkg)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	for _, cmd := range []string{"cmd/gavel", "internal/cmd/fakejudge", "internal/cmd/s3fake"} {
+		gaveltest.Build(t, gaveltest.Module+"/"+cmd, gaveltest.Options{})
 	}
-	return binDir
+	return gaveltest.Dir(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	gaveltest.Cleanup()
 	os.Exit(code)
 }
 
@@ -237,7 +215,7 @@ func (p *page) server(s Step) {
 	if len(args) == 0 {
 		t.Fatalf("%s:%d: server directive without a command", p.name, s.Line)
 	}
-	cmd := exec.Command(filepath.Join(binDir, args[0]), args[1:]...)
+	cmd := exec.Command(filepath.Join(gaveltest.Dir(t), args[0]), args[1:]...)
 	cmd.Dir, cmd.Env = p.dir, append(append([]string{}, p.env...), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
