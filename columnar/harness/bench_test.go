@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,8 +51,12 @@ func (g *genReader) Read(p []byte) (int, error) {
 // results, and replies, about 3 KB.
 var policy = strings.Repeat("Always confirm the order id before acting. ", 20)
 
+// quotedPolicy is policy as %q writes it, quoted once: quoting it for
+// every record took a third of the generators' time.
+var quotedPolicy = strconv.Quote(policy)
+
 func openAIMessages(i int) string {
-	return fmt.Sprintf(`[{"role":"system","content":%q},`+
+	return fmt.Sprintf(`[{"role":"system","content":%s},`+
 		`{"role":"user","content":"Please cancel order #W%07d, I no longer need it."},`+
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_%d_a","type":"function","function":{"name":"get_order_details","arguments":"{\"order_id\": \"#W%07d\"}"}},{"id":"call_%d_b","type":"function","function":{"name":"find_user_id_by_email","arguments":"{\"email\": \"user%d@example.com\"}"}}]},`+
 		`{"role":"tool","tool_call_id":"call_%d_a","name":"get_order_details","content":"{\"order_id\": \"#W%07d\", \"status\": \"pending\", \"items\": [{\"name\": \"T-Shirt\", \"price\": 53.27, \"options\": {\"color\": \"blue\", \"size\": \"M\"}}]}"},`+
@@ -61,7 +66,7 @@ func openAIMessages(i int) string {
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_%d_c","type":"function","function":{"name":"cancel_pending_order","arguments":"{\"order_id\": \"#W%07d\", \"reason\": \"no longer needed\"}"}}]},`+
 		`{"role":"tool","tool_call_id":"call_%d_c","name":"cancel_pending_order","content":"{\"order_id\": \"#W%07d\", \"status\": \"cancelled\"}"},`+
 		`{"role":"assistant","content":"Your order #W%07d is cancelled; the refund goes to the original payment method."}]`,
-		policy, i, i, i, i, i, i, i, i, i, i, i, i, i, i)
+		quotedPolicy, i, i, i, i, i, i, i, i, i, i, i, i, i, i)
 }
 
 func tauBenchGen(n int) *genReader {
@@ -93,14 +98,14 @@ func tau2Gen(n int) *genReader {
 
 func inspectSample(i int) string {
 	return fmt.Sprintf(`{"id":%d,"epoch":%d,"input":"Cancel order #W%07d","target":"cancelled","messages":[`+
-		`{"role":"system","content":%q},{"role":"user","content":"Cancel order #W%07d"},`+
+		`{"role":"system","content":%s},{"role":"user","content":"Cancel order #W%07d"},`+
 		`{"role":"assistant","content":"","tool_calls":[{"id":"a%d","function":"get_order","arguments":{"order_id":"#W%07d"},"type":"function"},{"id":"b%d","function":"cancel_order","arguments":{"order_id":"#W%07d","reason":"no longer needed"},"type":"function"}]},`+
 		`{"role":"tool","content":"{\"status\": \"pending\", \"items\": [{\"name\": \"T-Shirt\", \"price\": 53.27}]}","tool_call_id":"a%d","function":"get_order"},`+
 		`{"role":"tool","content":"cancelled","tool_call_id":"b%d","function":"cancel_order"},`+
 		`{"role":"assistant","content":[{"type":"text","text":"Your order is cancelled."}]}],`+
 		`"output":{"model":"m","choices":[{"message":{"role":"assistant","content":"Your order is cancelled."},"stop_reason":"stop"}],"completion":"Your order is cancelled."},`+
 		`"scores":{"match":{"value":"C","answer":"cancelled"}},"metadata":{"split":"test"},"store":{"orders":{"#W%07d":{"status":"cancelled"}}},"events":[]}`,
-		i%500, i/500+1, i, policy, i, i, i, i, i, i, i, i)
+		i%500, i/500+1, i, quotedPolicy, i, i, i, i, i, i, i, i)
 }
 
 const inspectHeader = `{"version":2,"status":"success","eval":{"eval_id":"E1","run_id":"R1","task":"shop","model":"m","created":"t","dataset":{},"config":{}}`

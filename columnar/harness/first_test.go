@@ -114,6 +114,15 @@ func TestFirst(t *testing.T) {
 		}
 		return evalBody(i)
 	}
+	// The Zip64 archive's samples after the first two are short: neither
+	// First nor the first Next reads them, and 70,000 full samples took
+	// most of the test's time under the race detector.
+	short := func(i int) string {
+		if i < 3 {
+			return evalBody(i)
+		}
+		return fmt.Sprintf(`{"id":%d,"epoch":1}`, i)
+	}
 	run := read("run.eval")
 	tests := []struct {
 		name    string
@@ -122,7 +131,7 @@ func TestFirst(t *testing.T) {
 	}{
 		{"run.eval", run, true},
 		{"unfinished.eval", read("unfinished.eval"), true},
-		{"zip64.eval", archive(t, zip.Store, many, evalBody), true},
+		{"zip64.eval", archive(t, zip.Store, many, short), true},
 		{"zstd.eval", archive(t, zipZstd, many[:5], evalBody), true},
 		// the first sample is written again: read where it was last written
 		{"rewritten.eval", archive(t, zip.Deflate, []string{"header.json", "samples/1_epoch_1.json", "samples/2_epoch_1.json", "samples/1_epoch_1.json"}, evalBody), false},
