@@ -41,6 +41,18 @@ func start(t *testing.T) *s3test.Server {
 	return srv
 }
 
+// fewRetries lowers gavel's retries of a failed request to one, for a
+// test of requests that fail every time: under each of gavel's tries the
+// AWS SDK retries too, with a backoff of up to seconds that no setting
+// shortens, and a request that keeps failing spent most of its test's
+// time asleep. TestReadFaults keeps the default: transient faults are
+// mended by the retries.
+func fewRetries(t *testing.T) {
+	n := store.Retries
+	store.Retries = 1
+	t.Cleanup(func() { store.Retries = n })
+}
+
 func put(t *testing.T, srv *s3test.Server, key, file string) {
 	t.Helper()
 	if err := srv.Put("b", key, file); err != nil {
@@ -279,6 +291,7 @@ func TestReadFaults(t *testing.T) {
 // error naming it and the byte range; the other inputs are graded.
 func TestReadKeepsFailing(t *testing.T) {
 	srv := start(t)
+	fewRetries(t)
 	dir := t.TempDir()
 	pq := genParquet(t, dir, 500, 250)
 	jl := filepath.Join("..", "..", "testdata", "badrows", "input.jsonl")
@@ -326,6 +339,7 @@ var byteRange = regexp.MustCompile(`read s3://b/in/a\.parquet bytes (\d+)-(\d+):
 // a changed input is refused by name.
 func TestUploadFailsThenResume(t *testing.T) {
 	srv := start(t)
+	fewRetries(t)
 	dir := t.TempDir()
 	pq := genParquet(t, dir, 3000, 250)
 	put(t, srv, "in/a.parquet", pq)
