@@ -413,9 +413,10 @@ func parseLabel(c columnar.Cell, threshold float64) (bool, error) {
 func calibrateChecks(dir string, verdict func(rollout, check, status string, score float64, scored bool)) error {
 	cols := []string{"rollout_id", "check_id", "status", "score"}
 	judged := map[string]bool{}
-	err := scanTable(dir, join.Checks, cols, func(vals []value) error {
-		if !vals[3].Null() {
-			judged[string(vals[1].Data)] = true
+	strs := columnar.Interner{}
+	err := scanChecks(dir, cols, strs, func(r *columnar.CheckRow) error {
+		if r.ScoreValid {
+			judged[r.CheckID] = true
 		}
 		return nil
 	})
@@ -425,15 +426,11 @@ func calibrateChecks(dir string, verdict func(rollout, check, status string, sco
 	if len(judged) == 0 {
 		return fmt.Errorf("read %s: %w", filepath.Join(dir, join.Checks), errNothingJudged)
 	}
-	return scanTable(dir, join.Checks, cols, func(vals []value) error {
-		if !judged[string(vals[1].Data)] {
+	return scanChecks(dir, cols, strs, func(r *columnar.CheckRow) error {
+		if !judged[r.CheckID] {
 			return nil
 		}
-		score, scored, err := parseReward(vals[3])
-		if err != nil {
-			return fmt.Errorf("score %q: not a number", vals[3].Data)
-		}
-		verdict(string(vals[0].Data), string(vals[1].Data), string(vals[2].Data), score, scored)
+		verdict(strings.Clone(r.RolloutID), r.CheckID, r.Status, r.Score, r.ScoreValid)
 		return nil
 	})
 }
@@ -472,9 +469,9 @@ func calibrateJudge(dir, judge string, verdict func(rollout, check, status strin
 	if !found {
 		return fmt.Errorf("judge %q judged nothing in %s (its judges: %s)", judge, filepath.Join(dir, Judgements), strings.Join(judges, ", "))
 	}
-	return scanTable(dir, join.Checks, []string{"rollout_id", "check_id", "status"}, func(vals []value) error {
-		if string(vals[2].Data) == verifiers.CheckPending && checks[string(vals[1].Data)] {
-			verdict(string(vals[0].Data), string(vals[1].Data), verifiers.CheckPending, 0, false)
+	return scanChecks(dir, []string{"rollout_id", "check_id", "status"}, columnar.Interner{}, func(r *columnar.CheckRow) error {
+		if r.Status == verifiers.CheckPending && checks[r.CheckID] {
+			verdict(strings.Clone(r.RolloutID), r.CheckID, verifiers.CheckPending, 0, false)
 		}
 		return nil
 	})
