@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -340,4 +341,37 @@ func TotalRows(units []*Unit) int64 {
 		total += u.rows
 	}
 	return total
+}
+
+// EachBatch reads the units in order, each opened with opts, and calls fn
+// with every batch, released once fn returns. It returns the first error
+// of reading, named by the unit's path, or of fn, as it is.
+func EachBatch(units []Unit, opts columnar.Options, fn func(u *Unit, b *columnar.Batch) error) error {
+	for ui := range units {
+		u := &units[ui]
+		r, err := OpenUnit(u, opts)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", u.Path, err)
+		}
+		for {
+			b, err := r.Next(256)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				r.Close()
+				return fmt.Errorf("read %s: %w", u.Path, err)
+			}
+			err = fn(u, b)
+			b.Release()
+			if err != nil {
+				r.Close()
+				return err
+			}
+		}
+		if err := r.Close(); err != nil {
+			return fmt.Errorf("close %s: %w", u.Path, err)
+		}
+	}
+	return nil
 }

@@ -153,45 +153,31 @@ func TaskIDs(inputs []string, from string, fields columnar.FieldNames, stdin io.
 	var doc jsonview.Doc
 	units := Describe(files, DefaultRowGroupsPerUnit, nil, from, "", stdin)
 	defer RemoveSpools(units)
-	for _, u := range units {
-		r, err := OpenUnit(&u, opts)
-		if err != nil {
-			return nil, 0, fmt.Errorf("read %s: %w", u.Path, err)
-		}
-		for {
-			b, err := r.Next(256)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				r.Close()
-				return nil, 0, fmt.Errorf("read %s: %w", u.Path, err)
-			}
-			for i := range b.Rows {
-				row := &b.Rows[i]
-				if b.JSONLines && row.Err == nil {
-					if _, err := columnar.DecodeLine(row, &fields, &doc); err != nil {
-						invalid++
-						continue
-					}
-				}
-				// A harness's element that could not be mapped keeps its
-				// task id when it has one, as grading does.
-				id, problem := IDText(row.Task)
-				if problem != "" || len(id) == 0 {
+	err = EachBatch(units, opts, func(_ *Unit, b *columnar.Batch) error {
+		for i := range b.Rows {
+			row := &b.Rows[i]
+			if b.JSONLines && row.Err == nil {
+				if _, err := columnar.DecodeLine(row, &fields, &doc); err != nil {
 					invalid++
 					continue
 				}
-				if !seen[string(id)] {
-					seen[string(id)] = true
-					ids = append(ids, string(id))
-				}
 			}
-			b.Release()
+			// A harness's element that could not be mapped keeps its
+			// task id when it has one, as grading does.
+			id, problem := IDText(row.Task)
+			if problem != "" || len(id) == 0 {
+				invalid++
+				continue
+			}
+			if !seen[string(id)] {
+				seen[string(id)] = true
+				ids = append(ids, string(id))
+			}
 		}
-		if err := r.Close(); err != nil {
-			return nil, 0, fmt.Errorf("close %s: %w", u.Path, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	slices.Sort(ids)
 	return ids, invalid, nil

@@ -109,42 +109,20 @@ func Scan(cfg ScanConfig, fn func(where string, v *verifiers.Verifier, r *verifi
 	units := inputs.Describe(files, inputs.DefaultRowGroupsPerUnit, nil, cfg.From, "", cfg.Stdin)
 	defer inputs.RemoveSpools(units)
 	g := &grader{plan: p, timedOut: -1}
-	opts := columnar.Options{Fields: p.fields}
-	for ui := range units {
-		u := &units[ui]
-		r, err := inputs.OpenUnit(u, opts)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", u.Path, err)
-		}
-		for {
-			b, err := r.Next(256)
-			if errors.Is(err, io.EOF) {
-				break
+	return inputs.EachBatch(units, columnar.Options{Fields: p.fields}, func(u *inputs.Unit, b *columnar.Batch) error {
+		for i := range b.Rows {
+			row := &b.Rows[i]
+			var rw columnar.RewardRow
+			where := inputs.FallbackID(u, row)
+			v, msg := g.decode(u, b, row, &rw)
+			ro := &g.rollout
+			if msg != "" {
+				v, ro = nil, nil
 			}
-			if err != nil {
-				r.Close()
-				return fmt.Errorf("read %s: %w", u.Path, err)
+			if err := fn(where, v, ro, msg); err != nil {
+				return err
 			}
-			for i := range b.Rows {
-				row := &b.Rows[i]
-				var rw columnar.RewardRow
-				where := inputs.FallbackID(u, row)
-				v, msg := g.decode(u, b, row, &rw)
-				ro := &g.rollout
-				if msg != "" {
-					v, ro = nil, nil
-				}
-				if err := fn(where, v, ro, msg); err != nil {
-					b.Release()
-					r.Close()
-					return err
-				}
-			}
-			b.Release()
 		}
-		if err := r.Close(); err != nil {
-			return fmt.Errorf("close %s: %w", u.Path, err)
-		}
-	}
-	return nil
+		return nil
+	})
 }
