@@ -111,6 +111,8 @@ func TestVerifierAdd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds gavel")
 	}
+	// Parallel: it changes and builds a copy of the tree only.
+	t.Parallel()
 	root, err := filepath.Abs(filepath.Join(".."))
 	if err != nil {
 		t.Fatal(err)

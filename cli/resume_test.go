@@ -205,6 +205,8 @@ func TestResumeAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("grades 200,000 rollouts twice")
 	}
+	// Parallel: its state is its own (directories, gavel processes).
+	t.Parallel()
 	bin := gavelBinary(t)
 	_ = bin
 	root := t.TempDir()

@@ -242,6 +242,9 @@ func TestGCSErrorsHoldNoSecret(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gavel")
 	}
+	// Parallel: gavel waits out its retries (seconds) against the token
+	// endpoint; the test's state is its own (server, directory, env).
+	t.Parallel()
 	const clientSecret = "gcs-client-secret-that-must-not-leak"
 	const refresh = "1//refresh-token-that-must-not-leak"
 	sec := &secrets{}
