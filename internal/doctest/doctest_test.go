@@ -73,7 +73,12 @@ func TestDocs(t *testing.T) {
 				skipped = append(skipped, fmt.Sprintf("%s:%d: %s", name, s.Line, s.Skip))
 			}
 		}
-		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) { runPage(t, name, steps) })
+		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {
+			// Pages run in parallel: each has its own directory, HOME,
+			// environment and servers on ports of its own.
+			t.Parallel()
+			runPage(t, name, steps)
+		})
 	}
 	t.Logf("%d blocks skipped:\n%s", len(skipped), strings.Join(skipped, "\n"))
 }
