@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -79,15 +78,9 @@ func TestVersionOfBuiltBinary(t *testing.T) {
 			t.Skip("a linked git worktree: go build stamps no revision there")
 		}
 	}
-	// Built as make build builds it (-buildvcs=auto stamps the revision
-	// even where GOFLAGS turns stamping off), sharing TestStaticBinary's
-	// build cache.
-	bin := filepath.Join(t.TempDir(), "gavel")
-	build := exec.Command("make", "--no-print-directory", "build", "BIN="+bin)
-	build.Dir = filepath.Join("..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("make build: %v\n%s", err, out)
-	}
+	// Built by make build (-buildvcs=auto stamps the revision even where
+	// GOFLAGS turns stamping off): TestStaticBinary's binary.
+	bin := makeBuild(t)
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil {
 		t.Fatal(err)

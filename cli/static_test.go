@@ -2,10 +2,39 @@ package cli
 
 import (
 	"debug/elf"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
+
+	"github.com/gavelhq/gavel/internal/gaveltest"
 )
+
+var (
+	makeBuildOnce sync.Once
+	makeBuildBin  string
+	makeBuildErr  error
+)
+
+// makeBuild runs make build once per test binary, writing the binary
+// into gaveltest's directory, and returns its path: TestStaticBinary and
+// TestVersionOfBuiltBinary check the same binary.
+func makeBuild(t *testing.T) string {
+	t.Helper()
+	makeBuildOnce.Do(func() {
+		makeBuildBin = filepath.Join(gaveltest.Dir(t), "gavel-make-build")
+		cmd := exec.Command("make", "--no-print-directory", "build", "BIN="+makeBuildBin)
+		cmd.Dir = filepath.Join("..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			makeBuildErr = fmt.Errorf("make build: %v\n%s", err, out)
+		}
+	})
+	if makeBuildErr != nil {
+		t.Fatal(makeBuildErr)
+	}
+	return makeBuildBin
+}
 
 // TestStaticBinary builds gavel as `make build` does and checks that the
 // binary is static and stripped: no program interpreter, no dynamic
@@ -17,12 +46,7 @@ func TestStaticBinary(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("make is not installed")
 	}
-	bin := filepath.Join(t.TempDir(), "gavel")
-	cmd := exec.Command("make", "--no-print-directory", "build", "BIN="+bin)
-	cmd.Dir = filepath.Join("..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make build: %v\n%s", err, out)
-	}
+	bin := makeBuild(t)
 	f, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)
