@@ -4,11 +4,11 @@
 // ask for it, into one temporary directory that Cleanup removes (call it
 // from TestMain after m.Run).
 //
-// The builds are those of `make build` but for the linker flags: -trimpath
-// and CGO_ENABLED=0, so that they share its build cache (and one another's
-// in the copy of the source tree that a test may build), and a binary
-// runs whatever the libc. A build with the race detector (cgo on) is made
-// only when a test asks for one.
+// The builds are those of `make build` without its linker flags and
+// version stamping: -trimpath and CGO_ENABLED=0, so that they share its
+// compiled packages (and one another's, in a copy of the source tree
+// that a test changes and builds). A build with the race detector (and
+// cgo, which it needs) is made only when a test asks for one.
 package gaveltest
 
 import (
@@ -49,9 +49,8 @@ var (
 	builds = map[key]*build{}
 )
 
-// Binary returns the path of a gavel binary built from this checkout, as
-// `make build` builds it but for the stripping: built once per test
-// binary.
+// Binary returns the path of the gavel command of this checkout, built
+// once per test binary.
 func Binary(t testing.TB) string {
 	t.Helper()
 	return Build(t, Module+"/cmd/gavel", Options{})
