@@ -23,9 +23,9 @@ type DatasetFormat string
 // Formats a DatasetWriter writes.
 const (
 	// DatasetParquet is Parquet with zstd-compressed pages.
-	DatasetParquet DatasetFormat = "parquet"
+	DatasetParquet DatasetFormat = InputParquet
 	// DatasetJSONL is plain JSON Lines.
-	DatasetJSONL DatasetFormat = "jsonl"
+	DatasetJSONL DatasetFormat = InputJSONL
 	// DatasetJSONLZst is JSON Lines in one zstd stream.
 	DatasetJSONLZst DatasetFormat = "jsonl.zst"
 )

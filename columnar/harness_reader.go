@@ -7,24 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/gavelhq/gavel/columnar/harness"
 	"github.com/gavelhq/gavel/columnar/jsonview"
-)
-
-// Input formats of other harnesses' logs (package harness). An .eval file
-// is an Inspect log by its name; other files are read in one of these
-// formats only when asked (InputFormatFrom).
-const (
-	InputInspect  = string(harness.Inspect)
-	InputTauBench = string(harness.TauBench)
-	InputTau2     = string(harness.Tau2)
-	InputMessages = string(harness.Messages)
-	InputNemoGym  = string(harness.NemoGym)
-	InputATIF     = string(harness.ATIF)
 )
 
 // IsHarnessFormat reports whether format is one of the harness formats.
@@ -41,58 +28,6 @@ func CheckFrom(from string) error {
 	}
 	_, err := harness.ParseFormat(from)
 	return err
-}
-
-// InputFormatFrom is InputFormat for a run that reads harness logs of
-// format from ("" for none): an .eval file is an Inspect log whatever
-// from; with from, a .json file (plain, .gz or .zst) is a log of that
-// format, and with messages a JSON Lines file is read as chat messages.
-// With nemo-gym, JSON Lines files are rollouts, but a run's materialized
-// inputs (X_materialized_inputs.jsonl, joined to the rollouts beside
-// them, not read as rollouts) and .json files (aggregate metrics) are not
-// inputs. With atif, JSON Lines files and .json files named trajectory*
-// (Harbor's trajectory.json, trajectory.cont-1.json) are trajectories;
-// other .json files (Harbor's result.json and config.json beside them)
-// are not inputs. Other names have their InputFormat.
-func InputFormatFrom(name, from string) (format string, ok bool) {
-	if harness.IsEvalArchive(name) {
-		return InputInspect, true
-	}
-	format, ok = InputFormat(name)
-	switch {
-	case from == InputNemoGym:
-		switch {
-		case format == InputJSONL && harness.IsMaterializedInputs(name):
-			return "", false
-		case format == InputJSONL:
-			return InputNemoGym, true
-		case isJSONName(name):
-			return "", false
-		}
-	case from == InputATIF:
-		switch {
-		case format == InputJSONL:
-			return InputATIF, true
-		case isJSONName(name):
-			if strings.HasPrefix(strings.ToLower(filepath.Base(name)), "trajectory") {
-				return InputATIF, true
-			}
-			return "", false
-		}
-	case from == InputMessages && format == InputJSONL:
-		return InputMessages, true
-	case from != "" && from != InputMessages && isJSONName(name):
-		return from, true
-	}
-	return format, ok
-}
-
-// isJSONName reports whether name ends in .json, plain or with .gz or
-// .zst.
-func isJSONName(name string) bool {
-	lower := strings.ToLower(name)
-	lower = strings.TrimSuffix(strings.TrimSuffix(lower, ".gz"), ".zst")
-	return strings.HasSuffix(lower, ".json")
 }
 
 // describeHarness reads the log's first trajectory that could be mapped:

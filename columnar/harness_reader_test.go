@@ -42,7 +42,7 @@ func TestJSONLReaderBOM(t *testing.T) {
 	}
 }
 
-func TestInputFormatFrom(t *testing.T) {
+func TestResolveName(t *testing.T) {
 	tests := []struct {
 		name, from, want string
 		ok               bool
@@ -71,9 +71,9 @@ func TestInputFormatFrom(t *testing.T) {
 		{"out/rollouts.jsonl", "", InputJSONL, true},
 	}
 	for _, tt := range tests {
-		got, ok := InputFormatFrom(tt.name, tt.from)
+		got, ok := Resolve(Source{Name: tt.name, From: tt.from})
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("InputFormatFrom(%q, %q) = %q, %v; want %q, %v", tt.name, tt.from, got, ok, tt.want, tt.ok)
+			t.Errorf("Resolve(name %q, from %q) = %q, %v; want %q, %v", tt.name, tt.from, got, ok, tt.want, tt.ok)
 		}
 	}
 }

@@ -98,16 +98,16 @@ type DescribeOptions struct {
 	// when nil).
 	Open OpenFunc
 	// From is the harness format .json files are read in, and with
-	// messages JSON Lines files (InputFormatFrom); "" for none.
+	// messages JSON Lines files (Resolve); "" for none.
 	From string
 }
 
 // Describe opens the input file at path, by its name's format
-// (InputFormatFrom with opts.From), and describes it. It fails, with the
+// (Resolve with opts.From), and describes it. It fails, with the
 // error the file's reader would give, when the file cannot be opened or is
 // not of its name's format.
 func Describe(path string, opts DescribeOptions) (*Input, error) {
-	format, ok := InputFormatFrom(path, opts.From)
+	format, ok := Resolve(Source{Name: path, From: opts.From})
 	if !ok {
 		return nil, unsupportedType(path)
 	}

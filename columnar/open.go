@@ -3,42 +3,9 @@ package columnar
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
-
-// Input formats recognised by file name.
-const (
-	InputParquet = "parquet"
-	InputJSONL   = "jsonl"
-	InputArrow   = "arrow"
-)
-
-// InputFormat returns the input format of a file by its name (SPEC 3.1):
-// .parquet; .jsonl and .ndjson, plain or with .zst or .gz; .arrow and
-// .feather. ok is false for any other name.
-func InputFormat(name string) (format string, ok bool) {
-	lower := strings.ToLower(name)
-	for _, c := range []string{".zst", ".gz"} {
-		if strings.HasSuffix(lower, c) {
-			lower = strings.TrimSuffix(lower, c)
-			if strings.HasSuffix(lower, ".jsonl") || strings.HasSuffix(lower, ".ndjson") {
-				return InputJSONL, true
-			}
-			return "", false
-		}
-	}
-	switch {
-	case strings.HasSuffix(lower, ".parquet"):
-		return InputParquet, true
-	case strings.HasSuffix(lower, ".jsonl"), strings.HasSuffix(lower, ".ndjson"):
-		return InputJSONL, true
-	case strings.HasSuffix(lower, ".arrow"), strings.HasSuffix(lower, ".feather"):
-		return InputArrow, true
-	}
-	return "", false
-}
 
 // unsupportedType is the error for a file name of no input format.
 func unsupportedType(path string) error {
@@ -47,7 +14,7 @@ func unsupportedType(path string) error {
 
 // Open opens an input file with the reader for its format.
 func Open(path string, opts Options) (Reader, error) {
-	format, ok := InputFormat(path)
+	format, ok := Resolve(Source{Name: path})
 	if !ok {
 		return nil, unsupportedType(path)
 	}

@@ -12,11 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
-// InputArrowStream is the format of an Arrow IPC stream read as it
-// arrives, from standard input (DescribeStdin). A file holding a stream is
-// InputArrow, read as files are.
-const InputArrowStream = "arrow-stream"
-
 // stdinName names standard input in errors.
 const stdinName = "standard input"
 
@@ -32,7 +27,7 @@ var streamBodyLimit int64 = 1 << 30
 
 // CheckStdinFormat checks the format standard input is read in (gavel
 // grade --input-format): "" tells JSON Lines and Arrow IPC streams apart
-// by the first bytes (SniffStdin); InputJSONL or InputArrowStream fixes
+// by the first bytes (Resolve); InputJSONL or InputArrowStream fixes
 // it.
 func CheckStdinFormat(format string) error {
 	switch format {
@@ -42,37 +37,10 @@ func CheckStdinFormat(format string) error {
 	return fmt.Errorf("unknown input format %q (want %s or %s)", format, InputJSONL, InputArrowStream)
 }
 
-// SniffStdin returns the format of a stream by its first bytes, head (up
-// to 4 of them): InputArrowStream when they are the continuation marker
-// 0xFFFFFFFF that starts every message of an Arrow IPC stream, or, from
-// writers older than Arrow 0.15, a message length (a little-endian int32
-// of at least 4 and under 64 MiB whose first byte cannot start a JSON
-// Lines stream); InputJSONL otherwise. JSON Lines starts with whitespace,
-// '{' or a UTF-8 byte order mark, and any four bytes of printable text
-// read as a length exceed 512 MiB, so text is never taken for a stream;
-// an empty stream is JSON Lines without lines.
-func SniffStdin(head []byte) string {
-	if len(head) < 4 {
-		return InputJSONL
-	}
-	n := binary.LittleEndian.Uint32(head)
-	if n == 0xFFFFFFFF {
-		return InputArrowStream
-	}
-	switch head[0] {
-	case ' ', '\t', '\r', '\n', '{', 0xEF:
-		return InputJSONL
-	}
-	if n >= 4 && n < streamMetadataLimit {
-		return InputArrowStream
-	}
-	return InputJSONL
-}
-
 // DescribeStdin describes standard input, read from r and named name in
 // rows (source_file, default rollout ids), as Describe describes a file:
 // JSON Lines or an Arrow IPC stream, as format says ("" sniffs the first
-// bytes, SniffStdin). For a stream it reads the schema message, whose
+// bytes, Resolve). For a stream it reads the schema message, whose
 // fields are the input's columns, and nothing more; JSON Lines is not
 // read ahead and has no columns. The Input's Open reads r once, from its
 // start, and its reader ends a batch at the end of each record batch of a
@@ -89,10 +57,11 @@ func DescribeStdin(name string, r io.Reader, format string) (*Input, error) {
 		return nil, err
 	}
 	br := bufio.NewReaderSize(r, 1<<16)
+	var head []byte
 	if format == "" {
-		head, _ := br.Peek(4)
-		format = SniffStdin(head)
+		head, _ = br.Peek(4)
 	}
+	format, _ = Resolve(Source{Stdin: true, Format: format, Head: head})
 	in := &Input{Path: name, Format: format, Size: -1, Rows: -1, Units: []InputUnit{{Rows: -1}}, stream: br}
 	if format == InputJSONL {
 		return in, nil

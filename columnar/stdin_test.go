@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestSniffStdin(t *testing.T) {
+func TestResolveStdin(t *testing.T) {
 	tests := []struct {
 		name string
 		head []byte
@@ -34,9 +34,17 @@ func TestSniffStdin(t *testing.T) {
 		{"too long for a message", []byte{0, 0, 0, 0x10}, InputJSONL},
 	}
 	for _, tt := range tests {
-		if got := SniffStdin(tt.head); got != tt.want {
-			t.Errorf("%s: SniffStdin(%q) = %s, want %s", tt.name, tt.head, got, tt.want)
+		if got, ok := Resolve(Source{Stdin: true, Head: tt.head}); got != tt.want || !ok {
+			t.Errorf("%s: Resolve(stdin, head %q) = %s, %v; want %s", tt.name, tt.head, got, ok, tt.want)
 		}
+	}
+	// --from and --input-format come before the first bytes.
+	arrow := []byte{0xFF, 0xFF, 0xFF, 0xFF}
+	if got, _ := Resolve(Source{Stdin: true, From: InputNemoGym, Head: arrow}); got != InputNemoGym {
+		t.Errorf("Resolve(stdin, from nemo-gym) = %s, want %s", got, InputNemoGym)
+	}
+	if got, _ := Resolve(Source{Stdin: true, Format: InputJSONL, Head: arrow}); got != InputJSONL {
+		t.Errorf("Resolve(stdin, format jsonl) = %s, want %s", got, InputJSONL)
 	}
 }
 

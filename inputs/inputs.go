@@ -86,20 +86,17 @@ func (e *ConfigError) Error() string { return e.Msg }
 // store.Location.Expand: an object, or the objects under a prefix or
 // matching a glob, in lexicographic key order, unsupported ones skipped
 // as in a directory. Files are typed by
-// columnar.InputFormatFrom with from, the harness format .json files are
+// columnar.Resolve with from, the harness format .json files are
 // read in ("" for none). A named file of an unsupported type, a missing
 // path or a glob matching nothing is a ConfigError.
 func Inputs(args []string, from string) (units []Unit, skipped []string, err error) {
 	add := func(path string, size int64) {
-		format, _ := columnar.InputFormatFrom(path, from)
+		format, _ := columnar.Resolve(columnar.Source{Name: path, From: from})
 		units = append(units, Unit{Index: len(units), Path: path, Format: format, Size: size})
 	}
 	for _, arg := range args {
 		if arg == Stdin {
-			format := columnar.InputJSONL
-			if from != "" {
-				format = from
-			}
+			format, _ := columnar.Resolve(columnar.Source{Stdin: true, From: from})
 			units = append(units, Unit{Index: len(units), Path: Stdin, Format: format, Size: -1})
 			continue
 		}
@@ -110,7 +107,7 @@ func Inputs(args []string, from string) (units []Unit, skipped []string, err err
 			}
 			for _, o := range objs {
 				name := o.name
-				if _, ok := columnar.InputFormatFrom(name, from); !ok {
+				if _, ok := columnar.Resolve(columnar.Source{Name: name, From: from}); !ok {
 					if len(objs) == 1 && !strings.HasSuffix(arg, "/") && !hasMeta(arg) {
 						return nil, nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: unsupported file type (want a %s object, a .json log with --from, a prefix or a glob)", name, inputTypes)}
 					}
@@ -143,7 +140,7 @@ func Inputs(args []string, from string) (units []Unit, skipped []string, err err
 				return nil, nil, &ConfigError{Msg: fmt.Sprintf("input %s: %v", p, err)}
 			}
 			if !info.IsDir() {
-				if _, ok := columnar.InputFormatFrom(p, from); !ok {
+				if _, ok := columnar.Resolve(columnar.Source{Name: p, From: from}); !ok {
 					return nil, nil, &ConfigError{Field: "Inputs", Msg: fmt.Sprintf("input %s: unsupported file type (want a %s file, a .json log with --from, a directory, a glob or -)", p, inputTypes)}
 				}
 				add(p, info.Size())
@@ -158,7 +155,7 @@ func Inputs(args []string, from string) (units []Unit, skipped []string, err err
 				if d.IsDir() {
 					return nil
 				}
-				if _, ok := columnar.InputFormatFrom(path, from); !ok {
+				if _, ok := columnar.Resolve(columnar.Source{Name: path, From: from}); !ok {
 					skipped = append(skipped, path)
 					return nil
 				}

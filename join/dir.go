@@ -74,7 +74,7 @@ func Parts(dir, table string) ([]string, error) {
 		if e.IsDir() || len(name) < 5 || name[:5] != "part-" {
 			continue
 		}
-		if _, ok := columnar.InputFormat(name); !ok {
+		if _, ok := columnar.Resolve(columnar.Source{Name: name}); !ok {
 			continue // a part being written has another extension
 		}
 		out = append(out, filepath.Join(dir, table, name))

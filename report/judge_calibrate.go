@@ -331,7 +331,7 @@ func readLabels(cfg CalibrationConfig) (map[labelKey]*label, error) {
 	if threshold == 0 {
 		threshold = 0.5
 	}
-	if _, ok := columnar.InputFormat(cfg.Labels); !ok {
+	if _, ok := columnar.Resolve(columnar.Source{Name: cfg.Labels}); !ok {
 		return nil, fmt.Errorf("read %s: not a Parquet, Arrow or JSON Lines file (by its extension)", cfg.Labels)
 	}
 	r, err := columnar.OpenResult(cfg.Labels, []string{idCol, checkCol, labelCol})

@@ -299,7 +299,7 @@ func FetchResults(ctx context.Context, raw, dir string) error {
 		sub, name, ok := strings.Cut(rel, "/")
 		want := !ok && (rel == ManifestFile || rel == SummaryFile || rel == SuccessFile)
 		if ok && (sub == "rewards" || sub == "checks" || sub == JudgementsDir) && strings.HasPrefix(name, "part-") && !strings.Contains(name, "/") {
-			_, want = columnar.InputFormat(name)
+			_, want = columnar.Resolve(columnar.Source{Name: name})
 		}
 		if !want {
 			continue

@@ -39,11 +39,6 @@ const streamBatch = 256
 // defaultKeep are the metadata columns kept when present, as in grade.
 var defaultKeep = []string{"model", "run_id", "sample"}
 
-var ndjsonTypes = []string{
-	"application/x-ndjson", "application/ndjson", "application/jsonl",
-	"application/x-jsonlines", "application/jsonlines", "application/x-jsonl",
-}
-
 // gradeReq is one /v1/grade request's state. It is reused from request to
 // request (gradeReqs), with its documents and buffers.
 type gradeReq struct {
@@ -156,20 +151,11 @@ func (s *Server) handleGrade(w http.ResponseWriter, r *http.Request, st *reqStat
 	}
 }
 
-// isJSONLines reports whether a Content-Type names JSON Lines, whatever
-// its parameters.
+// isJSONLines reports whether a request's body is JSON Lines, as its
+// Content-Type says.
 func isJSONLines(ctype string) bool {
-	if ctype == "" {
-		return false
-	}
-	ctype, _, _ = strings.Cut(ctype, ";")
-	ctype = strings.TrimSpace(ctype)
-	for _, t := range ndjsonTypes {
-		if strings.EqualFold(ctype, t) {
-			return true
-		}
-	}
-	return false
+	format, _ := columnar.Resolve(columnar.Source{HTTP: true, ContentType: ctype})
+	return format == columnar.InputJSONL
 }
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
