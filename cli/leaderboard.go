@@ -18,7 +18,9 @@ const leaderboardExamples = `  gavel leaderboard gavel-out/
   gavel leaderboard --by model,task run-a/ run-b/
   gavel leaderboard --k 1,5,10 --format csv gavel-out/ > leaderboard.csv
   gavel leaderboard --format html --out leaderboard.html gavel-out/
-  gavel leaderboard --reward-column recorded_reward gavel-out/   # the harness's own rewards`
+  gavel leaderboard --reward-column recorded_reward gavel-out/   # the harness's own rewards
+  gavel leaderboard --flags --exclude-flagged=git-history gavel-out/
+  gavel leaderboard --expect tasks.jsonl --trials 5 gavel-out/      # fails on a missing cell`
 
 const leaderboardSynopsis = `gavel leaderboard [flags] DIR...
 
@@ -38,7 +40,20 @@ when no rollout has a model, form one group (a note on standard error says so).
 --reward-column computes the same statistics from a kept column, such as the
 recorded_reward of a harness's log, instead of gavel's verdict: a row passes when
 the value is numerically 1 or boolean true (1, 1.0, true), fails for any other
-number or false, and counts as error without one.`
+number or false, and counts as error without one.
+
+Where the runs have flags (marks of a verifier, such as reward hacking, that
+never move a reward), every group shows flagged, the rollouts that raised one,
+and its share; --flags adds a column per flag. --exclude-flagged leaves out the
+rollouts that raised any flag, --exclude-flagged=ID,... those that raised one of
+these, before anything is counted: the conventions say how many.
+
+--expect FILE --trials K fails closed: every group must hold K rollouts of each
+task of FILE (a tasks table in any input format, or task ids one a line). Each
+group's expected, graded, errored, missing and duplicated cells are counted; a
+missing or duplicated cell exits 1, naming the first ten, unless
+--allow-incomplete, which ranks anyway with every rate marked incomplete.
+Without --expect, groups whose tasks have unequal numbers of rollouts get a note.`
 
 func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("leaderboard", leaderboardSynopsis, leaderboardExamples, stdout)
@@ -49,6 +64,12 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 	seed := fs.Uint64("seed", 1, "bootstrap `SEED`")
 	resamples := fs.Int("resamples", 2000, "bootstrap resamples `N`")
 	rewardColumn := fs.String("reward-column", "", "read each row's outcome and reward from this kept `COLUMN` (recorded_reward) instead of gavel's verdict")
+	flagCounts := fs.Bool("flags", false, "add a column per flag: the rollouts of the group that raised it")
+	expect := fs.String("expect", "", "check that each group holds --trials rollouts of every task of `FILE` (a tasks table, or task ids one a line); exit 1 naming the first missing or duplicated cells")
+	trials := fs.Int("trials", 1, "rollouts expected of each task with --expect: `K`")
+	allowIncomplete := fs.Bool("allow-incomplete", false, "with --expect, rank groups that miss cells anyway, every rate marked incomplete")
+	var exclude excludeFlagged
+	fs.Var(&exclude, "exclude-flagged", "leave out the rollouts that raised a flag: any flag, or with =`ID,...` one of these")
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
@@ -97,8 +118,22 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 			return usagef("gavel leaderboard gavel-out/", "%s is not a result directory (no rewards/ in it)", dir)
 		}
 	}
+	var expected []string
+	if *expect != "" {
+		if *trials < 1 {
+			return usagef("gavel leaderboard --expect tasks.txt --trials 3 DIR", "--trials must be 1 or more")
+		}
+		var err error
+		if expected, err = report.ReadExpected(*expect); err != nil {
+			return fmt.Errorf("leaderboard: %w", err)
+		}
+	} else if flagSet(fs, "trials") || *allowIncomplete {
+		return usagef("gavel leaderboard --expect tasks.txt --trials 3 DIR", "--trials and --allow-incomplete go with --expect FILE")
+	}
 	setMemoryDefaults()
-	lb, err := report.BuildLeaderboard(dirs, report.LeaderboardConfig{By: byList, K: kList, Seed: *seed, Resamples: *resamples, RewardColumn: *rewardColumn})
+	lb, err := report.BuildLeaderboard(dirs, report.LeaderboardConfig{By: byList, K: kList, Seed: *seed, Resamples: *resamples, RewardColumn: *rewardColumn,
+		FlagCounts: *flagCounts, ExcludeFlagged: exclude.ids, ExcludeAllFlagged: exclude.all,
+		Expect: expected, Trials: *trials, AllowIncomplete: *allowIncomplete})
 	if err != nil {
 		msg := err.Error()
 		for i, dir := range fs.Args() {
@@ -130,3 +165,33 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
 }
+
+// excludeFlagged is the value of --exclude-flagged: alone, every flag;
+// with =ID,..., those flags.
+type excludeFlagged struct {
+	all bool
+	ids []string
+}
+
+func (e *excludeFlagged) String() string {
+	if e == nil || e.all {
+		return ""
+	}
+	return strings.Join(e.ids, ",")
+}
+
+func (e *excludeFlagged) Set(s string) error {
+	if s == "true" {
+		e.all, e.ids = true, nil
+		return nil
+	}
+	ids := splitList(s)
+	if len(ids) == 0 || s == "false" {
+		return fmt.Errorf("want flag ids, --exclude-flagged=ID,..., or none for every flag")
+	}
+	e.all, e.ids = false, ids
+	return nil
+}
+
+// IsBoolFlag lets --exclude-flagged stand alone; ids follow an "=".
+func (e *excludeFlagged) IsBoolFlag() bool { return true }

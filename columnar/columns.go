@@ -79,7 +79,21 @@ type stringAppender interface {
 // Decoded, a categorical column's string is interned, a plain one's
 // copied.
 func stringCol[R any](name string, enc encoding, at func(*R) *string) column[R] {
+	return stringColOr(name, enc, "", at)
+}
+
+// stringColOr is stringCol for a field whose empty value is written as
+// def.
+func stringColOr[R any](name string, enc encoding, def string, at func(*R) *string) column[R] {
 	get := func(r *R) string { return *at(r) }
+	if def != "" {
+		get = func(r *R) string {
+			if s := *at(r); s != "" {
+				return s
+			}
+			return def
+		}
+	}
 	c := column[R]{
 		name: name, typ: arrow.BinaryTypes.String, enc: enc,
 		bind: func(b columnBuilder) func(*R) {
@@ -361,6 +375,44 @@ func nullStringsCol[R any](name string, at func(*R) (*[]string, *bool)) column[R
 			if *ok {
 				*v, err = d.strings(name, c)
 			}
+			return err
+		},
+	}
+}
+
+// stringsCol returns a non-nullable column of lists of strings (Arrow
+// list<utf8> with non-null elements; a JSON array in JSON Lines): an
+// empty list is written as an empty list.
+func stringsCol[R any](name string, at func(*R) *[]string) column[R] {
+	return column[R]{
+		name: name, typ: arrow.ListOfNonNullable(arrow.BinaryTypes.String),
+		bind: func(b columnBuilder) func(*R) {
+			lb := b.(*array.ListBuilder)
+			vb := lb.ValueBuilder().(*array.StringBuilder)
+			return func(r *R) {
+				lb.Append(true)
+				for _, s := range *at(r) {
+					vb.Append(s)
+				}
+			}
+		},
+		json: func(b []byte, r *R) []byte {
+			b = append(b, '[')
+			for i, s := range *at(r) {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = jsonview.AppendJSONString(b, s)
+			}
+			return append(b, ']')
+		},
+		decode: func(r *R, c Cell, d *cellDecoding) (err error) {
+			v := at(r)
+			*v = nil
+			if c.Kind == CellNull {
+				return fmt.Errorf("%s is null", name)
+			}
+			*v, err = d.strings(name, c)
 			return err
 		},
 	}

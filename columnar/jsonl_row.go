@@ -10,9 +10,10 @@ type RowJSON struct {
 }
 
 // NewRowJSON returns an encoder for rewards rows whose kept metadata
-// columns are keep, in that order.
-func NewRowJSON(keep []string) *RowJSON {
-	return &RowJSON{rewards: newJSONLTable(nil, rewardsTable(keep)), checks: newJSONLTable(nil, checkColumns),
+// columns are keep, in that order, with the columns of a run with flags
+// when flags is set (PartOptions.Flags).
+func NewRowJSON(keep []string, flags bool) *RowJSON {
+	return &RowJSON{rewards: newJSONLTable(nil, rewardsTable(keep, flags)), checks: newJSONLTable(nil, checksTable(flags)),
 		judged: newJSONLTable(nil, judgementColumns)}
 }
 

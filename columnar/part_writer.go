@@ -32,6 +32,9 @@ type PartOptions struct {
 	// in order, each a nullable string. Names must be non-empty, distinct
 	// and differ from the fixed rewards columns.
 	Keep []string
+	// Flags adds the columns of a run with flags: the rewards' flags
+	// after input_hash, the checks' kind last.
+	Flags bool
 	// RowGroupRows is the number of rows per Parquet row group and per
 	// Arrow record batch; the last one of a file may be shorter
 	// (0: 16384). It does not apply to JSON Lines.
@@ -114,7 +117,7 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 	if opts.Judgements && opts.RewardsOnly {
 		return nil, fmt.Errorf("create part %d: judgements with rewards only", index)
 	}
-	if err := checkKeep(opts.Keep); err != nil {
+	if err := checkKeep(opts.Keep, opts.Flags); err != nil {
 		return nil, fmt.Errorf("create part %d: %w", index, err)
 	}
 
@@ -138,12 +141,12 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 		}
 	}
 
-	rewards := rewardsTable(opts.Keep)
+	rewards := rewardsTable(opts.Keep, opts.Flags)
 	switch opts.Format {
 	case FormatJSONL:
 		p.rw = newJSONLTable(p.rewards.bw, rewards)
 		if p.checks != nil {
-			p.cw = newJSONLTable(p.checks.bw, checkColumns)
+			p.cw = newJSONLTable(p.checks.bw, checksTable(opts.Flags))
 		}
 		if p.judgements != nil {
 			p.jw = newJSONLTable(p.judgements.bw, judgementColumns)
@@ -151,7 +154,7 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 	default:
 		p.rw, err = newArrowTable(p.rewards.bw, rewards, opts)
 		if err == nil && p.checks != nil {
-			p.cw, err = newArrowTable(p.checks.bw, checkColumns, opts)
+			p.cw, err = newArrowTable(p.checks.bw, checksTable(opts.Flags), opts)
 		}
 		if err == nil && p.judgements != nil {
 			p.jw, err = newArrowTable(p.judgements.bw, judgementColumns, opts)
@@ -165,12 +168,14 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 }
 
 // checkKeep reports an error when a keep column name is empty, repeated or
-// the name of a fixed rewards column.
-func checkKeep(keep []string) error {
-	seen := make(map[string]bool, len(rewardColumns)+len(keep))
+// the name of a fixed rewards column (flags among them in a run with
+// flags).
+func checkKeep(keep []string, flags bool) error {
+	seen := make(map[string]bool, len(rewardColumns)+len(keep)+1)
 	for _, c := range rewardColumns {
 		seen[c.name] = true
 	}
+	seen[ColumnFlags] = flags
 	for _, k := range keep {
 		if k == "" {
 			return errors.New("empty keep column name")

@@ -88,7 +88,7 @@ func decodeFloat(name string, c Cell) (float64, bool, error) {
 // cols, some of rewards' own and the kept metadata columns keep, in the
 // order they were asked for; strs interns categorical strings.
 func NewRewardDecoder(cols, keep []string, strs Interner) (*ResultDecoder[RewardRow], error) {
-	d, err := newResultDecoder(rewardsTable(keep), cols, strs)
+	d, err := newResultDecoder(rewardsTable(keep, true), cols, strs)
 	if d != nil {
 		d.keep = len(keep)
 	}
@@ -98,7 +98,7 @@ func NewRewardDecoder(cols, keep []string, strs Interner) (*ResultDecoder[Reward
 // NewCheckDecoder returns a decoder of checks rows read as the columns
 // cols; strs interns categorical strings.
 func NewCheckDecoder(cols []string, strs Interner) (*ResultDecoder[CheckRow], error) {
-	return newResultDecoder(checkColumns, cols, strs)
+	return newResultDecoder(checksTable(true), cols, strs)
 }
 
 // NewJudgementDecoder returns a decoder of judgements rows read as the

@@ -36,6 +36,10 @@ type RewardRow struct {
 	// input could not be read.
 	InputHash      uint64
 	InputHashValid bool
+	// Flags lists the ids of the flags raised on the rollout: its
+	// verifier's, in their order, then the health flags; empty when none.
+	// Written only in a run with flags (PartOptions.Flags).
+	Flags []string
 	// Keep holds the kept metadata values, aligned with the part's keep
 	// column names (all written as nullable strings).
 	Keep []NullString
@@ -65,14 +69,46 @@ var rewardColumns = []column[RewardRow]{
 // kept metadata column may take its name.
 const ColumnInputHash = "input_hash"
 
+// ColumnFlags and ColumnKind name the columns a run with flags adds: the
+// rewards' list of flags raised, and the checks' kind of row (KindCheck or
+// KindFlag).
+const (
+	ColumnFlags = "flags"
+	ColumnKind  = "kind"
+)
+
+// Kinds of rows of the checks table, in its kind column.
+const (
+	KindCheck = "check"
+	KindFlag  = "flag"
+)
+
+var (
+	flagsColumn = stringsCol(ColumnFlags, func(r *RewardRow) *[]string { return &r.Flags })
+	kindColumn  = stringColOr(ColumnKind, pqCategorical, KindCheck, func(r *CheckRow) *string { return &r.Kind })
+)
+
+// checksTable returns the columns of a checks part: checkColumns, then
+// kind in a run with flags.
+func checksTable(flags bool) []column[CheckRow] {
+	if !flags {
+		return checkColumns
+	}
+	return append(slices.Clip(checkColumns), kindColumn)
+}
+
 // noKeep is the null value of a kept column a row has no Keep value for.
 var noKeep NullString
 
-// rewardsTable returns the columns of a rewards part: rewardColumns, then
-// a nullable string column for each kept metadata name. A row with fewer
-// Keep values than keep columns has nulls in the rest.
-func rewardsTable(keep []string) []column[RewardRow] {
+// rewardsTable returns the columns of a rewards part: rewardColumns, flags
+// in a run with flags, then a nullable string column for each kept
+// metadata name. A row with fewer Keep values than keep columns has nulls
+// in the rest.
+func rewardsTable(keep []string, flags bool) []column[RewardRow] {
 	cols := slices.Clip(rewardColumns)
+	if flags {
+		cols = append(cols, flagsColumn)
+	}
 	for i, k := range keep {
 		cols = append(cols, nullStringCol(k, pqDefault, func(r *RewardRow) *NullString {
 			if i < len(r.Keep) {
@@ -105,6 +141,10 @@ type CheckRow struct {
 	Issues      []string
 	IssuesValid bool
 	Suggestion  NullString
+	// Kind is KindCheck ("" is written as it) or KindFlag, written only
+	// in a run with flags (PartOptions.Flags); a row read from a part
+	// without the column has "", a check.
+	Kind string
 }
 
 // checkColumns are the columns of the checks table (SPEC 6), in order.

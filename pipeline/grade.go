@@ -40,6 +40,9 @@ type plan struct {
 	set []inputs.Constant
 	// reuse is the earlier run whose results are reused (nil: none).
 	reuse *reuseSource
+	// flags is set when some verifier may add flags (Verifier.Flagged):
+	// the run writes the checks' kind column and the rewards' flags.
+	flags bool
 }
 
 // planConfig is what every entry that reads rollouts (a run, a row grader,
@@ -67,6 +70,9 @@ type planConfig struct {
 // columns, judging, remoting, reuse).
 func newPlan(pc planConfig) (*plan, error) {
 	p := &plan{fields: pc.fields.WithDefaults(), tasks: pc.tasks, initials: jsonview.NewCache(initialCacheBytes)}
+	for _, v := range pc.verifiers {
+		p.flags = p.flags || v.Flagged
+	}
 	var err error
 	if pc.bind {
 		if p.bindings, err = Bind(pc.verifiers); err != nil {
@@ -260,8 +266,14 @@ func (g *grader) gradeRow(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, 
 			CheckID:    c.ID,
 			Label:      c.Label,
 			Required:   c.Required,
-			Status:     c.Status.String(),
+			Status:     c.StatusText(),
 			Detail:     c.Detail,
+		}
+		if c.Flag {
+			cr.Kind = columnar.KindFlag
+			if c.Raised() {
+				rw.Flags = append(rw.Flags, c.ID)
+			}
 		}
 		if c.Actual != "" {
 			cr.Actual = columnar.Str(c.Actual)

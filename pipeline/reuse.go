@@ -125,6 +125,9 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 	if err != nil {
 		return nil, &inputs.ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: not a result directory (%v)", cfg.Reuse, err)}
 	}
+	if m.Config.Flags || p.flags {
+		return nil, &inputs.ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: --reuse of a run with flags, or in one, is not built yet", cfg.Reuse)}
+	}
 	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{},
 		ins: map[string]*results.ManifestInput{}, path: cfg.reusePath, multi: p.judging != nil && p.judging.multi}
 	old := map[string]string{}

@@ -360,6 +360,10 @@ func (g *RowGrader) Stuck() int {
 	return int(g.watch.stuck.Load())
 }
 
+// Flags reports whether a verifier of the grader may add flags: its rows
+// then have the columns of a run with flags (columnar.PartOptions.Flags).
+func (g *RowGrader) Flags() bool { return g.base.flags }
+
 // Verifiers describes the grader's verifiers as manifest.json does, in
 // the order they were given.
 func (g *RowGrader) Verifiers() []results.ManifestVerifier {

@@ -473,7 +473,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.start = time.Now()
 	if r.streaming() {
 		var err error
-		r.stream, err = columnar.NewResultStream(r.stdout(), columnar.StreamOptions{Name: "standard output", Keep: r.plan.keep, ChecksPath: r.cfg.ChecksOut})
+		r.stream, err = columnar.NewResultStream(r.stdout(), columnar.StreamOptions{Name: "standard output", Keep: r.plan.keep, Flags: r.plan.flags, ChecksPath: r.cfg.ChecksOut})
 		if err != nil {
 			return nil, err
 		}
@@ -853,7 +853,7 @@ func (w *writer) writeJob(j *job) error {
 	}
 	var err error
 	if w.part == nil && j.kind != jobFailed {
-		w.part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, columnar.PartOptions{Format: r.cfg.Format, Keep: r.plan.keep,
+		w.part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, columnar.PartOptions{Format: r.cfg.Format, Keep: r.plan.keep, Flags: r.plan.flags,
 			Judgements: r.plan.judging != nil && r.plan.judging.multi})
 		if err != nil {
 			return err

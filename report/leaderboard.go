@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/stats"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -33,6 +35,23 @@ type LeaderboardConfig struct {
 	// column, such as a harness's recorded_reward) read in place of
 	// gavel's verdict: see Recorded.
 	RewardColumn string
+	// FlagCounts adds, per group, the count of rollouts raising each flag
+	// (--flags).
+	FlagCounts bool
+	// ExcludeFlagged leaves out the rollouts raising any of these flags
+	// before anything is counted; ExcludeAllFlagged, those raising any
+	// flag (--exclude-flagged with or without ids).
+	ExcludeFlagged    []string
+	ExcludeAllFlagged bool
+	// Expect lists the task ids each group is expected to hold Trials
+	// rollouts of (--expect, --trials; sorted); nil: no expectation, and
+	// groups whose tasks have unequal numbers of rollouts get a note.
+	// A group that misses a cell or holds more than Trials rollouts of a
+	// task fails the leaderboard (an IncompleteError) unless
+	// AllowIncomplete.
+	Expect          []string
+	Trials          int
+	AllowIncomplete bool
 }
 
 // Leaderboard is one row per group of rollouts, best pass rate first.
@@ -47,9 +66,22 @@ type Leaderboard struct {
 	RewardColumn string `json:"reward_column,omitempty"`
 	// OneGroup is true when By was left empty and no rollout has a model:
 	// all rows are then one group, whose model is null.
-	OneGroup    bool     `json:"one_group,omitempty"`
-	Entries     []Entry  `json:"entries"`
-	Conventions []string `json:"conventions"`
+	OneGroup bool `json:"one_group,omitempty"`
+	// HasFlags is set when some result directory has flags: the entries
+	// then count the flagged rollouts. Flags lists the flags raised, in
+	// id order, with FlagCounts.
+	HasFlags bool     `json:"-"`
+	Flags    []string `json:"flags,omitempty"`
+	// ExcludedFlagged counts the rollouts left out because they raised a
+	// flag of ExcludeFlags (every flag when it is empty); absent without
+	// --exclude-flagged.
+	ExcludedFlagged *int64   `json:"excluded_flagged,omitempty"`
+	ExcludeFlags    []string `json:"exclude_flags,omitempty"`
+	// Coverage is the groups' coverage of the cells expected (absent
+	// without --expect).
+	Coverage    *Coverage `json:"coverage,omitempty"`
+	Entries     []Entry   `json:"entries"`
+	Conventions []string  `json:"conventions"`
 }
 
 // Entry is the statistics of one group.
@@ -69,6 +101,17 @@ type Entry struct {
 	// Tasks is the number of distinct tasks in the group.
 	Tasks int      `json:"tasks"`
 	AtK   []KStats `json:"at_k"`
+	// Flagged counts the rollouts raising at least one flag, and
+	// FlaggedShare is their share of the rollouts; absent when no result
+	// directory has flags. FlagCounts counts the rollouts raising each
+	// flag (--flags).
+	Flagged      *int64           `json:"flagged,omitempty"`
+	FlaggedShare *float64         `json:"flagged_share,omitempty"`
+	FlagCounts   map[string]int64 `json:"flag_counts,omitempty"`
+	// Coverage counts the group's cells (absent without --expect).
+	Coverage *GroupCoverage `json:"coverage,omitempty"`
+
+	agg *groupAgg
 }
 
 // KStats is pass@k and pass^k for one k, averaged over the tasks with at
@@ -82,16 +125,19 @@ type KStats struct {
 }
 
 type taskAgg struct {
+	rows           int64
 	passed, graded int64
 	rewardSum      float64
 	rewardN        int64
 }
 
 type groupAgg struct {
-	key   []string
-	e     Entry
-	tasks map[string]*taskAgg
-	order []string
+	key     []string
+	e       Entry
+	tasks   map[string]*taskAgg
+	order   []string
+	flagged int64
+	flags   map[string]int64
 }
 
 // column maps a --by name to the rewards column that holds it.
@@ -140,8 +186,39 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 	in := columnar.Interner{}
 	var keyBuf []byte
 	found := make([]bool, len(by))
-	for _, dir := range dirs {
-		err := scanTable(dir, "rewards", cols, func(v []value) error {
+	withFlags := make([]bool, len(dirs))
+	anyFlags := false
+	for i, dir := range dirs {
+		withFlags[i] = hasFlags(dir)
+		anyFlags = anyFlags || withFlags[i]
+	}
+	exclude := cfg.ExcludeAllFlagged || len(cfg.ExcludeFlagged) > 0
+	if exclude && !anyFlags {
+		return nil, errors.New("--exclude-flagged: no result directory has flags (its run had no verifier with flags)")
+	}
+	var excluded int64
+	var doc jsonview.Doc
+	var raised []string
+	allFlags := map[string]bool{}
+	for di, dir := range dirs {
+		dcols := cols
+		if withFlags[di] {
+			dcols = append(slices.Clip(cols), columnar.ColumnFlags)
+		}
+		err := scanTable(dir, "rewards", dcols, func(v []value) error {
+			raised = raised[:0]
+			if withFlags[di] {
+				var err error
+				if raised, err = flagList(&doc, v[len(cols)], raised); err != nil {
+					return err
+				}
+				if exclude && slices.ContainsFunc(raised, func(f string) bool {
+					return cfg.ExcludeAllFlagged || slices.Contains(cfg.ExcludeFlagged, f)
+				}) {
+					excluded++
+					return nil
+				}
+			}
 			keyBuf = keyBuf[:0]
 			for i := range by {
 				if !v[3+i].Null() {
@@ -169,8 +246,23 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 				g.tasks[task] = ta
 				g.order = append(g.order, task)
 			}
+			ta.rows++
 			if !g.e.Add(string(v[1].Data)) {
 				return fmt.Errorf("unknown status %q", v[1].Data)
+			}
+			if len(raised) > 0 {
+				g.flagged++
+				if cfg.FlagCounts {
+					if g.flags == nil {
+						g.flags = map[string]int64{}
+					}
+					for _, f := range raised {
+						if g.flags[f] == 0 {
+							allFlags[in.Get([]byte(f))] = true
+						}
+						g.flags[f]++
+					}
+				}
 			}
 			switch string(v[1].Data) {
 			case verifiers.StatusPassed:
@@ -205,11 +297,36 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 	if cfg.RewardColumn != "" && !recordedFound && len(groups) > 0 {
 		return nil, fmt.Errorf("--reward-column %s: no rollout has a number or boolean in column %s (kept columns: see --keep of gavel grade)", cfg.RewardColumn, cfg.RewardColumn)
 	}
-	lb := &Leaderboard{Dirs: dirs, By: by, K: ks, Seed: cfg.Seed, Resamples: cfg.Resamples, RewardColumn: cfg.RewardColumn}
+	lb := &Leaderboard{Dirs: dirs, By: by, K: ks, Seed: cfg.Seed, Resamples: cfg.Resamples, RewardColumn: cfg.RewardColumn, HasFlags: anyFlags}
+	if exclude {
+		lb.ExcludedFlagged = &excluded
+		lb.ExcludeFlags = cfg.ExcludeFlagged
+	}
+	if cfg.FlagCounts && anyFlags {
+		lb.Flags = slices.Sorted(maps.Keys(allFlags))
+		if lb.Flags == nil {
+			lb.Flags = []string{}
+		}
+	}
 	for _, g := range groups {
 		e := g.e
+		e.agg = g
 		e.Group = g.key
 		e.Tasks = len(g.tasks)
+		if anyFlags {
+			n := g.flagged
+			share := 0.0
+			if e.Rollouts > 0 {
+				share = float64(n) / float64(e.Rollouts)
+			}
+			e.Flagged, e.FlaggedShare = &n, &share
+			if cfg.FlagCounts {
+				e.FlagCounts = map[string]int64{}
+				for _, f := range lb.Flags {
+					e.FlagCounts[f] = g.flags[f]
+				}
+			}
+		}
 		if rate, ok := e.Rate(); ok {
 			e.PassRate = &rate
 			iv, _ := stats.Wilson(e.Passed, e.Passed+e.Failed, stats.Z95)
@@ -278,7 +395,23 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 	if lb.Entries == nil {
 		lb.Entries = []Entry{}
 	}
+	ordered := make([]*groupAgg, len(lb.Entries))
+	for i := range lb.Entries {
+		ordered[i] = lb.Entries[i].agg
+	}
+	var notes []string
+	if cfg.Expect != nil {
+		if cfg.Trials < 1 {
+			return nil, fmt.Errorf("--trials %d: want 1 or more", cfg.Trials)
+		}
+		if err := cover(lb, ordered, cfg.Expect, cfg.Trials, cfg.AllowIncomplete); err != nil {
+			return nil, err
+		}
+	} else {
+		notes = unequalTrials(lb, ordered)
+	}
 	lb.Conventions = conventions(lb)
+	lb.Conventions = append(lb.Conventions, notes...)
 	if oneGroup {
 		lb.OneGroup = true
 		lb.Conventions = append([]string{OneGroupNote}, lb.Conventions...)
@@ -301,6 +434,23 @@ func conventions(lb *Leaderboard) []string {
 	var recorded []string
 	if lb.RewardColumn != "" {
 		recorded = []string{fmt.Sprintf("outcomes are read from column %s, not gavel's verdict: a row passed when its value is numerically 1 or boolean true (1, 1.0, true), failed for any other number or false, and is counted as error without one; the reward is the value (true 1, false 0).", lb.RewardColumn)}
+	}
+	if lb.HasFlags {
+		recorded = append(recorded, "flagged counts the rollouts that raised at least one flag (a mark of the verifier, such as reward hacking; it never moves a reward), flagged share their share of the group's rollouts.")
+	}
+	if cv := lb.Coverage; cv != nil {
+		state := "every group holds every cell once"
+		if !cv.Complete {
+			state = "INCOMPLETE: some cells are missing or duplicated (" + strings.Join(cv.Gaps, "; ") + "), and every rate is marked incomplete"
+		}
+		recorded = append(recorded, fmt.Sprintf("coverage: %d tasks × %d trials expected per group; %s.", cv.Tasks, cv.Trials, state))
+	}
+	if lb.ExcludedFlagged != nil {
+		which := "any flag"
+		if len(lb.ExcludeFlags) > 0 {
+			which = "a flag of " + strings.Join(lb.ExcludeFlags, ", ")
+		}
+		recorded = append(recorded, fmt.Sprintf("%d rollouts that raised %s are left out (--exclude-flagged): every count, rate, interval and pass@k is computed without them.", *lb.ExcludedFlagged, which))
 	}
 	return append(recorded, []string{
 		"rollouts counts every row; passed, failed, pending and error are shown apart. Pending and error rows are never in a denominator.",
@@ -347,4 +497,27 @@ func recordedRow(v value) (status, reward value) {
 		status = value{Kind: columnar.CellString, Data: []byte(verifiers.StatusFailed)}
 	}
 	return status, value{Kind: columnar.CellNumber, Data: strconv.AppendFloat(nil, r, 'g', -1, 64)}
+}
+
+// flagList appends to dst the flag ids of a rewards row's flags cell, a
+// list of strings.
+func flagList(doc *jsonview.Doc, v value, dst []string) ([]string, error) {
+	if v.Null() {
+		return dst, errors.New("flags is null")
+	}
+	if string(v.Data) == "[]" {
+		return dst, nil
+	}
+	arr, err := doc.Parse(v.Data)
+	if err != nil || arr.Kind() != jsonview.Array {
+		return dst, fmt.Errorf("flags %q: not a list of strings", v.Data)
+	}
+	for e := arr.First(); e.Exists(); e = e.Next() {
+		s, ok := e.Str()
+		if !ok {
+			return dst, fmt.Errorf("flags %q: not a list of strings", v.Data)
+		}
+		dst = append(dst, string(s))
+	}
+	return dst, nil
 }

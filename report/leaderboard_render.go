@@ -40,6 +40,7 @@ func (lb *Leaderboard) header() []string {
 	h := []string{"rank"}
 	h = append(h, lb.By...)
 	h = append(h, "rollouts", "passed", "failed", "pending", "error", "pass rate", "95% CI (Wilson)", "mean reward", "95% CI (bootstrap over tasks)", "tasks")
+	h = append(h, lb.flagHeader("flagged", "flagged share", "flag ")...)
 	for _, k := range lb.K {
 		h = append(h, fmt.Sprintf("pass@%d", k), fmt.Sprintf("pass^%d", k))
 	}
@@ -54,10 +55,42 @@ func (lb *Leaderboard) row(e *Entry) []string {
 		}
 		r = append(r, g)
 	}
+	rate := f4(e.PassRate)
+	if lb.Coverage != nil && !lb.Coverage.Complete {
+		rate += " (incomplete)"
+	}
 	r = append(r, itoa(e.Rollouts), itoa(e.Passed), itoa(e.Failed), itoa(e.Pending), itoa(e.Error),
-		f4(e.PassRate), ci(e.PassRateCI), f4(e.MeanReward), ci(e.MeanRewardCI), strconv.Itoa(e.Tasks))
+		rate, ci(e.PassRateCI), f4(e.MeanReward), ci(e.MeanRewardCI), strconv.Itoa(e.Tasks))
+	r = append(r, lb.flagCells(e, f4)...)
 	for _, k := range e.AtK {
 		r = append(r, f4(k.PassAtK), f4(k.PassHatK))
+	}
+	return r
+}
+
+// flagHeader returns the names of the flag columns: flagged and share
+// when some directory has flags, then one per flag of --flags, named
+// prefix and its id.
+func (lb *Leaderboard) flagHeader(flagged, share, prefix string) []string {
+	if !lb.HasFlags {
+		return nil
+	}
+	h := []string{flagged, share}
+	for _, f := range lb.Flags {
+		h = append(h, prefix+f)
+	}
+	return h
+}
+
+// flagCells returns an entry's cells of the flag columns, the share
+// formatted by num.
+func (lb *Leaderboard) flagCells(e *Entry, num func(*float64) string) []string {
+	if !lb.HasFlags {
+		return nil
+	}
+	r := []string{itoa(*e.Flagged), num(e.FlaggedShare)}
+	for _, f := range lb.Flags {
+		r = append(r, itoa(e.FlagCounts[f]))
 	}
 	return r
 }
@@ -104,6 +137,7 @@ func (lb *Leaderboard) WriteCSV(w io.Writer) error {
 	h = append(h, lb.By...)
 	h = append(h, "rollouts", "passed", "failed", "pending", "error", "pass_rate", "pass_rate_wilson95_lo", "pass_rate_wilson95_hi",
 		"mean_reward", "mean_reward_bootstrap95_lo", "mean_reward_bootstrap95_hi", "tasks")
+	h = append(h, lb.flagHeader("flagged", "flagged_share", "flag_")...)
 	for _, k := range lb.K {
 		h = append(h, fmt.Sprintf("pass_at_%d", k), fmt.Sprintf("pass_hat_%d", k), fmt.Sprintf("tasks_at_%d", k))
 	}
@@ -128,6 +162,7 @@ func (lb *Leaderboard) WriteCSV(w io.Writer) error {
 		r = append(r, num(e.MeanReward))
 		r = append(r, bounds(e.MeanRewardCI)...)
 		r = append(r, strconv.Itoa(e.Tasks))
+		r = append(r, lb.flagCells(&e, num)...)
 		for _, k := range e.AtK {
 			r = append(r, num(k.PassAtK), num(k.PassHatK), strconv.Itoa(k.Tasks))
 		}
@@ -440,7 +475,7 @@ func (lb *Leaderboard) WriteHTML(w io.Writer) error {
 	// The table of the terminal is cut in two: the pass@k and pass^k
 	// pairs of many k would not fit a window beside the other columns.
 	header := lb.header()
-	split := 1 + len(lb.By) + 10 // rank, the groups, then 10 columns up to tasks
+	split := 1 + len(lb.By) + 10 + len(lb.flagHeader("", "", "")) // rank, the groups, 10 columns up to tasks, the flags
 	rows := make([][]string, len(lb.Entries))
 	kRows := make([][]string, 0, len(lb.Entries))
 	for i := range lb.Entries {

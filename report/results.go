@@ -2,10 +2,13 @@ package report
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/join"
+	"github.com/gavelhq/gavel/results"
 )
 
 // value is one cell of a result row.
@@ -59,13 +62,35 @@ func scanRewards(dir string, cols []string, strs columnar.Interner, fn func(r *c
 }
 
 // scanChecks reads the checks rows of dir as the checks columns cols,
-// decoded (see scanDecoded); strs interns the categorical strings.
+// decoded (see scanDecoded); strs interns the categorical strings. The
+// rows of flags (a run with flags: manifest.json's config.flags) are
+// stepped over: fn sees checks only.
 func scanChecks(dir string, cols []string, strs columnar.Interner, fn func(r *columnar.CheckRow) error) error {
+	flags := hasFlags(dir)
+	if flags && !slices.Contains(cols, columnar.ColumnKind) {
+		cols = append(slices.Clip(cols), columnar.ColumnKind)
+	}
 	dec, err := columnar.NewCheckDecoder(cols, strs)
 	if err != nil {
 		return err
 	}
-	return scanDecoded(dir, join.Checks, cols, dec.Views(), fn)
+	if !flags {
+		return scanDecoded(dir, join.Checks, cols, dec.Views(), fn)
+	}
+	return scanDecoded(dir, join.Checks, cols, dec.Views(), func(r *columnar.CheckRow) error {
+		if r.Kind == columnar.KindFlag {
+			return nil
+		}
+		return fn(r)
+	})
+}
+
+// hasFlags reports whether the run of the result directory dir had flags
+// (its manifest says so; a directory without a readable manifest has
+// none).
+func hasFlags(dir string) bool {
+	m, err := results.ReadManifest(filepath.Join(dir, results.ManifestFile))
+	return err == nil && m.Config.Flags
 }
 
 // scanJudgementRows reads the judgements rows of dir as the judgements

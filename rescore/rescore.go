@@ -104,6 +104,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.Config.Flags {
+		return nil, &inputs.ConfigError{Field: "Dir", Msg: cfg.Dir + ": rescoring a run with flags is not built yet"}
+	}
 	if m.Config.Format == "" {
 		return nil, &inputs.ConfigError{Field: "Dir", Msg: cfg.Dir + ": " + results.ErrNoConfig.Error()}
 	}

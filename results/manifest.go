@@ -47,6 +47,9 @@ type RunConfig struct {
 	Fields RunFields `json:"fields"`
 	// Keep are the metadata columns copied into the rewards, as resolved.
 	Keep []string `json:"keep"`
+	// Flags is set when the run wrote the columns of a run with flags
+	// (the checks' kind, the rewards' flags).
+	Flags bool `json:"flags,omitempty"`
 	// TasksFile is the tasks table ("" when none).
 	TasksFile string `json:"tasks_file"`
 	// MaxLineBytes bounds one JSON Lines line.

@@ -7,16 +7,16 @@ import (
 
 // Score computes a row's verdict again from its check rows, with the
 // reward formula f: after judging changed some, and in a rescore run; buf
-// is reused.
+// is reused. Flag rows, which follow the check rows, are not scored.
 func Score(rw *columnar.RewardRow, crs []columnar.CheckRow, f verifiers.Formula, buf []verifiers.Check) []verifiers.Check {
 	buf = buf[:0]
 	for i := range crs {
 		cr := &crs[i]
 		var st verifiers.Status
 		switch cr.Status {
-		case verifiers.CheckPass:
+		case verifiers.CheckPass, verifiers.FlagRaised:
 			st = verifiers.Pass
-		case verifiers.CheckFail:
+		case verifiers.CheckFail, verifiers.FlagClear:
 			st = verifiers.Fail
 		case verifiers.CheckPending:
 			st = verifiers.Pending
@@ -24,7 +24,7 @@ func Score(rw *columnar.RewardRow, crs []columnar.CheckRow, f verifiers.Formula,
 			st = verifiers.Error
 		}
 		buf = append(buf, verifiers.Check{ID: cr.CheckID, Label: cr.Label, Required: cr.Required, Status: st, Detail: cr.Detail,
-			Score: cr.Score, Scored: cr.ScoreValid})
+			Score: cr.Score, Scored: cr.ScoreValid, Flag: cr.Kind == columnar.KindFlag})
 	}
 	SetVerdict(rw, verifiers.ScoreWith(f, buf, nil))
 	return buf

@@ -58,10 +58,14 @@ type PartStats struct {
 	Checks int64  `json:"checks"`
 	// Unextracted is the summary's count of math checks that found no
 	// answer, per "VERIFIER/CHECK"; absent when none.
-	Unextracted map[string]int64     `json:"unextracted,omitempty"`
-	Total       rawCounts            `json:"total"`
-	Verifiers   map[string]rawCounts `json:"verifiers"`
-	Tasks       map[string]rawCounts `json:"tasks"`
+	Unextracted map[string]int64 `json:"unextracted,omitempty"`
+	// Flags and Flagged are the summary's counts of flags (absent in a
+	// run without flags).
+	Flags     map[string]*FlagCounts `json:"flags,omitempty"`
+	Flagged   int64                  `json:"flagged,omitempty"`
+	Total     rawCounts              `json:"total"`
+	Verifiers map[string]rawCounts   `json:"verifiers"`
+	Tasks     map[string]rawCounts   `json:"tasks"`
 	// RetryRows counts the part's rows whose result may differ when they
 	// are graded again (retryRow): --reuse copies a part whole only when
 	// it has none. Nil in statistics written before it was counted: such
@@ -72,7 +76,8 @@ type PartStats struct {
 // NewPartStats returns the statistics of a part from the counts gathered
 // while it was written; the caller sets RetryRows.
 func NewPartStats(unit int, path string, rows int64, s *Summary) *PartStats {
-	ps := &PartStats{Unit: unit, Path: path, Rows: rows, Checks: s.Checks, Unextracted: s.Unextracted, Total: s.Counts.raw(),
+	ps := &PartStats{Unit: unit, Path: path, Rows: rows, Checks: s.Checks, Unextracted: s.Unextracted,
+		Flags: s.Flags, Flagged: s.Flagged, Total: s.Counts.raw(),
 		Verifiers: map[string]rawCounts{}, Tasks: map[string]rawCounts{}}
 	for k, c := range s.Verifiers {
 		ps.Verifiers[k] = c.raw()
@@ -139,6 +144,12 @@ func MergeStats(parts []*PartStats, skipped []string) *Summary {
 			}
 			s.Unextracted[k] += n
 		}
+		for k, c := range ps.Flags {
+			s.addFlag(k, verifiers.FlagRaised, c.Raised)
+			s.addFlag(k, verifiers.FlagClear, c.Clear)
+			s.addFlag(k, verifiers.CheckError, c.Error)
+		}
+		s.Flagged += ps.Flagged
 		mergeGroups(s.Verifiers, ps.Verifiers)
 		mergeGroups(s.Tasks, ps.Tasks)
 	}

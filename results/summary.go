@@ -66,6 +66,11 @@ type Summary struct {
 	// failed because the text gave no answer (their detail starts with
 	// verifiers.MathNoAnswer), apart from wrong answers; absent when none.
 	Unextracted map[string]int64 `json:"unextracted,omitempty"`
+	// Flags counts, per "VERIFIER/FLAG", the flag rows by status (absent
+	// in a run without flags); Flagged counts the rollouts with at least
+	// one flag raised.
+	Flags   map[string]*FlagCounts `json:"flags,omitempty"`
+	Flagged int64                  `json:"flagged,omitempty"`
 	// FilesSkipped lists the unsupported files found in input directories.
 	FilesSkipped []string `json:"files_skipped"`
 	// DuplicateIDs counts the rows whose rollout_id an earlier row already
@@ -104,6 +109,9 @@ func NewSummary(skipped []string) *Summary {
 
 func (s *Summary) Add(r *columnar.RewardRow) {
 	s.Counts.add(r)
+	if len(r.Flags) > 0 {
+		s.Flagged++
+	}
 	if r.VerifierID.Valid {
 		c := s.Verifiers[r.VerifierID.S]
 		if c == nil {
@@ -125,12 +133,43 @@ func (s *Summary) AddChecks(crs []columnar.CheckRow) {
 	s.Checks += int64(len(crs))
 	for i := range crs {
 		c := &crs[i]
+		if c.Kind == columnar.KindFlag {
+			s.addFlag(c.VerifierID.S+"/"+c.CheckID, c.Status, 1)
+			continue
+		}
 		if c.Status == verifiers.CheckFail && verifiers.IsMathNoAnswer(c.Detail) {
 			if s.Unextracted == nil {
 				s.Unextracted = map[string]int64{}
 			}
 			s.Unextracted[c.VerifierID.S+"/"+c.CheckID]++
 		}
+	}
+}
+
+// FlagCounts count the rows of one flag by status.
+type FlagCounts struct {
+	Raised int64 `json:"raised"`
+	Clear  int64 `json:"clear"`
+	Error  int64 `json:"error"`
+}
+
+// addFlag counts n rows of the flag key with status.
+func (s *Summary) addFlag(key, status string, n int64) {
+	if s.Flags == nil {
+		s.Flags = map[string]*FlagCounts{}
+	}
+	c := s.Flags[key]
+	if c == nil {
+		c = &FlagCounts{}
+		s.Flags[key] = c
+	}
+	switch status {
+	case verifiers.FlagRaised:
+		c.Raised += n
+	case verifiers.FlagClear:
+		c.Clear += n
+	default:
+		c.Error += n
 	}
 }
 

@@ -239,9 +239,9 @@ func (g *gradeReq) object(body io.Reader) {
 		return
 	}
 	if g.keep == nil {
-		g.keep, g.enc = g.s.encoders.probe(root)
+		g.keep, g.enc = g.encoders().probe(root)
 	} else {
-		g.enc = g.s.encoders.get(g.keep)
+		g.enc = g.encoders().get(g.keep)
 	}
 	// Grading indexes the rollout again: a large one's first index goes
 	// before.
@@ -308,7 +308,7 @@ func (g *gradeReq) gradeFailed(err error) {
 // object has, as grade probes the first object line of a file.
 func (g *gradeReq) setKeep(b *columnar.Batch) {
 	if g.keep != nil {
-		g.enc = g.s.encoders.get(g.keep)
+		g.enc = g.encoders().get(g.keep)
 		return
 	}
 	var doc jsonview.Doc
@@ -318,27 +318,37 @@ func (g *gradeReq) setKeep(b *columnar.Batch) {
 		if err != nil || root.Kind() != jsonview.Object {
 			continue
 		}
-		g.keep, g.enc = g.s.encoders.probe(root)
+		g.keep, g.enc = g.encoders().probe(root)
 		return
 	}
-	g.keep, g.enc = g.s.encoders.probe(jsonview.Value{})
+	g.keep, g.enc = g.encoders().probe(jsonview.Value{})
 }
 
 // encoders keeps the row encoders of the kept column sets seen, which are
 // safe for concurrent use: building one per request costs more than
 // grading a small rollout.
 type encoders struct {
+	flags  bool                      // the columns of a run with flags (pipeline.RowGrader.Flags)
 	probed [1 << 3]*columnar.RowJSON // by the bits of defaultKeep present
 	keeps  [1 << 3][]string
 	named  sync.Map // strings.Join(keep, "\x00"): *columnar.RowJSON
 	count  atomic.Int32
 }
 
+// encoders returns the encoders of the request's verifier set: with the
+// columns of a run with flags when a verifier of the set is flagged.
+func (g *gradeReq) encoders() *encoders {
+	if g.set.grader.Flags() {
+		return g.s.encoders[1]
+	}
+	return g.s.encoders[0]
+}
+
 // maxNamedEncoders bounds the ?keep= sets kept.
 const maxNamedEncoders = 256
 
-func newEncoders() *encoders {
-	e := &encoders{}
+func newEncoders(flags bool) *encoders {
+	e := &encoders{flags: flags}
 	for mask := range e.probed {
 		keep := []string{}
 		for i, k := range defaultKeep {
@@ -346,7 +356,7 @@ func newEncoders() *encoders {
 				keep = append(keep, k)
 			}
 		}
-		e.keeps[mask], e.probed[mask] = keep, columnar.NewRowJSON(keep)
+		e.keeps[mask], e.probed[mask] = keep, columnar.NewRowJSON(keep, e.flags)
 	}
 	return e
 }
@@ -370,7 +380,7 @@ func (e *encoders) get(keep []string) *columnar.RowJSON {
 	if enc, ok := e.named.Load(key); ok {
 		return enc.(*columnar.RowJSON)
 	}
-	enc := columnar.NewRowJSON(keep)
+	enc := columnar.NewRowJSON(keep, e.flags)
 	if e.count.Load() < maxNamedEncoders {
 		if _, loaded := e.named.LoadOrStore(key, enc); !loaded {
 			e.count.Add(1)

@@ -117,8 +117,8 @@ type Server struct {
 	mux      *http.ServeMux
 	ready    atomic.Bool
 	gyms     *gymCache
-	mem      *memBudget // request memory
-	encoders *encoders
+	mem      *memBudget        // request memory
+	encoders [2]*encoders      // without, with the columns of flags
 	tokenSum [sha256.Size]byte // of the token
 
 	// Set by New to admitWait; tests wait longer.
@@ -165,7 +165,7 @@ func New(cfg Config) *Server {
 		metrics:  newMetrics(cfg.Registry),
 		gyms:     newGymCache(cfg.MaxMemory / 16),
 		mem:      newMemBudget(cfg.MaxMemory / 8),
-		encoders: newEncoders(),
+		encoders: [2]*encoders{newEncoders(false), newEncoders(true)},
 
 		maxAdmitWait: admitWait,
 	}

@@ -85,11 +85,13 @@ func Score(checks []Check, gradeErr error) Verdict {
 
 // ScoreWith is Score with the reward computed by f. The status and the
 // counts do not depend on f; a formula that fails makes the verdict an
-// error (kind verifier), counts kept, and never a reward.
+// error (kind verifier), counts kept, and never a reward. Flags, which
+// follow the checks, are not scored: they never move the verdict.
 func ScoreWith(f Formula, checks []Check, gradeErr error) Verdict {
 	if gradeErr != nil {
 		return Verdict{Outcome: Errored, ErrorKind: KindVerifier, Error: gradeErr.Error()}
 	}
+	checks, _ = SplitFlags(checks)
 	var v Verdict
 	anyFail, anyPending := false, false
 	firstErr := -1

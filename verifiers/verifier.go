@@ -92,7 +92,37 @@ type Check struct {
 	// says what the judge is asked; nil for other checks. Its strings must
 	// not point into the rollout: they outlive the call to Grade.
 	Rubric *Rubric
+	// Flag marks a flag (Checks.Flag): a mark that travels with the
+	// rollout and never moves its status, passed or reward. A flag's
+	// Status is Pass when it is raised, Fail when it is clear and Error
+	// when its condition could not be evaluated; it is written as raised,
+	// clear or error (StatusText). Flags follow the checks (Run moves
+	// them after them) and count in none of the verdict's counts.
+	Flag bool
 }
+
+// Flag statuses as written in the checks' status column of a flag row.
+const (
+	FlagRaised = "raised"
+	FlagClear  = "clear"
+)
+
+// StatusText returns the check's status as written in the checks' status
+// column: a check's Status, or a flag's raised, clear or error.
+func (c *Check) StatusText() string {
+	if c.Flag {
+		switch c.Status {
+		case Pass:
+			return FlagRaised
+		case Fail:
+			return FlagClear
+		}
+	}
+	return c.Status.String()
+}
+
+// Raised reports whether the check is a raised flag.
+func (c *Check) Raised() bool { return c.Flag && c.Status == Pass }
 
 // Rubric is what a judge is asked about one rubric check.
 type Rubric struct {
@@ -170,6 +200,21 @@ func (c *Checks) Rubric(label, rubric string, opts ...RubricOption) {
 	c.Add(Check{ID: label, Label: label, Required: true, Status: Pending, Detail: rubric, Rubric: r})
 }
 
+// Flag adds a flag: a mark, raised when raised, that travels with the
+// rollout (the rewards' flags column lists the raised ones) and never
+// moves its status, passed or reward. id names it in the flags column;
+// detail is its evidence. Only a verifier that sets Flagged may add
+// flags.
+func (c *Checks) Flag(id, label string, raised bool, detail string) {
+	c.Add(Check{ID: id, Label: label, Status: passFail(raised), Detail: detail, Flag: true})
+}
+
+// FlagFault adds a flag whose condition could not be evaluated (status
+// error): it is counted, never raised, and never errs the rollout.
+func (c *Checks) FlagFault(id, label, detail string) {
+	c.Add(Check{ID: id, Label: label, Status: Error, Detail: detail, Flag: true})
+}
+
 // Add appends a check as given. A check without an ID takes its label.
 func (c *Checks) Add(ch Check) {
 	if ch.ID == "" {
@@ -226,6 +271,12 @@ type Verifier struct {
 	// changes whenever its behaviour may change. Go verifiers leave it
 	// empty: their Version stands for their code.
 	Definition string
+	// Flagged says that the verifier may add flags (Checks.Flag). A run
+	// writes the checks' kind column and the rewards' flags column only
+	// when some verifier is flagged (or health flags are on), so that a
+	// run without flags writes the tables it always wrote; a flag added
+	// by a verifier that is not flagged is an error of the verifier.
+	Flagged bool
 	// Judged says that the verifier may add rubric checks for a judge
 	// (Checks.Rubric). A run starts a judge only when a bound verifier is
 	// judged.
@@ -296,13 +347,63 @@ type JudgeSettings struct {
 // recovers, gives a verdict with status error (kind verifier) and leaves c
 // empty. Grading runs and `gavel verifier test` both call verifiers
 // through Run, so a verifier behaves the same in both.
+//
+// The flags a verifier adds are moved after its checks, each list in the
+// order added; a flag from a verifier that is not Flagged is an error.
 func Run(v *Verifier, r *Rollout, c *Checks) Verdict {
 	c.Reset()
 	if err := call(v, r, c); err != nil {
 		c.Reset()
 		return ScoreWith(v.Reward, nil, err)
 	}
+	if err := c.orderFlags(v); err != nil {
+		c.Reset()
+		return ScoreWith(v.Reward, nil, err)
+	}
 	return ScoreWith(v.Reward, c.List(), nil)
+}
+
+// orderFlags moves the flags after the checks, keeping each list's order.
+// It allocates nothing when the flags already follow the checks.
+func (c *Checks) orderFlags(v *Verifier) error {
+	first, mixed := -1, false
+	for i := range c.list {
+		switch {
+		case c.list[i].Flag && !v.Flagged:
+			return fmt.Errorf("verifier %s: flag %q added, but the verifier does not declare flags (set Flagged)", v.ID, c.list[i].ID)
+		case c.list[i].Flag && first < 0:
+			first = i
+		case !c.list[i].Flag && first >= 0:
+			mixed = true
+		}
+	}
+	if !mixed {
+		return nil
+	}
+	// A check after a flag: a stable partition.
+	var flags []Check
+	n := first
+	for i := first; i < len(c.list); i++ {
+		if c.list[i].Flag {
+			flags = append(flags, c.list[i])
+			continue
+		}
+		c.list[n] = c.list[i]
+		n++
+	}
+	copy(c.list[n:], flags)
+	return nil
+}
+
+// SplitFlags returns the checks and the flags of a list in which the
+// flags follow the checks (as Run leaves them).
+func SplitFlags(list []Check) (checks, flags []Check) {
+	for i := range list {
+		if list[i].Flag {
+			return list[:i], list[i:]
+		}
+	}
+	return list, nil
 }
 
 // call calls v.Grade, turning a panic into an error that carries the

@@ -25,6 +25,8 @@
 package selftest
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -151,6 +153,41 @@ func grade(v *verifiers.Verifier, r *verifiers.Rollout) (checks []verifiers.Chec
 	return slices.Clone(c.List()), verdict
 }
 
+// encode returns the bytes a grading writes of checks and verdict: each
+// check's fields and the verdict, as JSON.
+func encode(checks []verifiers.Check, verdict verifiers.Verdict) []byte {
+	type row struct {
+		ID, Label, Status, Detail, Actual, Expected string
+		Required, Flag, Scored                      bool
+		Score                                       float64
+		Rubric                                      *verifiers.Rubric
+	}
+	rows := make([]row, len(checks))
+	for i := range checks {
+		c := &checks[i]
+		rows[i] = row{ID: c.ID, Label: c.Label, Status: c.StatusText(), Detail: c.Detail, Actual: c.Actual, Expected: c.Expected,
+			Required: c.Required, Flag: c.Flag, Scored: c.Scored, Score: c.Score, Rubric: c.Rubric}
+	}
+	b, err := json.Marshal(struct {
+		Checks  []row
+		Verdict verifiers.Verdict
+	}{rows, verdict})
+	if err != nil {
+		return []byte("encode: " + err.Error())
+	}
+	return b
+}
+
+// firstDiff shows where a and b first differ, with a little context.
+func firstDiff(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(i-20, 0)
+	return fmt.Sprintf("at byte %d, %q against %q", i, a[from:min(i+40, len(a))], b[from:min(i+40, len(b))])
+}
+
 var wantVerdict = map[string]string{ExpectPass: verifiers.StatusPassed, ExpectFail: verifiers.StatusFailed, ExpectError: verifiers.StatusError}
 
 // Test runs v on each fixture, read with decode, twice (a verifier must be
@@ -186,13 +223,29 @@ func Test(v *verifiers.Verifier, fixtures []Fixture, decode Decode) []Outcome {
 			seen = append(seen, r.TaskID)
 		}
 		checks, verdict := grade(v, r)
-		again, verdict2 := grade(v, r)
+		// Again in a worker of its own, on the fixture decoded again, as
+		// another worker of a run would grade it: the bytes written must
+		// not differ.
+		var again []byte
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r2, err := decode(f.Name, f.Data)
+			if err != nil {
+				again = []byte("decode: " + err.Error())
+				return
+			}
+			c2, v2 := grade(v, r2)
+			again = encode(c2, v2)
+		}()
+		<-done
+		first := encode(checks, verdict)
 		o.Got = verdict.Outcome.String()
 		switch {
 		case o.Got != o.Want:
 			o.Problem = describe(checks, verdict)
-		case !slices.Equal(checks, again) || verdict != verdict2:
-			o.Problem = "not deterministic: two gradings of the same rollout differ"
+		case !bytes.Equal(first, again):
+			o.Problem = "not deterministic: two gradings of the same rollout, in separate workers, differ: " + firstDiff(first, again)
 		default:
 			o.OK = true
 			for _, id := range expect {

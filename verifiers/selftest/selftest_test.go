@@ -81,6 +81,16 @@ func TestTest(t *testing.T) {
 		c.Require("state changed", changed(r), strings.Repeat("x", calls))
 		return nil
 	}}
+	// sticky remembers the first rollout it saw: the same rollout graded
+	// twice looks deterministic, another worker's decoding of it does not.
+	var seenFirst *verifiers.Rollout
+	sticky := &verifiers.Verifier{ID: "V-STICKY", Tasks: []string{"T"}, Grade: func(r *verifiers.Rollout, c *verifiers.Checks) error {
+		if seenFirst == nil {
+			seenFirst = r
+		}
+		c.Require("state changed", changed(r), fmt.Sprint(seenFirst == r))
+		return nil
+	}}
 	panics := &verifiers.Verifier{ID: "V-PANIC", Tasks: []string{"T"}, Grade: func(r *verifiers.Rollout, c *verifiers.Checks) error {
 		panic("boom")
 	}}
@@ -112,6 +122,8 @@ func TestTest(t *testing.T) {
 		{"a verifier that passes a no-op", lenient, fx[1:2],
 			"pass/ok.json=passed; no-op T=passed FAIL vacuous:anything goes"},
 		{"a verifier that is not deterministic", flaky, fx[1:2],
+			"pass/ok.json=passed FAIL; no-op T=failed"},
+		{"a verifier whose checks depend on the worker", sticky, fx[1:2],
 			"pass/ok.json=passed FAIL; no-op T=failed"},
 		{"a verifier that panics", panics, fx[1:2],
 			"pass/ok.json=error FAIL; no-op T=error FAIL"},

@@ -43,7 +43,9 @@ func newGrader(checks []*check, lets *letSet) func(*verifiers.Rollout, *verifier
 			defer func() { s.cel.lets = nil }()
 		}
 		for _, c := range checks {
-			out.Add(c.grade(r, s))
+			ch := c.grade(r, s)
+			ch.Flag = c.flag
+			out.Add(ch)
 		}
 		return nil
 	}

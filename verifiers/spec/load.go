@@ -107,6 +107,8 @@ type check struct {
 	precision    int      // math: decimal places for numbers
 
 	asserts []*assert
+
+	flag bool // a flag (flags:), not a check: an expr that raises it
 }
 
 // contextItem is one named CEL expression of a rubric's context.
@@ -252,7 +254,7 @@ func parse(name string, data []byte) ([]*verifiers.Verifier, []position, error) 
 // verifier compiles one verifier node; nil when it has problems.
 func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	before := len(l.problems)
-	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "description", "judge", "reward", "remote")
+	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "flags", "description", "judge", "reward", "remote")
 	if !ok {
 		return nil
 	}
@@ -296,6 +298,14 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	} else {
 		checks = l.checkList(cn, what)
 	}
+	var flags []*check
+	if fn := m["flags"]; fn != nil {
+		if rs != nil {
+			l.problem(fn, "a remote verifier's flags are its service's answer: remove flags:", "%s has both remote and flags", what)
+		} else {
+			flags = l.flagList(fn, what, checks)
+		}
+	}
 	js, templateSum := l.judge(m["judge"], what)
 	reward := l.reward(m["reward"], what, checks, rs != nil)
 	if len(l.problems) > before {
@@ -314,7 +324,7 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		// The template file's content is part of the verifier's behaviour.
 		def = append(def, "\njudge template sha256:"+templateSum...)
 	}
-	grade := newGrader(checks, lets)
+	grade := newGrader(append(checks, flags...), lets)
 	if rs != nil {
 		grade = remoteGrade
 	}
@@ -327,6 +337,7 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		Source:     l.file + ":" + strconv.Itoa(n.Line),
 		Definition: string(def),
 		Judged:     judged,
+		Flagged:    len(flags) > 0,
 		Judge:      js,
 		Reward:     reward,
 	}
@@ -830,4 +841,61 @@ func (l *loader) checkList(cn *yaml.Node, what string) []*check {
 		l.problem(cn, "a verifier needs a check without optional: true", "%s has no required check", what)
 	}
 	return checks
+}
+
+// flagFields are the fields of a flag.
+var flagFields = []string{"id", "label", "expr", "detail", "rubric", "description"}
+
+// flagList compiles the flags of the sequence node fn, of a verifier named
+// what in problems whose checks are checks: each flag once by id, an id
+// no check of the verifier has. A flag is raised when its expr is true;
+// detail, a CEL expression, is its evidence.
+func (l *loader) flagList(fn *yaml.Node, what string, checks []*check) []*check {
+	if fn.Kind != yaml.SequenceNode || len(fn.Content) == 0 {
+		l.problem(fn, "", "flags of %s must be a non-empty list, not %s", what, kindName(fn))
+		return nil
+	}
+	seen := map[string]int{}
+	var flags []*check
+	for _, n := range fn.Content {
+		n = resolve(n)
+		before := len(l.problems)
+		m, ok := l.fields(n, "a flag of "+what, flagFields...)
+		if !ok {
+			continue
+		}
+		c := &check{kind: kindExpr, flag: true}
+		c.id, _ = l.str(m, n, "id", "a flag of "+what, true)
+		fwhat := "flag " + strconv.Quote(c.id)
+		c.label = c.id
+		if s, _ := l.str(m, n, "label", fwhat, false); s != "" {
+			c.label = s
+		}
+		switch en, rn := m["expr"], m["rubric"]; {
+		case rn != nil:
+			l.problem(rn, "raise it with expr: for now", "%s: rubric flags (judged) are not built yet", fwhat)
+		case en == nil:
+			l.problem(n, "add expr: a CEL condition that raises the flag when true", "%s has no expr", fwhat)
+		default:
+			src, _ := l.str(m, n, "expr", fwhat, true)
+			c.expr = l.compile(en, src, true)
+		}
+		if src, dn := l.str(m, n, "detail", fwhat, false); dn != nil {
+			c.detail = l.compile(dn, src, false)
+		}
+		if len(l.problems) > before {
+			continue
+		}
+		if line, dup := seen[c.id]; dup {
+			l.problem(n, "give each flag of a verifier its own id", "duplicate flag id %q in %s (also at line %d)", c.id, what, line)
+			continue
+		}
+		if slices.ContainsFunc(checks, func(ch *check) bool { return ch.id == c.id }) {
+			l.problem(n, "a flag's id names it beside the checks: give it one no check has", "flag id %q of %s is also a check's id", c.id, what)
+			continue
+		}
+		seen[c.id] = n.Line
+		flags = append(flags, c)
+	}
+	return flags
 }

@@ -58,6 +58,12 @@ func TestLoadProblems(t *testing.T) {
 		{"reward weight not a number", rewardSpec("{weighted: {c: high}}"), "5:28: reward of verifier \"V\": weighted: weights must be"},
 		{"reward expression does not compile", rewardSpec("{expr: 'checks.('}"), "5:20: reward of verifier \"V\": reward expression"},
 		{"reward expression not a number", rewardSpec("{expr: 'true'}"), "gives bool, not a number"},
+		{"flag without expr", flagSpec("{id: f, label: l}"), "7:9: flag \"f\" has no expr"},
+		{"rubric flag", flagSpec("{id: f, rubric: r}"), "7:25: flag \"f\": rubric flags (judged) are not built yet"},
+		{"flag id of a check", flagSpec("{id: c, expr: 'true'}"), "7:9: flag id \"c\" of verifier \"V\" is also a check's id"},
+		{"duplicate flag id", flagSpec("{id: f, expr: 'true'}\n      - {id: f, expr: 'false'}"), "8:9: duplicate flag id \"f\""},
+		{"flag expr not bool", flagSpec("{id: f, expr: '1'}"), "7:23: expr must evaluate to a bool"},
+		{"flags not a list", "verifiers:\n  - id: V\n    task: T\n    name: n\n    checks: [{id: c, type: expr, expr: 'true'}]\n    flags: {id: f}\n", "6:12: flags of verifier \"V\" must be a non-empty list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("test.yaml", []byte(tc.spec))
@@ -74,6 +80,12 @@ func TestLoadProblems(t *testing.T) {
 			}
 		})
 	}
+}
+
+// flagSpec is a spec whose verifier V has the check c and the one flag
+// given (on line 7).
+func flagSpec(flag string) string {
+	return "verifiers:\n  - id: V\n    task: T\n    name: n\n    checks: [{id: c, type: expr, expr: 'true'}]\n    flags:\n      - " + flag + "\n"
 }
 
 func TestProblemsHaveHints(t *testing.T) {

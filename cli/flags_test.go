@@ -1,0 +1,317 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// flagExamples holds the library of reward-hacking flags: each spec
+// beside rollouts whose ids say whether the spec's flag must be raised
+// on them (raise-...) or not (clear-...).
+var flagExamples = filepath.Join("..", "examples", "flags")
+
+// checkRows reads the checks of a JSON Lines result directory, in order.
+func checkRows(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(out, "checks", "*.jsonl"))
+	var rows []map[string]any
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var row map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, row)
+		}
+		f.Close()
+	}
+	return rows
+}
+
+func TestFlagLibrary(t *testing.T) {
+	specs, _ := filepath.Glob(filepath.Join(flagExamples, "*.yaml"))
+	if len(specs) < 4 {
+		t.Fatalf("examples/flags holds %d specs, want the 4 of the library", len(specs))
+	}
+	for _, spec := range specs {
+		name := strings.TrimSuffix(filepath.Base(spec), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, code, stderr := gradeFrom(t, "--spec", spec, filepath.Join(flagExamples, name+".jsonl"))
+			if code != 0 && code != 1 {
+				t.Fatalf("grade: exit %d: %s", code, stderr)
+			}
+			rows := rewardRows(t, out)
+			raised, cleared := 0, 0
+			for id, row := range rows {
+				flags, ok := row["flags"].([]any)
+				if !ok {
+					t.Fatalf("%s: flags = %#v, want a list", id, row["flags"])
+				}
+				switch {
+				case strings.HasPrefix(id, "raise-"):
+					raised++
+					if !reflect.DeepEqual(flags, []any{name}) {
+						t.Errorf("%s: flags %v, want [%s]", id, flags, name)
+					}
+				case strings.HasPrefix(id, "clear-"):
+					cleared++
+					if len(flags) != 0 {
+						t.Errorf("%s: flags %v, want none", id, flags)
+					}
+				default:
+					t.Fatalf("rollout id %q says neither raise- nor clear-", id)
+				}
+				if row["status"] == "error" {
+					t.Errorf("%s: status error: %v", id, row["error"])
+				}
+			}
+			if raised < 2 || cleared < 2 {
+				t.Errorf("%d rollouts raise the flag and %d do not: want at least 2 of each", raised, cleared)
+			}
+			// Each rollout has its check row, then its flag row; the
+			// flag counts in none of the rollout's check counts.
+			for _, cr := range checkRows(t, out) {
+				id := cr["rollout_id"].(string)
+				switch cr["kind"] {
+				case "check":
+					if cr["check_index"] != 0.0 {
+						t.Errorf("%s: check row at index %v", id, cr["check_index"])
+					}
+				case "flag":
+					want := "clear"
+					if strings.HasPrefix(id, "raise-") {
+						want = "raised"
+					}
+					if cr["check_index"] != 1.0 || cr["status"] != want || cr["check_id"] != name {
+						t.Errorf("%s: flag row %v, want index 1, %s, %s", id, cr, name, want)
+					}
+				default:
+					t.Errorf("%s: kind %v", id, cr["kind"])
+				}
+			}
+			for id, row := range rows {
+				if row["checks_total"] != 1.0 || row["required_total"] != 1.0 {
+					t.Errorf("%s: checks_total %v, required_total %v, want 1 and 1: flags are not checks", id, row["checks_total"], row["required_total"])
+				}
+			}
+		})
+	}
+}
+
+// flagSpec has a flag whose condition errs on some rollouts, and one
+// check, which decides the status.
+const flagSpec = `verifiers:
+  - id: V
+    tasks: all
+    name: answer holds 4
+    checks:
+      - {id: four, type: expr, expr: 'output.contains("4")'}
+    flags:
+      - {id: shouty, label: all capitals, expr: 'output == output.upperAscii() && output.size() > 0'}
+      - {id: long-log, label: long log or shouted, expr: 'size(log) > 1 || meta.shout'}
+`
+
+// A flag never moves the status, passed or reward; one that errs is
+// counted as an error and raises nothing; a run without flags writes
+// neither the kind nor the flags column.
+func TestFlagsNeverMoveReward(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "flags.yaml")
+	plain := filepath.Join(dir, "plain.yaml")
+	in := filepath.Join(dir, "in.jsonl")
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(spec, flagSpec)
+	write(plain, strings.Split(flagSpec, "    flags:")[0])
+	write(in, `{"rollout_id": "a", "task_id": "t", "output": "IT IS 4", "log": [{"eventType": "x"}, {"eventType": "y"}]}
+{"rollout_id": "b", "task_id": "t", "output": "it is 5", "log": [{"eventType": "x"}], "shout": false}
+{"rollout_id": "c", "task_id": "t", "output": "four is 4"}
+`)
+	out, code, stderr := gradeFrom(t, "--spec", spec, in)
+	if code != 0 {
+		t.Fatalf("grade: exit %d, want 0 (b fails, which is no error): %s", code, stderr)
+	}
+	base, code, stderr := gradeFrom(t, "--spec", plain, in)
+	if code != 0 {
+		t.Fatalf("grade without flags: exit %d, want 0: %s", code, stderr)
+	}
+	rows, plainRows := rewardRows(t, out), rewardRows(t, base)
+	want := map[string][]any{"a": {"shouty", "long-log"}, "b": {}, "c": {}}
+	for id, flags := range want {
+		row, prow := rows[id], plainRows[id]
+		if !reflect.DeepEqual(row["flags"], flags) {
+			t.Errorf("%s: flags %v, want %v", id, row["flags"], flags)
+		}
+		if _, ok := prow["flags"]; ok {
+			t.Errorf("%s: a run without flags writes a flags column", id)
+		}
+		for _, col := range []string{"status", "passed", "reward", "checks_total", "checks_passed", "required_total", "required_passed", "error_kind"} {
+			if !reflect.DeepEqual(row[col], prow[col]) {
+				t.Errorf("%s: %s %v with flags, %v without", id, col, row[col], prow[col])
+			}
+		}
+	}
+	// c has a short log and no shout: the flag's condition errs, and the
+	// flag is an error, not raised.
+	var cFlag map[string]any
+	for _, cr := range checkRows(t, out) {
+		if cr["rollout_id"] == "c" && cr["check_id"] == "long-log" {
+			cFlag = cr
+		}
+	}
+	if cFlag == nil || cFlag["status"] != "error" || cFlag["kind"] != "flag" {
+		t.Errorf("c's long-log flag row = %v, want status error, kind flag", cFlag)
+	}
+	for _, cr := range checkRows(t, base) {
+		if _, ok := cr["kind"]; ok {
+			t.Fatalf("a run without flags writes a kind column: %v", cr)
+		}
+	}
+	var sum struct {
+		Flagged int64                       `json:"flagged"`
+		Flags   map[string]map[string]int64 `json:"flags"`
+	}
+	data, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Flagged != 1 || sum.Flags["V/long-log"]["error"] != 1 || sum.Flags["V/long-log"]["clear"] != 1 || sum.Flags["V/shouty"]["raised"] != 1 || sum.Flags["V/shouty"]["clear"] != 2 {
+		t.Errorf("summary flagged %d, flags %v", sum.Flagged, sum.Flags)
+	}
+}
+
+func TestLeaderboardFlags(t *testing.T) {
+	name := "git-history"
+	out, code, stderr := gradeFrom(t, "--set", "model=m", "--spec", filepath.Join(flagExamples, name+".yaml"), filepath.Join(flagExamples, name+".jsonl"))
+	if code != 0 && code != 1 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	board := func(args ...string) (lb struct {
+		Excluded *int64 `json:"excluded_flagged"`
+		Flags    []string
+		Entries  []struct {
+			Rollouts     int64            `json:"rollouts"`
+			Flagged      *int64           `json:"flagged"`
+			FlaggedShare *float64         `json:"flagged_share"`
+			FlagCounts   map[string]int64 `json:"flag_counts"`
+		}
+		Conventions []string
+	}) {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, append(append([]string{"leaderboard", "--format", "json"}, args...), out)...)
+		if code != 0 {
+			t.Fatalf("leaderboard %v: exit %d: %s", args, code, stderr)
+		}
+		if err := json.Unmarshal([]byte(stdout), &lb); err != nil {
+			t.Fatal(err)
+		}
+		if len(lb.Entries) != 1 {
+			t.Fatalf("leaderboard %v: %d entries, want 1", args, len(lb.Entries))
+		}
+		return lb
+	}
+	lb := board("--flags")
+	e := lb.Entries[0]
+	if e.Rollouts != 5 || e.Flagged == nil || *e.Flagged != 3 || *e.FlaggedShare != 0.6 || e.FlagCounts[name] != 3 || lb.Excluded != nil {
+		t.Errorf("--flags: %+v, excluded %v", e, lb.Excluded)
+	}
+	lb = board("--exclude-flagged")
+	if e := lb.Entries[0]; e.Rollouts != 2 || *e.Flagged != 0 || lb.Excluded == nil || *lb.Excluded != 3 {
+		t.Errorf("--exclude-flagged: %+v, excluded %v", e, lb.Excluded)
+	}
+	if !strings.Contains(strings.Join(lb.Conventions, "\n"), "3 rollouts that raised any flag are left out") {
+		t.Errorf("conventions do not say what was left out: %q", lb.Conventions)
+	}
+	lb = board("--exclude-flagged=other-flag")
+	if e := lb.Entries[0]; e.Rollouts != 5 || *lb.Excluded != 0 {
+		t.Errorf("--exclude-flagged=other-flag: %+v, excluded %v", e, *lb.Excluded)
+	}
+	// A run without flags: no flagged column, and excluding is an error.
+	plain, code, stderr := gradeFrom(t, "--set", "model=m", "--spec", filepath.Join(examples, "messages.yaml"), "--from", "messages", filepath.Join(examples, "chats.jsonl"))
+	if code != 0 && code != 1 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	code, stdout, _ := runCLI(t, "leaderboard", "--format", "json", plain)
+	if code != 0 || strings.Contains(stdout, "flagged") {
+		t.Errorf("leaderboard of a run without flags: exit %d, output %s", code, stdout)
+	}
+	if code, _, stderr := runCLI(t, "leaderboard", "--exclude-flagged", plain); code != 2 && code != 1 || !strings.Contains(stderr, "no result directory has flags") {
+		t.Errorf("--exclude-flagged of a run without flags: exit %d, %s", code, stderr)
+	}
+}
+
+func TestLeaderboardCoverage(t *testing.T) {
+	name := "git-history" // 3 rollouts of git-history/1, 2 of git-history/2
+	out, code, stderr := gradeFrom(t, "--set", "model=m", "--spec", filepath.Join(flagExamples, name+".yaml"), filepath.Join(flagExamples, name+".jsonl"))
+	if code != 0 && code != 1 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	expect := filepath.Join(t.TempDir(), "tasks.txt")
+	if err := os.WriteFile(expect, []byte("# the tasks of the run\ngit-history/1\ngit-history/2\n\ngit-history/3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "leaderboard", "--expect", expect, "--trials", "2", out)
+	if code != 1 || stdout != "" {
+		t.Errorf("incomplete: exit %d, output %q; want 1 and nothing", code, stdout)
+	}
+	for _, want := range []string{"2 cells missing, 1 rollouts beyond", "model m task git-history/1: 3 rollouts for 2 trials", "model m task git-history/3: 0 of 2 rollouts"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q does not say %q", stderr, want)
+		}
+	}
+	code, stdout, stderr = runCLI(t, "leaderboard", "--format", "json", "--expect", expect, "--trials", "2", "--allow-incomplete", out)
+	if code != 0 {
+		t.Fatalf("--allow-incomplete: exit %d: %s", code, stderr)
+	}
+	var lb struct {
+		Coverage struct {
+			Complete bool
+			Gaps     []string
+		}
+		Entries []struct {
+			Coverage map[string]int64
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &lb); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"expected": 6, "graded": 4, "errored": 0, "missing": 2, "duplicated": 1, "unexpected": 0}
+	if lb.Coverage.Complete || len(lb.Coverage.Gaps) != 2 || len(lb.Entries) != 1 || !reflect.DeepEqual(lb.Entries[0].Coverage, want) {
+		t.Errorf("coverage %+v, entries %+v; want incomplete, 2 gaps, %v", lb.Coverage, lb.Entries, want)
+	}
+	code, stdout, _ = runCLI(t, "leaderboard", "--expect", expect, "--trials", "2", "--allow-incomplete", out)
+	if code != 0 || !strings.Contains(stdout, "(incomplete)") {
+		t.Errorf("text of an incomplete leaderboard does not mark its rates: %s", stdout)
+	}
+	// Without --expect, the unequal trial counts are a note.
+	code, stdout, _ = runCLI(t, "leaderboard", out)
+	if code != 0 || !strings.Contains(stdout, "model m: its 2 tasks have unequal numbers of rollouts (2 to 3)") {
+		t.Errorf("no note of unequal trials: %s", stdout)
+	}
+	// Only git-history/2 expected: the rollouts of git-history/1 are
+	// unexpected, not a gap.
+	if err := os.WriteFile(expect, []byte("git-history/2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "leaderboard", "--expect", expect, "--trials", "2", out); code != 0 {
+		t.Errorf("complete coverage: exit %d: %s", code, stderr)
+	}
+}
