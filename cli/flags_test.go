@@ -315,3 +315,50 @@ func TestLeaderboardCoverage(t *testing.T) {
 		t.Errorf("complete coverage: exit %d: %s", code, stderr)
 	}
 }
+
+// Rescoring a run with flags steps over the flag rows and keeps the
+// rewards' flags: the run's own formula gives the same rewards part, byte
+// for byte; and a diff of two runs with flags reads only their checks.
+func TestFlagsRescoreAndDiff(t *testing.T) {
+	dir := t.TempDir()
+	spec := writeFile(t, filepath.Join(dir, "flags.yaml"), flagSpec)
+	in := writeFile(t, filepath.Join(dir, "in.jsonl"), `{"rollout_id": "a", "task_id": "t", "output": "IT IS 4", "log": [{"eventType": "x"}, {"eventType": "y"}]}
+{"rollout_id": "b", "task_id": "t", "output": "it is 5", "log": [{"eventType": "x"}], "shout": false}
+{"rollout_id": "c", "task_id": "t", "output": "four is 4"}
+{"rollout_id": "d", "task_id": "t", "output": "44", "log": [], "shout": true}
+`)
+	identity := writeFile(t, filepath.Join(dir, "identity.json"), `{"V": "fraction"}`)
+	zero := writeFile(t, filepath.Join(dir, "zero.json"), `{"V": {"expr": "0.25"}}`)
+	for _, format := range []string{"parquet", "jsonl"} {
+		t.Run(format, func(t *testing.T) {
+			out := filepath.Join(dir, "g-"+format)
+			if code, _, stderr := runCLI(t, "grade", "--quiet", "--format", format, "--spec", spec, "--out", out, in); code != 0 {
+				t.Fatalf("grade: exit %d: %s", code, stderr)
+			}
+			part := "part-00000." + format
+			same := filepath.Join(dir, "same-"+format)
+			if code, _, stderr := runCLI(t, "rescore", out, "--reward", identity, "--out", same); code != 0 {
+				t.Fatalf("rescore: exit %d: %s", code, stderr)
+			}
+			for _, table := range []string{"rewards", "checks"} {
+				if !sameFile(t, filepath.Join(out, table, part), filepath.Join(same, table, part)) {
+					t.Errorf("rescore with the run's formula changed %s", table)
+				}
+			}
+			other := filepath.Join(dir, "other-"+format)
+			if code, _, stderr := runCLI(t, "rescore", out, "--reward", zero, "--out", other); code != 0 {
+				t.Fatalf("rescore: exit %d: %s", code, stderr)
+			}
+			if format == "jsonl" {
+				rows := rewardRows(t, other)
+				if !reflect.DeepEqual(rows["a"]["flags"], []any{"shouty", "long-log"}) || rows["a"]["reward"] != 0.25 || rows["b"]["reward"] != 0.25 {
+					t.Errorf("rescored rows: a %v, b %v", rows["a"], rows["b"])
+				}
+			}
+			code, stdout, stderr := runCLI(t, "diff", out, same)
+			if code != 0 {
+				t.Errorf("diff of a run with flags and its rescore: exit %d: %s%s", code, stdout, stderr)
+			}
+		})
+	}
+}

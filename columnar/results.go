@@ -40,6 +40,10 @@ type RewardRow struct {
 	// verifier's, in their order, then the health flags; empty when none.
 	// Written only in a run with flags (PartOptions.Flags).
 	Flags []string
+	// FlagRows is the number of flag rows (KindFlag) that follow the
+	// rollout's ChecksTotal check rows in the checks table; not a column.
+	// Writers of rows set it; a row read back from a part has 0.
+	FlagRows int32
 	// Keep holds the kept metadata values, aligned with the part's keep
 	// column names (all written as nullable strings).
 	Keep []NullString
@@ -68,6 +72,10 @@ var rewardColumns = []column[RewardRow]{
 // ColumnInputHash names the rewards column of the rollout's input hash; no
 // kept metadata column may take its name.
 const ColumnInputHash = "input_hash"
+
+// CheckRows returns the number of rows of the checks table that belong
+// to the rollout: its checks, then its flags.
+func (r *RewardRow) CheckRows() int { return int(r.ChecksTotal) + int(r.FlagRows) }
 
 // ColumnFlags and ColumnKind name the columns a run with flags adds: the
 // rewards' list of flags raised, and the checks' kind of row (KindCheck or

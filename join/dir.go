@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/gavelhq/gavel/columnar"
@@ -96,13 +97,17 @@ func (v Value) Null() bool { return v.Kind == columnar.CellNull }
 // Scan reads every part file of one table of the result directory dir, in
 // part order, and calls fn for each row with the values of the columns
 // cols, aligned (a column a part lacks reads as null). The values are
-// valid only during the call.
+// valid only during the call. Of the checks table it reads the checks
+// only, stepping over the rows of flags (newChecksReader).
 func Scan(dir, table string, cols []string, fn func(vals []Value) error) error {
 	parts, err := Parts(dir, table)
 	if err != nil {
 		return err
 	}
 	r := newTableReader(parts, cols)
+	if table == Checks {
+		r = newChecksReader(parts, cols)
+	}
 	defer r.close()
 	for {
 		vals, err := r.next()
@@ -130,10 +135,32 @@ type tableReader struct {
 	row  int64 // rows read from the open part
 	// back makes the next call of next return the current row again.
 	back bool
+	// kind, when not -1, is the index in cols of the checks' kind
+	// column, read to step over flag rows and not returned.
+	kind int
 }
 
 func newTableReader(parts, cols []string) *tableReader {
-	return &tableReader{parts: parts, cols: cols, vals: make([]Value, len(cols)), part: -1}
+	return &tableReader{parts: parts, cols: cols, vals: make([]Value, len(cols)), part: -1, kind: -1}
+}
+
+// newChecksReader is newTableReader for the checks table: it steps over
+// the rows of flags (kind flag), which follow a rollout's checks in a
+// run with flags, so that a rollout's check rows are its checks_total
+// rows, as in a run without flags.
+func newChecksReader(parts, cols []string) *tableReader {
+	all := append(slices.Clip(cols), columnar.ColumnKind)
+	t := newTableReader(parts, all)
+	t.kind = len(cols)
+	return t
+}
+
+// width is the number of values next returns per row.
+func (t *tableReader) width() int {
+	if t.kind >= 0 {
+		return t.kind
+	}
+	return len(t.cols)
 }
 
 // path is the part being read.
@@ -160,6 +187,9 @@ func (t *tableReader) unread() { t.back = true }
 func (t *tableReader) next() ([]Value, error) {
 	if t.back {
 		t.back = false
+		if t.kind >= 0 {
+			return t.vals[:t.kind], nil
+		}
 		return t.vals, nil
 	}
 	for {
@@ -185,8 +215,16 @@ func (t *tableReader) next() ([]Value, error) {
 			return nil, err
 		}
 		t.row++
+		if t.kind >= 0 {
+			if k := cells[t.kind]; k.Kind != columnar.CellNull && string(k.Data) == columnar.KindFlag {
+				continue
+			}
+		}
 		for j, c := range cells {
 			t.vals[j] = Value{c.Kind, c.Data}
+		}
+		if t.kind >= 0 {
+			return t.vals[:t.kind], nil
 		}
 		return t.vals, nil
 	}

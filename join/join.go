@@ -235,7 +235,7 @@ func (j *joiner) openSide(d *Dir, name string) (*side, error) {
 		if err != nil {
 			return nil, s.errorf(err)
 		}
-		s.checks = newTableReader(parts, append([]string{"rollout_id"}, j.cfg.Checks...))
+		s.checks = newChecksReader(parts, append([]string{"rollout_id"}, j.cfg.Checks...))
 	}
 	return s, nil
 }
@@ -391,7 +391,7 @@ func (s *side) readChecks(v []Value) bool {
 		s.valsBack[i].Data = s.arena[sp.off : sp.off+sp.n : sp.off+sp.n]
 	}
 	// valsBack may have moved too: slice the rows again.
-	w := len(s.checks.cols) - 1
+	w := s.checks.width() - 1
 	for i := range s.pending {
 		s.pending[i] = s.valsBack[i*w : (i+1)*w : (i+1)*w]
 	}

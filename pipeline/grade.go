@@ -271,6 +271,7 @@ func (g *grader) gradeRow(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, 
 		}
 		if c.Flag {
 			cr.Kind = columnar.KindFlag
+			rw.FlagRows++
 			if c.Raised() {
 				rw.Flags = append(rw.Flags, c.ID)
 			}

@@ -768,7 +768,7 @@ func (js *judging) finish(res *batchResults, buf []verifiers.Check) ([]verifiers
 	}
 	for r := range res.rewards {
 		rw := &res.rewards[r]
-		n := int(rw.ChecksTotal)
+		n := rw.CheckRows()
 		if f, ok := rowsChanged[r]; ok {
 			buf = results.Score(rw, res.checks[at:at+n], f, buf)
 		}

@@ -363,7 +363,7 @@ func (rs *remoting) finish(res *batchResults, buf []verifiers.Check) ([]verifier
 	at, next := 0, 0
 	for r := range res.rewards {
 		rw := &res.rewards[r]
-		n := int(rw.ChecksTotal)
+		n := rw.CheckRows()
 		if next < len(res.rasks) && res.rasks[next].row == r {
 			a := &res.rasks[next]
 			next++

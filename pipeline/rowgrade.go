@@ -253,12 +253,13 @@ func (g *RowGrader) grade(ctx context.Context, b *columnar.Batch, keep []string,
 			}
 		}
 	}
-	// A row has one check row per check it counts (none on an error).
+	// A row has one check row per check it counts (none on an error),
+	// then one per flag (CheckRows).
 	checks := c.res.checks
 	jfrom := 0
 	for i := range c.res.rewards {
 		rw := &c.res.rewards[i]
-		n := int(rw.ChecksTotal)
+		n := rw.CheckRows()
 		var err error
 		if eachJ != nil {
 			var jr []columnar.JudgementRow

@@ -937,7 +937,7 @@ func (w *writer) writeBatch(j *job, t tables) (err error) {
 	checks := res.checks
 	for i := range res.rewards {
 		rw := &res.rewards[i]
-		n := int(rw.ChecksTotal)
+		n := rw.CheckRows()
 		// A passed row is a retry row only when a failed judgement was
 		// left out of its checks' verdicts: no lookup otherwise.
 		if rw.Status != verifiers.StatusPassed || r.plan.judging.partial() {

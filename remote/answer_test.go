@@ -24,6 +24,7 @@ func TestParseGavel(t *testing.T) {
 		{"not json", `{"reward": `, 1, []float64{-2}, "not JSON"},
 		{"two values", `1 2`, 1, []float64{-2}, "more than one JSON value"},
 		{"no reward", `{"score": 1}`, 1, []float64{-2}, "without reward"},
+		{"flag", `[{"status":"pass"},{"id":"f","status":"raised","kind":"flag"}]`, 1, []float64{-2}, "flags from remote verifiers are not built yet"},
 		{"bad status", `[{"status":"ok"}]`, 1, []float64{-2}, `.status: want pass, fail or error, not "ok"`},
 		{"bad score", `[{"status":"pass","score":2}]`, 1, []float64{-2}, "score 2 outside"},
 		{"bad required", `[{"status":"pass","required":"yes"}]`, 1, []float64{-2}, ".required: want true or false"},

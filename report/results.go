@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 
 	"github.com/gavelhq/gavel/columnar"
@@ -63,26 +62,13 @@ func scanRewards(dir string, cols []string, strs columnar.Interner, fn func(r *c
 
 // scanChecks reads the checks rows of dir as the checks columns cols,
 // decoded (see scanDecoded); strs interns the categorical strings. The
-// rows of flags (a run with flags: manifest.json's config.flags) are
-// stepped over: fn sees checks only.
+// rows of flags are stepped over (join.Scan): fn sees checks only.
 func scanChecks(dir string, cols []string, strs columnar.Interner, fn func(r *columnar.CheckRow) error) error {
-	flags := hasFlags(dir)
-	if flags && !slices.Contains(cols, columnar.ColumnKind) {
-		cols = append(slices.Clip(cols), columnar.ColumnKind)
-	}
 	dec, err := columnar.NewCheckDecoder(cols, strs)
 	if err != nil {
 		return err
 	}
-	if !flags {
-		return scanDecoded(dir, join.Checks, cols, dec.Views(), fn)
-	}
-	return scanDecoded(dir, join.Checks, cols, dec.Views(), func(r *columnar.CheckRow) error {
-		if r.Kind == columnar.KindFlag {
-			return nil
-		}
-		return fn(r)
-	})
+	return scanDecoded(dir, join.Checks, cols, dec.Views(), fn)
 }
 
 // hasFlags reports whether the run of the result directory dir had flags

@@ -104,9 +104,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.Config.Flags {
-		return nil, &inputs.ConfigError{Field: "Dir", Msg: cfg.Dir + ": rescoring a run with flags is not built yet"}
-	}
 	if m.Config.Format == "" {
 		return nil, &inputs.ConfigError{Field: "Dir", Msg: cfg.Dir + ": " + results.ErrNoConfig.Error()}
 	}
@@ -371,13 +368,22 @@ func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, fo
 	}
 
 	keep := m.Config.Keep
-	rewardCols := append(columnar.RewardColumns(), keep...)
+	rewardCols := columnar.RewardColumns()
+	if m.Config.Flags {
+		rewardCols = append(rewardCols, columnar.ColumnFlags)
+	}
+	rewardCols = append(rewardCols, keep...)
 	rr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "rewards", in.Part), rewardCols)
 	if err != nil {
 		return nil, err
 	}
 	defer rr.Close()
 	checkCols := checkCols(formulas)
+	if m.Config.Flags {
+		// Flag rows follow each rollout's checks: read their kind to
+		// step over them.
+		checkCols = append(slices.Clip(checkCols), columnar.ColumnKind)
+	}
 	cr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "checks", in.Part), checkCols)
 	if err != nil {
 		return nil, err
@@ -392,7 +398,7 @@ func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, fo
 	if err != nil {
 		return nil, err
 	}
-	part, err := columnar.CreatePart(cfg.Out, i, columnar.PartOptions{Format: format, Keep: keep, RewardsOnly: true})
+	part, err := columnar.CreatePart(cfg.Out, i, columnar.PartOptions{Format: format, Keep: keep, Flags: m.Config.Flags, RewardsOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -424,7 +430,8 @@ func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, fo
 			return nil, fmt.Errorf("read %s row %d: %w", filepath.Join(cfg.Dir, "rewards", in.Part), n, err)
 		}
 		var checkErr bool
-		crs, checkErr, err = readChecks(cr, cdec, &rw, crs[:0])
+		var flagRows int
+		crs, flagRows, checkErr, err = readChecks(cr, cdec, &rw, crs[:0])
 		if err != nil {
 			return nil, fmt.Errorf("read %s, the checks of rollout %q (row %d of its rewards): %w", filepath.Join(cfg.Dir, "checks", in.Part), rw.RolloutID, n, err)
 		}
@@ -449,7 +456,7 @@ func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, fo
 			}
 		}
 		sum.Add(&rw)
-		sum.Checks += int64(len(crs))
+		sum.Checks += int64(len(crs) + flagRows)
 		rows = append(rows, rw)
 		n++
 		if len(rows) == rescoreBatch {
@@ -458,12 +465,11 @@ func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, fo
 			}
 		}
 	}
-	if _, err := cr.Next(); !errors.Is(err, io.EOF) {
-		if err == nil {
-			err = errors.New("check rows left after the last rollout's")
-		}
+	flagRows, err := skipFlagRows(cr, cdec)
+	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", filepath.Join(cfg.Dir, "checks", in.Part), err)
 	}
+	sum.Checks += int64(flagRows)
 	if err := flush(); err != nil {
 		return nil, err
 	}
@@ -477,6 +483,7 @@ func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, fo
 	if old, err := results.ReadStats(cfg.Dir, i); err == nil {
 		ps.RetryRows = old.RetryRows
 		ps.Unextracted = old.Unextracted
+		ps.Flags = old.Flags
 	}
 	if err := results.WriteStats(cfg.Out, ps); err != nil {
 		return nil, err
@@ -502,24 +509,58 @@ func derefRows(rows *int64) int64 {
 // the previous rollout's, which the writer guarantees (it appends them in
 // input order, after its reward's counts are known) and which the
 // numbering and the total count of rows (checked by the caller) verify.
-func readChecks(cr *columnar.ResultReader, dec *columnar.ResultDecoder[columnar.CheckRow], rw *columnar.RewardRow, crs []columnar.CheckRow) (_ []columnar.CheckRow, checkErr bool, _ error) {
-	for k := range int(rw.ChecksTotal) {
+// In a run with flags, the previous rollout's flag rows come first: they
+// are stepped over and counted in flagRows.
+func readChecks(cr *columnar.ResultReader, dec *columnar.ResultDecoder[columnar.CheckRow], rw *columnar.RewardRow, crs []columnar.CheckRow) (_ []columnar.CheckRow, flagRows int, checkErr bool, _ error) {
+	for k := 0; k < int(rw.ChecksTotal); {
 		c, err := cr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil, false, fmt.Errorf("the checks part ends before check %d of %d", k, rw.ChecksTotal)
+			return nil, 0, false, fmt.Errorf("the checks part ends before check %d of %d", k, rw.ChecksTotal)
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, 0, false, err
 		}
 		var row columnar.CheckRow
 		if err := dec.Decode(c, &row); err != nil {
-			return nil, false, err
+			return nil, 0, false, err
+		}
+		if row.Kind == columnar.KindFlag {
+			if k > 0 {
+				return nil, 0, false, fmt.Errorf("a flag row (%s) among the checks of rollout %q", row.CheckID, rw.RolloutID)
+			}
+			flagRows++
+			continue
 		}
 		if int(row.CheckIndex) != k {
-			return nil, false, fmt.Errorf("check_index %d where %d was expected: check rows out of order", row.CheckIndex, k)
+			return nil, 0, false, fmt.Errorf("check_index %d where %d was expected: check rows out of order", row.CheckIndex, k)
 		}
 		checkErr = checkErr || row.Status == verifiers.CheckError
 		crs = append(crs, row)
+		k++
 	}
-	return crs, checkErr, nil
+	return crs, flagRows, checkErr, nil
+}
+
+// skipFlagRows reads the flag rows left at the end of a checks part (the
+// last rollout's), returning how many; it leaves a row of another kind
+// unread only by failing on it.
+func skipFlagRows(cr *columnar.ResultReader, dec *columnar.ResultDecoder[columnar.CheckRow]) (int, error) {
+	n := 0
+	for {
+		c, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		var row columnar.CheckRow
+		if err := dec.Decode(c, &row); err != nil {
+			return n, err
+		}
+		if row.Kind != columnar.KindFlag {
+			return n, errors.New("check rows left after the last rollout's")
+		}
+		n++
+	}
 }

@@ -1,0 +1,57 @@
+package serve
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gavelhq/gavel/verifiers/spec"
+)
+
+// A verifier with flags served: each line carries the rollout's flags and
+// its own check rows, its flag row last with kind flag.
+func TestGradeWithFlags(t *testing.T) {
+	vs, err := spec.Parse("flags.yaml", []byte(`verifiers:
+  - id: V-FLAGS
+    task: T-FLAGS
+    name: answer holds 4
+    checks:
+      - {id: four, type: expr, expr: 'output.contains("4")'}
+    flags:
+      - {id: shouty, label: all capitals, expr: 'output == output.upperAscii()'}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newServer(t, Config{}, vs...)
+	body := `{"rollout_id": "a", "task_id": "T-FLAGS", "output": "IT IS 4"}
+{"rollout_id": "b", "task_id": "T-FLAGS", "output": "it is 4"}
+{"rollout_id": "c", "task_id": "T-FLAGS", "output": "NO"}
+`
+	r := do(t, ts, "POST", "/v1/grade", "application/x-ndjson", body)
+	if r.code != 200 {
+		t.Fatalf("status %d: %s", r.code, r.body)
+	}
+	want := map[string][]any{"a": {"shouty"}, "b": {}, "c": {"shouty"}}
+	lines := strings.Split(strings.TrimSpace(r.body), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines: %s", len(lines), r.body)
+	}
+	for _, line := range lines {
+		var got struct {
+			Rewards map[string]any
+			Checks  []map[string]any
+		}
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatal(err)
+		}
+		id := got.Rewards["rollout_id"].(string)
+		if !reflect.DeepEqual(got.Rewards["flags"], want[id]) {
+			t.Errorf("%s: flags %v, want %v", id, got.Rewards["flags"], want[id])
+		}
+		if len(got.Checks) != 2 || got.Checks[0]["kind"] != "check" || got.Checks[1]["kind"] != "flag" || got.Checks[1]["rollout_id"] != id {
+			t.Errorf("%s: checks %v, want its check then its flag", id, got.Checks)
+		}
+	}
+}
