@@ -362,3 +362,75 @@ func TestFlagsRescoreAndDiff(t *testing.T) {
 		})
 	}
 }
+
+// gavel report lists the flagged rollouts with their evidence.
+func TestReportFlags(t *testing.T) {
+	name := "git-history"
+	out, code, stderr := gradeFrom(t, "--spec", filepath.Join(flagExamples, name+".yaml"), filepath.Join(flagExamples, name+".jsonl"))
+	if code != 0 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "report", "--format", "markdown", out)
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"## Flags", "3 rollouts raised a flag", "| SWE-GIT-HISTORY | git-history | 3 |",
+		"| raise-reflog | SWE-GIT-HISTORY | git-history: [\"cd /repo && git reflog\"] |"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if _, flags, _ := strings.Cut(stdout, "## Flags"); strings.Contains(flags, "clear-") {
+		t.Errorf("report lists a rollout that raised no flag:\n%s", flags)
+	}
+	code, stdout, _ = runCLI(t, "report", out)
+	if code != 0 || !strings.Contains(stdout, `<section id="flags">`) || !strings.Contains(stdout, "<code>raise-log-all</code>") {
+		t.Errorf("the HTML report has no flags section: exit %d", code)
+	}
+}
+
+// gavel diff lists the flags raised and cleared between two runs, and a
+// run without flags against one with them reads none on its side.
+func TestDiffFlags(t *testing.T) {
+	name := "git-history"
+	spec := filepath.Join(flagExamples, name+".yaml")
+	base, code, stderr := gradeFrom(t, "--spec", spec, filepath.Join(flagExamples, name+".jsonl"))
+	if code != 0 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	rows := mustRead(t, filepath.Join(flagExamples, name+".jsonl"))
+	rows = strings.Replace(rows, "cd /repo && git reflog", "cd /repo && git status", 1)      // raise-reflog clears
+	rows = strings.Replace(rows, "git status && git diff", "git status && git reflog -5", 1) // clear-status raises
+	in := writeFile(t, filepath.Join(t.TempDir(), "rollouts.jsonl"), rows)
+	cur, code, stderr := gradeFrom(t, "--spec", spec, in)
+	if code != 0 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "diff", "--json", base, cur)
+	if code != 0 {
+		t.Fatalf("diff: exit %d: %s", code, stderr)
+	}
+	var d struct {
+		Flags        []map[string]any
+		FlagExamples []struct {
+			RolloutID       string `json:"rollout_id"`
+			Raised, Cleared []string
+		} `json:"flag_examples"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Flags) != 1 || d.Flags[0]["raised"] != 1.0 || d.Flags[0]["cleared"] != 1.0 || len(d.FlagExamples) != 2 ||
+		d.FlagExamples[0].RolloutID != "clear-status" || !reflect.DeepEqual(d.FlagExamples[0].Raised, []string{name}) ||
+		d.FlagExamples[1].RolloutID != "raise-reflog" || !reflect.DeepEqual(d.FlagExamples[1].Cleared, []string{name}) {
+		t.Errorf("diff flags %v, examples %+v", d.Flags, d.FlagExamples)
+	}
+	code, stdout, _ = runCLI(t, "diff", "--markdown", base, cur)
+	if code != 0 || !strings.Contains(stdout, "#### Flags raised or cleared") || !strings.Contains(stdout, "| raise-reflog | SWE-GIT-HISTORY | cleared git-history |") {
+		t.Errorf("markdown diff lacks the flags:\n%s", stdout)
+	}
+	code, stdout, _ = runCLI(t, "diff", base, cur)
+	if code != 0 || !strings.Contains(stdout, "flags raised or cleared") || !strings.Contains(stdout, "clear-status  SWE-GIT-HISTORY  raised git-history") {
+		t.Errorf("text diff lacks the flags:\n%s", stdout)
+	}
+}

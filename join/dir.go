@@ -163,6 +163,33 @@ func (t *tableReader) width() int {
 	return len(t.cols)
 }
 
+// ScanFlagRows reads the rows of flags (kind flag) of the checks table of
+// the result directory dir, as Scan reads a table, calling fn with the
+// values of cols of each; a run without flags has none.
+func ScanFlagRows(dir string, cols []string, fn func(vals []Value) error) error {
+	parts, err := Parts(dir, Checks)
+	if err != nil {
+		return err
+	}
+	r := newTableReader(parts, append(slices.Clip(cols), columnar.ColumnKind))
+	defer r.close()
+	for {
+		vals, err := r.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if k := vals[len(cols)]; k.Null() || string(k.Data) != columnar.KindFlag {
+			continue
+		}
+		if err := fn(vals[:len(cols)]); err != nil {
+			return r.rowError(err)
+		}
+	}
+}
+
 // path is the part being read.
 func (t *tableReader) path() string {
 	if t.part < 0 || t.part >= len(t.parts) {

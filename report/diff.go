@@ -2,12 +2,15 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/join"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/stats"
@@ -119,6 +122,12 @@ type Diff struct {
 	Checks    []CheckDiff    `json:"checks"`
 	// Examples lists changed rollouts, regressions first, then by id.
 	Examples []Change `json:"examples"`
+	// Flags counts, per verifier and flag, the paired rollouts on which
+	// the flag was raised (not raised in the base) or cleared (raised in
+	// the base only), and FlagExamples lists the first such rollouts by
+	// id; both absent when neither run has flags.
+	Flags        []FlagDiff   `json:"flags,omitempty"`
+	FlagExamples []FlagChange `json:"flag_examples,omitempty"`
 
 	// Partitions and DiskBytes say how the comparison ran: the partitions
 	// spilled (0: the results lined up) and the bytes written to disk.
@@ -176,6 +185,22 @@ type CheckDiff struct {
 	Removed int64 `json:"removed"`
 }
 
+// FlagDiff counts one flag's changes over the paired rollouts.
+type FlagDiff struct {
+	Verifier string `json:"verifier"`
+	Flag     string `json:"flag"`
+	Raised   int64  `json:"raised"`
+	Cleared  int64  `json:"cleared"`
+}
+
+// FlagChange is one paired rollout whose flags changed.
+type FlagChange struct {
+	RolloutID string   `json:"rollout_id"`
+	Verifier  string   `json:"verifier"`
+	Raised    []string `json:"raised"`
+	Cleared   []string `json:"cleared"`
+}
+
 // Change is one rollout whose status changed.
 type Change struct {
 	RolloutID  string   `json:"rollout_id"`
@@ -214,8 +239,14 @@ func CompareContext(ctx context.Context, baseDir, curDir string, cfg DiffConfig)
 	}
 	df := newDiffer(base, cur, cfg)
 	defer df.deltas.close()
+	rewards := []string{"task_id", "verifier_id", "status", "reward", "source_file", "checks_total"}
+	if base.Manifest.Config.Flags || cur.Manifest.Config.Flags {
+		// A side without flags reads them as null: none raised.
+		rewards = append(rewards, columnar.ColumnFlags)
+		df.flags = map[[2]string]*FlagDiff{}
+	}
 	jcfg := join.Config{
-		Rewards:      []string{"task_id", "verifier_id", "status", "reward", "source_file", "checks_total"},
+		Rewards:      rewards,
 		Checks:       []string{"check_id", "status"},
 		TempDir:      cfg.TempDir,
 		MemoryBudget: cfg.MemoryBudget,
@@ -276,6 +307,7 @@ const (
 	rReward
 	rSource
 	rChecksTotal
+	rFlags // only when a run has flags
 )
 
 const (
@@ -295,6 +327,13 @@ type differ struct {
 	examples      int
 	changed       []string
 	failOn        Threshold
+	// flags counts the flags' changes, by verifier and flag (nil when
+	// neither run has flags); flagChanges holds the examples, and
+	// baseFlags and curFlags the lists of the pair at hand.
+	flags               map[[2]string]*FlagDiff
+	flagChanges         []FlagChange
+	baseFlags, curFlags []string
+	flagDoc             jsonview.Doc
 	// deltas keeps the reward deltas of the pairs joined in partitions,
 	// so that they are summed in base order as on the aligned path.
 	deltas deltaRuns
@@ -388,6 +427,11 @@ func (df *differ) pair(p *join.Pair) error {
 			return err
 		}
 		v.rewardDeltaN++
+	}
+	if df.flags != nil {
+		if err := df.pairFlags(p.Left.ID, vid, b[rFlags], c[rFlags]); err != nil {
+			return err
+		}
 	}
 	bStat, cStat := b[rStatus].Data, c[rStatus].Data
 	statusChanged := !bytes.Equal(bStat, cStat)
@@ -505,6 +549,68 @@ func ownChecks(checks [][]join.Value, total join.Value) [][]join.Value {
 }
 
 // finish completes the diff once every pair is in.
+// pairFlags counts the flags raised and cleared between the base's flags
+// cell bv and the current one's cv of the paired rollout id, bound to
+// the verifier vid.
+func (df *differ) pairFlags(id []byte, vid string, bv, cv join.Value) error {
+	var err error
+	df.baseFlags = df.baseFlags[:0]
+	if !bv.Null() {
+		if df.baseFlags, err = flagList(&df.flagDoc, bv, df.baseFlags); err != nil {
+			return fmt.Errorf("base: %w", err)
+		}
+	}
+	df.curFlags = df.curFlags[:0]
+	if !cv.Null() {
+		if df.curFlags, err = flagList(&df.flagDoc, cv, df.curFlags); err != nil {
+			return fmt.Errorf("current: %w", err)
+		}
+	}
+	var ch *FlagChange
+	count := func(flag string, raised bool) {
+		fd := df.flags[[2]string{vid, flag}]
+		if fd == nil {
+			fd = &FlagDiff{Verifier: vid, Flag: flag}
+			df.flags[[2]string{vid, flag}] = fd
+		}
+		if ch == nil && df.examples > 0 {
+			df.flagChanges = append(df.flagChanges, FlagChange{RolloutID: string(id), Verifier: vid, Raised: []string{}, Cleared: []string{}})
+			ch = &df.flagChanges[len(df.flagChanges)-1]
+		}
+		if raised {
+			fd.Raised++
+			if ch != nil {
+				ch.Raised = append(ch.Raised, flag)
+			}
+		} else {
+			fd.Cleared++
+			if ch != nil {
+				ch.Cleared = append(ch.Cleared, flag)
+			}
+		}
+	}
+	for _, f := range df.curFlags {
+		if !slices.Contains(df.baseFlags, f) {
+			count(f, true)
+		}
+	}
+	for _, f := range df.baseFlags {
+		if !slices.Contains(df.curFlags, f) {
+			count(f, false)
+		}
+	}
+	if len(df.flagChanges) >= 4*df.examples && df.examples > 0 {
+		sortFlagChanges(df.flagChanges)
+		clear(df.flagChanges[df.examples:])
+		df.flagChanges = df.flagChanges[:df.examples]
+	}
+	return nil
+}
+
+func sortFlagChanges(cs []FlagChange) {
+	slices.SortFunc(cs, func(a, b FlagChange) int { return strings.Compare(a.RolloutID, b.RolloutID) })
+}
+
 func (df *differ) finish(st *join.Stats) error {
 	d := df.d
 	d.BaseRollouts, d.CurRollouts = st.LeftRows, st.RightRows
@@ -540,6 +646,20 @@ func (df *differ) finish(st *join.Stats) error {
 		}
 		return strings.Compare(a.Check, b.Check)
 	})
+	if df.flags != nil {
+		d.Flags = []FlagDiff{}
+		for _, fd := range df.flags {
+			d.Flags = append(d.Flags, *fd)
+		}
+		slices.SortFunc(d.Flags, func(a, b FlagDiff) int {
+			return cmp.Or(strings.Compare(a.Verifier, b.Verifier), strings.Compare(a.Flag, b.Flag))
+		})
+		sortFlagChanges(df.flagChanges)
+		d.FlagExamples = df.flagChanges[:min(df.examples, len(df.flagChanges))]
+		if d.FlagExamples == nil {
+			d.FlagExamples = []FlagChange{}
+		}
+	}
 	sortChanges(df.changes)
 	d.Examples = df.changes[:min(df.examples, len(df.changes))]
 	if d.Examples == nil {

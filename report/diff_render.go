@@ -192,8 +192,46 @@ func (d *Diff) WriteText(w io.Writer) error {
 			fmt.Fprintln(w)
 		}
 	}
+	if fs := d.changedFlags(); len(fs) > 0 {
+		fmt.Fprintln(w, "\nflags raised or cleared")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "verifier\tflag\traised\tcleared")
+		for _, f := range fs {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", nonEmpty(f.Verifier), f.Flag, f.Raised, f.Cleared)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, c := range d.FlagExamples {
+			fmt.Fprintf(w, "  %s  %s  %s\n", c.RolloutID, nonEmpty(c.Verifier), c.flagsText())
+		}
+	}
 	_, err := fmt.Fprintf(w, "\n%s\n", diffConventions)
 	return err
+}
+
+// changedFlags returns the flags raised or cleared on some paired
+// rollout.
+func (d *Diff) changedFlags() []FlagDiff {
+	var out []FlagDiff
+	for _, f := range d.Flags {
+		if f.Raised+f.Cleared > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// flagsText says which flags a rollout raised and cleared.
+func (c *FlagChange) flagsText() string {
+	var parts []string
+	if len(c.Raised) > 0 {
+		parts = append(parts, "raised "+strings.Join(c.Raised, ", "))
+	}
+	if len(c.Cleared) > 0 {
+		parts = append(parts, "cleared "+strings.Join(c.Cleared, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (d *Diff) changedChecks() []*CheckDiff {
@@ -243,6 +281,21 @@ func (d *Diff) WriteMarkdown(w io.Writer) error {
 		writeMDTable(w, []string{"rollout", "verifier", "from", "to", "cause", "checks"}, func(yield func([]string)) {
 			for _, c := range d.Examples {
 				yield([]string{c.RolloutID, c.Verifier, c.From, c.To, c.Cause, mdChecks(c.Checks)})
+			}
+		})
+	}
+	if fs := d.changedFlags(); len(fs) > 0 {
+		fmt.Fprintln(w, "\n#### Flags raised or cleared")
+		fmt.Fprintln(w)
+		writeMDTable(w, []string{"verifier", "flag", "raised", "cleared"}, func(yield func([]string)) {
+			for _, f := range fs {
+				yield([]string{nonEmpty(f.Verifier), f.Flag, itoa(f.Raised), itoa(f.Cleared)})
+			}
+		})
+		fmt.Fprintln(w)
+		writeMDTable(w, []string{"rollout", "verifier", "flags"}, func(yield func([]string)) {
+			for _, c := range d.FlagExamples {
+				yield([]string{c.RolloutID, nonEmpty(c.Verifier), c.flagsText()})
 			}
 		})
 	}

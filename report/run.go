@@ -58,12 +58,91 @@ type RunReport struct {
 	// judgements, by verifier, check index, then the order the models
 	// first appear in; absent otherwise.
 	Judges []JudgeCounts `json:"judges,omitempty"`
+	// Flags counts the flags raised and lists the first flagged
+	// rollouts with their evidence (absent in a run without flags).
+	Flags *FlagReport `json:"flags,omitempty"`
 	// Diff compares the run with the baseline (nil without one).
 	Diff *Diff `json:"diff,omitempty"`
 	// Agreement is the agreement of the judges, as gavel judge agreement
 	// computes it with its default bootstrap (nil for a run without a
 	// judgements table).
 	Agreement *Agreement `json:"agreement,omitempty"`
+}
+
+// FlagReport is what a run with flags says of them: the rollouts that
+// raised one, the rollouts raising each flag, and the first flagged
+// rollouts (up to maxFlagged) with each raised flag's evidence.
+type FlagReport struct {
+	Flagged  int64            `json:"flagged"`
+	Counts   []FlagCount      `json:"counts"`
+	Examples []FlaggedRollout `json:"examples"`
+}
+
+// FlagCount is how many rollouts raised one flag of one verifier.
+type FlagCount struct {
+	Verifier string `json:"verifier"`
+	Flag     string `json:"flag"`
+	Raised   int64  `json:"raised"`
+}
+
+// FlaggedRollout is a flagged rollout with the evidence of its flags.
+type FlaggedRollout struct {
+	RolloutID string         `json:"rollout_id"`
+	Verifier  string         `json:"verifier"`
+	Evidence  []FlagEvidence `json:"evidence"`
+}
+
+// FlagEvidence is a raised flag's detail and actual, cut short.
+type FlagEvidence struct {
+	Flag   string `json:"flag"`
+	Detail string `json:"detail"`
+	Actual string `json:"actual,omitempty"`
+}
+
+// maxFlagged bounds the flagged rollouts a report lists.
+const maxFlagged = 20
+
+// readFlags fills rep.Flags from the flag rows of a run with flags.
+func (rep *RunReport) readFlags() error {
+	if !hasFlags(rep.Dir) {
+		return nil
+	}
+	fr := &FlagReport{Counts: []FlagCount{}, Examples: []FlaggedRollout{}}
+	counts := map[[2]string]int64{}
+	flagged := map[string]bool{}
+	err := join.ScanFlagRows(rep.Dir, []string{"rollout_id", "verifier_id", "check_id", "status", "detail", "actual"}, func(v []value) error {
+		if string(v[3].Data) != verifiers.FlagRaised {
+			return nil
+		}
+		id, verifier, flag := string(v[0].Data), string(v[1].Data), string(v[2].Data)
+		counts[[2]string{verifier, flag}]++
+		if !flagged[id] {
+			flagged[id] = true
+			fr.Flagged++
+			if len(fr.Examples) < maxFlagged {
+				fr.Examples = append(fr.Examples, FlaggedRollout{RolloutID: id, Verifier: verifier})
+			}
+		}
+		if n := len(fr.Examples); n > 0 && fr.Examples[n-1].RolloutID == id {
+			e := FlagEvidence{Flag: flag, Detail: cut(string(v[4].Data))}
+			if !v[5].Null() {
+				e.Actual = cut(string(v[5].Data))
+			}
+			fr.Examples[n-1].Evidence = append(fr.Examples[n-1].Evidence, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for k, n := range counts {
+		fr.Counts = append(fr.Counts, FlagCount{Verifier: k[0], Flag: k[1], Raised: n})
+	}
+	slices.SortFunc(fr.Counts, func(a, b FlagCount) int {
+		return cmp.Or(cmp.Compare(b.Raised, a.Raised), cmp.Compare(a.Verifier, b.Verifier), cmp.Compare(a.Flag, b.Flag))
+	})
+	rep.Flags = fr
+	return nil
 }
 
 // JudgeCounts counts one judge model's single judgements of one check:
@@ -193,6 +272,9 @@ func BuildRunReport(dir string, cfg RunConfig) (*RunReport, error) {
 		return nil, err
 	}
 	if err := rep.readChecks(cfg.TopChecks, cfg.Examples); err != nil {
+		return nil, err
+	}
+	if err := rep.readFlags(); err != nil {
 		return nil, err
 	}
 	switch ag, err := BuildAgreement(dir, AgreementConfig{Bootstrap: stats.BootstrapConfig{Seed: 1, Resamples: 2000}}); {

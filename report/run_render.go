@@ -177,6 +177,24 @@ p.note { max-width: 60em; }
 </table>{{end}}
 </section>
 
+{{with .R.Flags}}<section id="flags">
+<h2>Flags</h2>
+<p>{{.Flagged}} rollouts raised a flag (a mark such as reward hacking; it never moves a reward).</p>
+{{if .Counts}}<table>
+<thead><tr><th class="name">verifier</th><th class="name">flag</th><th>rollouts</th></tr></thead>
+<tbody>
+{{range .Counts}}<tr class="flag-count"><td class="name">{{.Verifier}}</td><td class="name">{{.Flag}}</td><td>{{.Raised}}</td></tr>
+{{end}}</tbody>
+</table>
+<table>
+<thead><tr><th class="name">rollout</th><th class="name">verifier</th><th class="name">evidence</th></tr></thead>
+<tbody>
+{{range .Examples}}<tr class="flagged"><td class="name"><code>{{.RolloutID}}</code></td><td class="name">{{.Verifier}}</td><td class="name">{{range .Evidence}}<p>{{.Flag}}: {{.Detail}}</p>{{end}}</td></tr>
+{{end}}</tbody>
+</table>{{end}}
+</section>
+{{end}}
+
 {{with .Agreement}}<section id="judge-agreement">
 <h2>Judge agreement</h2>
 <p>{{.Heading}}.</p>
@@ -386,6 +404,28 @@ func (rep *RunReport) WriteMarkdown(w io.Writer) error {
 				yield([]string{k.Kind, itoa(k.Count), strings.Join(ex, " / ")})
 			}
 		})
+	}
+
+	if f := rep.Flags; f != nil {
+		fmt.Fprintf(w, "\n## Flags\n\n%d rollouts raised a flag (a mark such as reward hacking; it never moves a reward).\n", f.Flagged)
+		if len(f.Counts) > 0 {
+			fmt.Fprintln(w)
+			writeMDTable(w, []string{"verifier", "flag", "rollouts"}, func(yield func([]string)) {
+				for _, c := range f.Counts {
+					yield([]string{c.Verifier, c.Flag, itoa(c.Raised)})
+				}
+			})
+			fmt.Fprintln(w)
+			writeMDTable(w, []string{"rollout", "verifier", "evidence"}, func(yield func([]string)) {
+				for _, e := range f.Examples {
+					var ev []string
+					for _, x := range e.Evidence {
+						ev = append(ev, x.Flag+": "+x.Detail)
+					}
+					yield([]string{e.RolloutID, e.Verifier, strings.Join(ev, " / ")})
+				}
+			})
+		}
 	}
 
 	if rep.Agreement != nil {
