@@ -19,7 +19,9 @@ func TestJudgeWithFlags(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	gaveltest.WriteJudgedRows(t, in, 0, 9)
-	spec := gaveltest.JudgedSpec + "    flags:\n      - {id: odd, label: odd n, expr: 'int(meta.n) % 2 == 1'}\n"
+	// The judged flag comes first: its verdict arrives after odd was
+	// raised, and the flags list keeps the verifier's order.
+	spec := gaveltest.JudgedSpec + "    flags:\n      - {id: says-pass, label: says PASS, rubric: The answer says PASS.}\n      - {id: odd, label: odd n, expr: 'int(meta.n) % 2 == 1'}\n"
 	for _, workers := range []int{1, 3} {
 		out := filepath.Join(dir, fmt.Sprint("out", workers))
 		grade(t, Config{Inputs: []string{in}, Out: out, Format: columnar.FormatJSONL, Verifiers: gaveltest.ParseSpec(t, spec),
@@ -27,7 +29,7 @@ func TestJudgeWithFlags(t *testing.T) {
 		checks, rewards := checkRows(t, out), rewardRows(t, out)
 		for i := range 9 {
 			id := fmt.Sprintf("r%05d", i)
-			r, f := rewards[id], checks[id+"/odd"]
+			r, f, j := rewards[id], checks[id+"/odd"], checks[id+"/says-pass"]
 			status, reward := "passed", 1.0
 			if i%3 == 0 {
 				status, reward = "failed", 0.5
@@ -35,12 +37,18 @@ func TestJudgeWithFlags(t *testing.T) {
 			if r["status"] != status || r["reward"] != reward || r["checks_total"] != 2.0 {
 				t.Errorf("workers %d: %s reward row = %v, want %s, %v, 2 checks", workers, id, r, status, reward)
 			}
-			want, flags := "clear", []any{}
-			if i%2 == 1 {
-				want, flags = "raised", []any{"odd"}
+			want, wantJ, flags := "clear", "clear", []any{}
+			if i%3 != 0 { // the judge passes the outputs saying PASS
+				wantJ, flags = "raised", append(flags, "says-pass")
 			}
-			if f["status"] != want || f["kind"] != "flag" || f["check_index"] != 2.0 || !reflect.DeepEqual(r["flags"], flags) {
-				t.Errorf("workers %d: %s flag row %v, flags %v; want %s at index 2, flags %v", workers, id, f, r["flags"], want, flags)
+			if i%2 == 1 {
+				want, flags = "raised", append(flags, "odd")
+			}
+			if f["status"] != want || f["kind"] != "flag" || f["check_index"] != 3.0 || !reflect.DeepEqual(r["flags"], flags) {
+				t.Errorf("workers %d: %s flag row %v, flags %v; want %s at index 3, flags %v", workers, id, f, r["flags"], want, flags)
+			}
+			if j["status"] != wantJ || j["kind"] != "flag" || j["check_index"] != 2.0 || j["score"] == nil {
+				t.Errorf("workers %d: %s judged flag row %v, want %s at index 2 with a score", workers, id, j, wantJ)
 			}
 			if c := checks[id+"/polite"]; c["kind"] != "check" {
 				t.Errorf("workers %d: %s polite kind %v", workers, id, c["kind"])

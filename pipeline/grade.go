@@ -290,6 +290,7 @@ func (g *grader) gradeRow(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, 
 	if g.plan.judging != nil && v != nil && v.Judged && len(checks) > 0 {
 		if g.judgeRow(v, checks, out, len(out.rewards), from) {
 			g.rescoreBuf = results.Score(&rw, out.checks[from:], v.Reward, g.rescoreBuf)
+			results.SetFlags(&rw, out.checks[from:])
 		}
 	}
 	out.rewards = append(out.rewards, rw)

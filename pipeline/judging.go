@@ -492,7 +492,20 @@ func applyVerdict(cr *columnar.CheckRow, j *judge.Judge, v judge.Verdict) {
 // failed). A failed judgement makes the check an error, unless the panel
 // is partial and some succeeded. The failure of a run's context is
 // returned, and nothing is applied.
+//
+// A judged flag's row then reads raised for pass and clear for fail.
 func (js *judging) apply(res *batchResults, a *ask) error {
+	if err := js.applyCheck(res, a); err != nil {
+		return err
+	}
+	if cr := &res.checks[a.check]; cr.Kind == columnar.KindFlag {
+		cr.Status = results.FlagStatus(cr.Status)
+	}
+	return nil
+}
+
+// applyCheck is apply for a check's row.
+func (js *judging) applyCheck(res *batchResults, a *ask) error {
 	subs := res.subs[a.from : a.from+a.n]
 	cr := &res.checks[a.check]
 	var firstErr *judge.Error
@@ -771,6 +784,7 @@ func (js *judging) finish(res *batchResults, buf []verifiers.Check) ([]verifiers
 		n := rw.CheckRows()
 		if f, ok := rowsChanged[r]; ok {
 			buf = results.Score(rw, res.checks[at:at+n], f, buf)
+			results.SetFlags(rw, res.checks[at:at+n])
 		}
 		at += n
 	}

@@ -43,3 +43,31 @@ func SetVerdict(rw *columnar.RewardRow, v verifiers.Verdict) {
 		rw.Error = columnar.Str(v.Error)
 	}
 }
+
+// FlagStatus returns the status of a flag's row from the status its
+// condition got as a check's: raised for pass, clear for fail, the others
+// (pending, error) as they are.
+func FlagStatus(checkStatus string) string {
+	switch checkStatus {
+	case verifiers.CheckPass:
+		return verifiers.FlagRaised
+	case verifiers.CheckFail:
+		return verifiers.FlagClear
+	}
+	return checkStatus
+}
+
+// SetFlags sets the flags of a reward row again from its check rows, after
+// a judge decided some of its flags: the ids of the flag rows raised, in
+// their order.
+func SetFlags(rw *columnar.RewardRow, crs []columnar.CheckRow) {
+	if rw.FlagRows == 0 {
+		return
+	}
+	rw.Flags = rw.Flags[:0]
+	for i := range crs {
+		if crs[i].Kind == columnar.KindFlag && crs[i].Status == verifiers.FlagRaised {
+			rw.Flags = append(rw.Flags, crs[i].CheckID)
+		}
+	}
+}

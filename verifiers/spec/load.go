@@ -317,7 +317,7 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		return nil
 	}
 	judged := false
-	for _, ch := range checks {
+	for _, ch := range append(slices.Clip(checks), flags...) {
 		judged = judged || ch.kind == kindRubric
 	}
 	if templateSum != "" {
@@ -844,7 +844,7 @@ func (l *loader) checkList(cn *yaml.Node, what string) []*check {
 }
 
 // flagFields are the fields of a flag.
-var flagFields = []string{"id", "label", "expr", "detail", "rubric", "description"}
+var flagFields = []string{"id", "label", "expr", "detail", "rubric", "query", "context", "description"}
 
 // flagList compiles the flags of the sequence node fn, of a verifier named
 // what in problems whose checks are checks: each flag once by id, an id
@@ -872,16 +872,32 @@ func (l *loader) flagList(fn *yaml.Node, what string, checks []*check) []*check 
 			c.label = s
 		}
 		switch en, rn := m["expr"], m["rubric"]; {
+		case en != nil && rn != nil:
+			l.problem(rn, "a flag is raised by an expr or by a judge's verdict on a rubric, not both", "%s has both expr and rubric", fwhat)
 		case rn != nil:
-			l.problem(rn, "raise it with expr: for now", "%s: rubric flags (judged) are not built yet", fwhat)
+			// Judged: raised when the judge's verdict passes.
+			c.kind = kindRubric
+			c.rubric, _ = l.str(m, n, "rubric", fwhat, true)
+			l.rubricQuery(c, m["query"], fwhat)
+			l.rubricContext(c, m["context"], fwhat)
+			for _, f := range []string{"detail"} {
+				if fn := m[f]; fn != nil {
+					l.problem(fn, "remove it: a judged flag's detail is the judge's", "%s is not a field of rubric flags", f)
+				}
+			}
 		case en == nil:
-			l.problem(n, "add expr: a CEL condition that raises the flag when true", "%s has no expr", fwhat)
+			l.problem(n, "add expr: (a CEL condition) or rubric: (judged)", "%s has no expr or rubric", fwhat)
 		default:
 			src, _ := l.str(m, n, "expr", fwhat, true)
 			c.expr = l.compile(en, src, true)
-		}
-		if src, dn := l.str(m, n, "detail", fwhat, false); dn != nil {
-			c.detail = l.compile(dn, src, false)
+			for _, f := range []string{"query", "context"} {
+				if fn := m[f]; fn != nil {
+					l.problem(fn, "query and context go with rubric:", "%s is not a field of expr flags", f)
+				}
+			}
+			if src, dn := l.str(m, n, "detail", fwhat, false); dn != nil {
+				c.detail = l.compile(dn, src, false)
+			}
 		}
 		if len(l.problems) > before {
 			continue
