@@ -193,9 +193,8 @@ p.note { max-width: 60em; }
 {{end}}</tbody>
 </table>{{end}}
 </section>
-{{end}}
 
-{{with .Agreement}}<section id="judge-agreement">
+{{end}}{{with .Agreement}}<section id="judge-agreement">
 <h2>Judge agreement</h2>
 <p>{{.Heading}}.</p>
 <h3>Between judges</h3>
