@@ -434,3 +434,13 @@ func TestDiffFlags(t *testing.T) {
 		t.Errorf("text diff lacks the flags:\n%s", stdout)
 	}
 }
+
+func TestVerifyRepeatsFlag(t *testing.T) {
+	for _, args := range [][]string{{"grade", "x.jsonl"}, {"serve"}} {
+		cmd := args[0]
+		code, _, stderr := runCLI(t, append(args, "--verify-repeats", "0")...)
+		if code != 2 || !strings.Contains(stderr, "--verify-repeats 0: want 1 or more") {
+			t.Errorf("%s --verify-repeats 0: exit %d, %s", cmd, code, stderr)
+		}
+	}
+}

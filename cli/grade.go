@@ -422,6 +422,13 @@ func printSummary(w io.Writer, verb string, s *results.Summary, out string) {
 		if len(s.ImpureVerifiers) > 0 {
 			fmt.Fprintf(w, "impure verifiers (--allow-impure; neither cached nor reused): %s\n", strings.Join(s.ImpureVerifiers, ", "))
 		}
+		if r.Repeats > 1 {
+			fmt.Fprintf(w, "asked %d times per rollout (--verify-repeats); rollouts whose answers disagree (flaky):", r.Repeats)
+			for _, k := range sortedKeys(r.Flaky) {
+				fmt.Fprintf(w, " %s %d", k, r.Flaky[k])
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	if len(s.FilesSkipped) > 0 {
 		fmt.Fprintf(w, "\nskipped %d unsupported files\n", len(s.FilesSkipped))

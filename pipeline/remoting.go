@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/inputs"
@@ -26,6 +28,11 @@ type RemoteConfig struct {
 	// beyond it stay pending, and a later run answers them from the
 	// cache and asks the next ones.
 	MaxRequests int64
+	// Repeats asks each remote verifier this many times per rollout
+	// (--verify-repeats; 0 or 1: once), each asking under a cache key of
+	// its own. Answers that disagree make the rollout an error of kind
+	// verifier, never a score, and count as flaky.
+	Repeats int
 }
 
 // remoting asks a run's remote verifiers, with the judge's discipline and
@@ -48,6 +55,11 @@ type remoting struct {
 
 	shared  sync.Mutex
 	probeMu sync.Mutex
+
+	// repeats is RemoteConfig.Repeats (at least 1); flaky counts, per
+	// verifier, the rollouts whose answers disagreed.
+	repeats int
+	flaky   map[*verifiers.Verifier]*atomic.Int64
 }
 
 // rcall is one rollout's answer asked of a service, shared by the rasks
@@ -94,8 +106,10 @@ func newRemoting(cfg *RemoteConfig, vs []*verifiers.Verifier) (*remoting, error)
 		return nil, &inputs.ConfigError{Field: "Remote", Msg: err.Error()}
 	}
 	rs := &remoting{caller: caller, clients: map[*verifiers.Verifier]*remote.Client{}, budget: callpkg.NewBudget(cfg.MaxRequests),
-		probed: map[*remote.Client]bool{}, inflight: map[callpkg.Key]*rcall{}}
+		probed: map[*remote.Client]bool{}, inflight: map[callpkg.Key]*rcall{}, repeats: max(cfg.Repeats, 1),
+		flaky: map[*verifiers.Verifier]*atomic.Int64{}}
 	for _, v := range remotes {
+		rs.flaky[v] = &atomic.Int64{}
 		cl, err := caller.For(v)
 		if err != nil {
 			caller.Close()
@@ -148,6 +162,9 @@ func (g *grader) askRow(v *verifiers.Verifier, out *batchResults, row, check int
 	g.remoteBody = cl.AppendBody(g.remoteBody[:0], &g.rollout)
 	key := cl.Key(g.remoteBody)
 	g.checks.Reset()
+	if rs.repeats > 1 {
+		return g.askRepeats(v, cl, out, row, check, key)
+	}
 	if a, ok := cl.Cached(key); ok {
 		checks := a.AppendChecks(g.remoteChecks[:0], cl.Settings().Threshold)
 		g.remoteChecks = checks
@@ -156,6 +173,92 @@ func (g *grader) askRow(v *verifiers.Verifier, out *batchResults, row, check int
 	out.rasks = append(out.rasks, rask{row: row, check: check, v: v, cl: cl, body: slices.Clone(g.remoteBody), key: key})
 	g.remoteChecks = append(g.remoteChecks[:0], placeholder(v, cl))
 	return verifiers.ScoreWith(v.Reward, g.remoteChecks, nil), g.remoteChecks
+}
+
+// askRepeats is askRow for a run that asks each rollout rs.repeats times
+// (RemoteConfig.Repeats): answered now when every asking is cached, else
+// left to the writer as rs.repeats consecutive rasks of the row.
+func (g *grader) askRepeats(v *verifiers.Verifier, cl *remote.Client, out *batchResults, row, check int, key callpkg.Key) (verifiers.Verdict, []verifiers.Check) {
+	rs := g.plan.remoting
+	keys := make([]callpkg.Key, rs.repeats)
+	answers := make([]remote.Answer, 0, rs.repeats)
+	for k := range keys {
+		keys[k] = key
+		if k > 0 {
+			keys[k] = repeatKey(cl, g.remoteBody, k)
+		}
+		if a, ok := cl.Cached(keys[k]); ok && len(answers) == k {
+			answers = append(answers, a)
+		}
+	}
+	if len(answers) == rs.repeats {
+		vd, checks := rs.agree(v, cl, answers, g.remoteChecks[:0])
+		g.remoteChecks = checks
+		return vd, checks
+	}
+	body := slices.Clone(g.remoteBody)
+	for _, k := range keys {
+		out.rasks = append(out.rasks, rask{row: row, check: check, v: v, cl: cl, body: body, key: k})
+	}
+	g.remoteChecks = append(g.remoteChecks[:0], placeholder(v, cl))
+	return verifiers.ScoreWith(v.Reward, g.remoteChecks, nil), g.remoteChecks
+}
+
+// repeatKey is the cache key of the k-th asking (from 1) of a rollout's
+// body: the key of the body followed by the repeat's number. The first
+// asking has the body's own key, so that a run without repeats shares
+// its answers.
+func repeatKey(cl *remote.Client, body []byte, k int) callpkg.Key {
+	b := append(slices.Clip(body), "\x00gavel verify repeat "...)
+	return cl.Key(strconv.AppendInt(b, int64(k), 10))
+}
+
+// agree returns the verdict and checks of a rollout's answers, one per
+// asking: the first answer's when they all give the same verdict (status
+// and reward), else a check in error listing them (answers disagree:
+// pass, fail, pass), counted as flaky. dst is reused for the checks.
+func (rs *remoting) agree(v *verifiers.Verifier, cl *remote.Client, answers []remote.Answer, dst []verifiers.Check) (verifiers.Verdict, []verifiers.Check) {
+	var first verifiers.Verdict
+	var firstChecks []verifiers.Check
+	same := true
+	outcomes := make([]string, len(answers))
+	var scratch []verifiers.Check
+	for i := range answers {
+		scratch = answers[i].AppendChecks(scratch[:0], cl.Settings().Threshold)
+		vd := scoreAnswer(v, &answers[i], scratch)
+		outcomes[i] = answerOutcome(vd)
+		if i == 0 {
+			first, firstChecks = vd, answers[i].AppendChecks(dst, cl.Settings().Threshold)
+			continue
+		}
+		same = same && vd.Outcome == first.Outcome && vd.HasReward == first.HasReward && vd.Reward == first.Reward
+	}
+	if same {
+		return first, firstChecks
+	}
+	rs.flaky[v].Add(1)
+	ch := placeholder(v, cl)
+	ch.Status, ch.Detail = verifiers.Error, "answers disagree: "+strings.Join(outcomes, ", ")
+	checks := append(dst[:0], ch)
+	return verifiers.ScoreWith(v.Reward, checks, nil), checks
+}
+
+// answerOutcome names an answer's verdict in a disagreement: pass or
+// fail, with the reward when it is neither 0 nor 1, else its status.
+func answerOutcome(vd verifiers.Verdict) string {
+	var s string
+	switch vd.Outcome {
+	case verifiers.Passed:
+		s = verifiers.CheckPass
+	case verifiers.Failed:
+		s = verifiers.CheckFail
+	default:
+		s = vd.Outcome.String()
+	}
+	if vd.HasReward && vd.Reward != 0 && vd.Reward != 1 {
+		s += " (reward " + strconv.FormatFloat(vd.Reward, 'g', -1, 64) + ")"
+	}
+	return s
 }
 
 // placeholder is the pending check of a rollout whose service has not
@@ -365,20 +468,33 @@ func (rs *remoting) finish(res *batchResults, buf []verifiers.Check) ([]verifier
 		rw := &res.rewards[r]
 		n := rw.CheckRows()
 		if next < len(res.rasks) && res.rasks[next].row == r {
-			a := &res.rasks[next]
-			next++
-			if !a.pending {
+			// The row's rasks: one, or one per repeat, consecutive.
+			end := next + 1
+			for end < len(res.rasks) && res.rasks[end].row == r {
+				end++
+			}
+			group := res.rasks[next:end]
+			next = end
+			a := &group[0]
+			if !slices.ContainsFunc(group, func(a rask) bool { return a.pending }) {
 				buf = buf[:0]
 				var vd verifiers.Verdict
+				failed := slices.IndexFunc(group, func(a rask) bool { return a.c.err != nil || a.c.a.Err != "" })
 				switch {
-				case a.c.err != nil:
+				case failed >= 0 && group[failed].c.err != nil:
 					buf = append(buf, placeholder(a.v, a.cl))
-					buf[0].Status, buf[0].Detail = verifiers.Error, a.c.err.Error()
+					buf[0].Status, buf[0].Detail = verifiers.Error, group[failed].c.err.Error()
 					vd = verifiers.ScoreWith(a.v.Reward, buf, nil)
-				case a.c.a.Err != "":
+				case failed >= 0:
 					buf = append(buf, placeholder(a.v, a.cl))
-					buf[0].Status, buf[0].Detail = verifiers.Error, a.c.a.Err
+					buf[0].Status, buf[0].Detail = verifiers.Error, group[failed].c.a.Err
 					vd = verifiers.ScoreWith(a.v.Reward, buf, nil)
+				case len(group) > 1:
+					answers := make([]remote.Answer, len(group))
+					for k := range group {
+						answers[k] = group[k].c.a
+					}
+					vd, buf = rs.agree(a.v, a.cl, answers, buf)
 				default:
 					buf = a.c.a.AppendChecks(buf, a.cl.Settings().Threshold)
 					vd = scoreAnswer(a.v, &a.c.a, buf)
@@ -441,8 +557,16 @@ func (rs *remoting) summary() *results.RemoteSummary {
 		return nil
 	}
 	s := rs.caller.Stats()
-	return &results.RemoteSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
+	sum := &results.RemoteSummary{Probes: s.Probes, Requests: s.Requests, CacheHits: s.CacheHits, Retries: s.Retries, Failures: s.Failures,
 		PendingBudget: rs.budget.Pending()}
+	if rs.repeats > 1 {
+		sum.Repeats = rs.repeats
+		sum.Flaky = map[string]int64{}
+		for v, n := range rs.flaky {
+			sum.Flaky[v.ID] = n.Load()
+		}
+	}
+	return sum
 }
 
 // askNow asks a batch's rasks and waits for them, for RowGrader (see

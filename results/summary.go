@@ -219,6 +219,11 @@ type RemoteSummary struct {
 	Retries       int64 `json:"retries"`
 	Failures      int64 `json:"failures"`
 	PendingBudget int64 `json:"pending_by_budget"`
+	// Repeats is --verify-repeats (absent when each rollout is asked
+	// once), and Flaky counts per remote verifier the rollouts whose
+	// answers disagreed.
+	Repeats int              `json:"repeats,omitempty"`
+	Flaky   map[string]int64 `json:"flaky,omitempty"`
 }
 
 // ReuseSummary counts what a run with --reuse took from the earlier
