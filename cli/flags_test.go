@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -442,5 +443,84 @@ func TestVerifyRepeatsFlag(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "--verify-repeats 0: want 1 or more") {
 			t.Errorf("%s --verify-repeats 0: exit %d, %s", cmd, code, stderr)
 		}
+	}
+}
+
+// Health flags, per harness format, on the fixtures of each: which
+// recorded field raises which flag (docs/flags.md has the table).
+func TestHealthFlags(t *testing.T) {
+	const (
+		empty, noTurn, trunc, harnessErr = "health/empty-output", "health/no-agent-turn", "health/truncated", "health/harness-error"
+	)
+	dir := t.TempDir()
+	plain := writeFile(t, filepath.Join(dir, "plain.jsonl"), `{"rollout_id": "blank-empty-log", "task_id": "t", "output": " ", "log": []}
+{"rollout_id": "blank-with-tool-call", "task_id": "t", "output": "", "log": [{"eventType": "tool_call", "name": "bash", "kwargs": {}}]}
+{"rollout_id": "answered", "task_id": "t", "output": "42", "log": []}
+{"rollout_id": "answer-row", "task_id": "t", "output": ""}
+{"rollout_id": "user-only-messages", "task_id": "t", "output": "", "messages": [{"role": "user", "content": "hi"}]}
+{"rollout_id": "length", "task_id": "t", "output": "partial", "termination_reason": "max_turns"}
+{"rollout_id": "bad input", "task_id": 7.5}
+`)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want map[string][]string
+	}{
+		{"jsonl", []string{plain}, map[string][]string{
+			"blank-empty-log": {empty, noTurn}, "blank-with-tool-call": {empty}, "answered": {}, "answer-row": {empty},
+			"user-only-messages": {empty, noTurn}, "length": {trunc}}},
+		{"tau2", []string{"--from", "tau2", filepath.Join(harnessData, "tau2", "results.json")}, map[string][]string{
+			"2b1d9c1e-0001": {}, "2b1d9c1e-0002": {trunc}, "2b1d9c1e-0003": {empty, noTurn, harnessErr}}},
+		{"inspect", []string{"--from", "inspect", filepath.Join(harnessData, "inspect", "log.json")}, map[string][]string{
+			"Ev7kQ2/1/1": {}, "Ev7kQ2/1/2": {empty, trunc}, "Ev7kQ2/q-2/1": {empty, noTurn, harnessErr}}},
+		{"tau-bench", []string{"--from", "tau-bench", filepath.Join(harnessData, "tau-bench", "tool-calling-gpt-4o-0.0_range_0--1.json")}, map[string][]string{
+			"tool-calling-gpt-4o-0.0_range_0--1/0/0": {}, "tool-calling-gpt-4o-0.0_range_0--1/0/1": {empty, noTurn, harnessErr}}},
+		{"nemo-gym", []string{"--from", "nemo-gym", filepath.Join(harnessData, "nemo-gym", "run", "rollouts_failures.jsonl")}, map[string][]string{
+			"rollouts_failures/2/0": {harnessErr}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code, stderr := gradeFrom(t, append([]string{"--health", "on"}, tc.args...)...)
+			if code != 3 {
+				t.Fatalf("grade: exit %d (want 3: no verifier binds the tasks): %s", code, stderr)
+			}
+			rows := rewardRows(t, out)
+			for id, want := range tc.want {
+				got, ok := rows[id]["flags"].([]any)
+				if !ok {
+					t.Errorf("%s: flags %v", id, rows[id]["flags"])
+					continue
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s: flags %v, want %v", id, got, want)
+				}
+			}
+			for id, row := range rows {
+				if row["error_kind"] == "input" && len(row["flags"].([]any)) != 0 {
+					t.Errorf("%s: an input error raised %v", id, row["flags"])
+				}
+			}
+		})
+	}
+	// Off by default: no flags column, no kind column.
+	out, _, _ := gradeFrom(t, plain)
+	for id, row := range rewardRows(t, out) {
+		if _, ok := row["flags"]; ok {
+			t.Fatalf("%s: a run without --health has flags", id)
+		}
+	}
+	// A verifier's flags come first, then the health flags; a judged
+	// verifier's SetFlags keeps them (TestJudgeWithFlags covers the order
+	// of the verifier's own).
+	spec := writeFile(t, filepath.Join(dir, "flags.yaml"), flagSpec)
+	out, code, stderr := gradeFrom(t, "--health", "on", "--spec", spec, writeFile(t, filepath.Join(dir, "one.jsonl"),
+		`{"rollout_id": "a", "task_id": "t", "output": "   ", "log": [{"eventType": "x"}, {"eventType": "y"}]}`+"\n"))
+	if code != 0 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	if got := rewardRows(t, out)["a"]["flags"]; fmt.Sprint(got) != fmt.Sprint([]any{"shouty", "long-log", empty, noTurn}) {
+		t.Errorf("flags %v, want the verifier's then the health flags", got)
+	}
+	if code, _, stderr := runCLI(t, "grade", "--health", "maybe", plain); code != 2 || !strings.Contains(stderr, `--health: unknown value "maybe"`) {
+		t.Errorf("--health maybe: exit %d, %s", code, stderr)
 	}
 }

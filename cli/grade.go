@@ -89,6 +89,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reuse := fs.String("reuse", "", "take the results of rollouts whose input and verifier are unchanged from an earlier result `DIR` instead of grading them again")
 	timeout := fs.Duration("timeout", pipeline.DefaultTimeout, "a verifier running longer than `D` on one rollout gives that row status error")
 	maxLine := fs.Int("max-line-bytes", 0, "a JSON Lines line longer than `N` bytes is an input error for that row (default 64 MiB)")
+	health := fs.String("health", "off", "health flags (`on` or off): mark every rollout whose output is empty, that has a log without a turn of the agent, that its harness recorded as truncated or failed; they never move a reward (see docs/flags.md)")
 	structNulls := fs.String("struct-nulls", "member", "by `MODE`, a null field of a struct in a nested Parquet or Arrow column is a member with value null (member) or no member (absent: for structs inferred from JSON objects, as pyarrow.json and Polars' read_ndjson make them)")
 	baseline := fs.String("baseline", "", "at the end, compare with an earlier result `DIR` as gavel diff does")
 	failOn := fs.String("fail-on", "0", "with --baseline: exit 1 when the regressions exceed this `LIMIT` (a count, or a rate: 1% or 0.01)")
@@ -109,6 +110,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nulls, err := columnar.ParseStructNulls(*structNulls)
 	if err != nil {
 		return usagef("gavel grade --struct-nulls absent rollouts.parquet", "--struct-nulls: unknown value %q (want member or absent)", *structNulls)
+	}
+	if *health != "on" && *health != "off" {
+		return usagef("gavel grade --health on rollouts.parquet", "--health: unknown value %q (want on or off)", *health)
 	}
 	if fs.NArg() == 0 {
 		return usagef("gavel grade rollouts.parquet", "no input given")
@@ -150,6 +154,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		StdinFormat:  *inputFormat,
 		Format:       *format,
 		Verifiers:    vs,
+		Health:       *health == "on",
 		TasksFile:    *tasks,
 		Fields:       fields,
 		Workers:      *workers,
@@ -384,6 +389,15 @@ func printSummary(w io.Writer, verb string, s *results.Summary, out string) {
 		fmt.Fprint(w, "errors by kind:")
 		for _, k := range sortedKeys(s.ErrorKinds) {
 			fmt.Fprintf(w, " %s %d", k, s.ErrorKinds[k])
+		}
+		fmt.Fprintln(w)
+	}
+	if s.Flags != nil {
+		fmt.Fprintf(w, "flagged %d rollouts:", s.Flagged)
+		for _, k := range sortedKeys(s.Flags) {
+			if f := s.Flags[k]; f.Raised > 0 {
+				fmt.Fprintf(w, " %s %d", k, f.Raised)
+			}
 		}
 		fmt.Fprintln(w)
 	}

@@ -40,9 +40,12 @@ type plan struct {
 	set []inputs.Constant
 	// reuse is the earlier run whose results are reused (nil: none).
 	reuse *reuseSource
-	// flags is set when some verifier may add flags (Verifier.Flagged):
-	// the run writes the checks' kind column and the rewards' flags.
+	// flags is set when some verifier may add flags (Verifier.Flagged)
+	// or health is: the run writes the checks' kind column and the
+	// rewards' flags.
 	flags bool
+	// health computes the health flags of every rollout (Config.Health).
+	health bool
 }
 
 // planConfig is what every entry that reads rollouts (a run, a row grader,
@@ -286,6 +289,9 @@ func (g *grader) gradeRow(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, 
 			cr.Score, cr.ScoreValid = c.Score, true
 		}
 		out.checks = append(out.checks, cr)
+	}
+	if g.plan.health && verdict.ErrorKind != verifiers.KindInput {
+		rw.Flags = healthFlags(&g.rollout, rw.Flags)
 	}
 	if g.plan.judging != nil && v != nil && v.Judged && len(checks) > 0 {
 		if g.judgeRow(v, checks, out, len(out.rewards), from) {

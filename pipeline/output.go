@@ -24,6 +24,7 @@ func runConfig(cfg Config, p *plan) results.RunConfig {
 		Fields:       results.RunFields{ID: f.ID, Task: f.Task, Final: f.Final, Initial: f.Initial, Output: f.Output, Log: f.Log},
 		Keep:         append([]string{}, p.keep...),
 		Flags:        p.flags,
+		Health:       p.health,
 		MaxLineBytes: cfg.MaxLineBytes,
 		Timeout:      "none",
 	}

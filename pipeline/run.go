@@ -120,6 +120,9 @@ type Config struct {
 	// Remote configures the remote verifiers (verifiers.Verifier.Remote):
 	// cache, --allow-impure, budget. Nil is the defaults.
 	Remote *RemoteConfig
+	// Health computes the health flags of every rollout (HealthFlags):
+	// the run then has flags (the checks' kind, the rewards' flags).
+	Health bool
 
 	// From is the harness format (columnar.InputInspect, InputTauBench,
 	// InputTau2 or InputMessages) that .json inputs are read in, and with
@@ -332,6 +335,8 @@ func prepare(cfg Config) (_ *runner, err error) {
 	if err != nil {
 		return nil, err
 	}
+	p.health = cfg.Health
+	p.flags = p.flags || p.health
 	p.keep = cfg.Keep
 	if p.keep == nil {
 		p.keep = inputs.DefaultKeep(units, p.fields, p.set)

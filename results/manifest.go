@@ -50,6 +50,8 @@ type RunConfig struct {
 	// Flags is set when the run wrote the columns of a run with flags
 	// (the checks' kind, the rewards' flags).
 	Flags bool `json:"flags,omitempty"`
+	// Health is set when the run computed the health flags (--health on).
+	Health bool `json:"health,omitempty"`
 	// TasksFile is the tasks table ("" when none).
 	TasksFile string `json:"tasks_file"`
 	// MaxLineBytes bounds one JSON Lines line.

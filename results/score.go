@@ -1,6 +1,9 @@
 package results
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/verifiers"
 )
@@ -59,10 +62,17 @@ func FlagStatus(checkStatus string) string {
 
 // SetFlags sets the flags of a reward row again from its check rows, after
 // a judge decided some of its flags: the ids of the flag rows raised, in
-// their order.
+// their order, then the health flags the row had.
 func SetFlags(rw *columnar.RewardRow, crs []columnar.CheckRow) {
 	if rw.FlagRows == 0 {
 		return
+	}
+	var health []string
+	for i, f := range rw.Flags {
+		if strings.HasPrefix(f, verifiers.HealthPrefix) {
+			health = slices.Clone(rw.Flags[i:])
+			break
+		}
 	}
 	rw.Flags = rw.Flags[:0]
 	for i := range crs {
@@ -70,4 +80,5 @@ func SetFlags(rw *columnar.RewardRow, crs []columnar.CheckRow) {
 			rw.Flags = append(rw.Flags, crs[i].CheckID)
 		}
 	}
+	rw.Flags = append(rw.Flags, health...)
 }

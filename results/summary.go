@@ -2,6 +2,7 @@ package results
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/verifiers"
@@ -66,9 +67,10 @@ type Summary struct {
 	// failed because the text gave no answer (their detail starts with
 	// verifiers.MathNoAnswer), apart from wrong answers; absent when none.
 	Unextracted map[string]int64 `json:"unextracted,omitempty"`
-	// Flags counts, per "VERIFIER/FLAG", the flag rows by status (absent
-	// in a run without flags); Flagged counts the rollouts with at least
-	// one flag raised.
+	// Flags counts, per "VERIFIER/FLAG", the flag rows by status, and per
+	// health flag (health/...) the rollouts raising it (absent in a run
+	// without flags); Flagged counts the rollouts with at least one flag
+	// raised.
 	Flags   map[string]*FlagCounts `json:"flags,omitempty"`
 	Flagged int64                  `json:"flagged,omitempty"`
 	// FilesSkipped lists the unsupported files found in input directories.
@@ -111,6 +113,11 @@ func (s *Summary) Add(r *columnar.RewardRow) {
 	s.Counts.add(r)
 	if len(r.Flags) > 0 {
 		s.Flagged++
+		for _, f := range r.Flags {
+			if strings.HasPrefix(f, verifiers.HealthPrefix) { // no rows: counted here
+				s.addFlag(f, verifiers.FlagRaised, 1)
+			}
+		}
 	}
 	if r.VerifierID.Valid {
 		c := s.Verifiers[r.VerifierID.S]

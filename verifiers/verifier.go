@@ -15,6 +15,7 @@ package verifiers
 import (
 	"fmt"
 	"io/fs"
+	"strings"
 	"runtime/debug"
 	"time"
 
@@ -100,6 +101,10 @@ type Check struct {
 	// them after them) and count in none of the verdict's counts.
 	Flag bool
 }
+
+// HealthPrefix begins the ids of the health flags gavel computes for every
+// rollout (health/empty-output, ...): no verifier's flag may take it.
+const HealthPrefix = "health/"
 
 // Flag statuses as written in the checks' status column of a flag row.
 const (
@@ -371,6 +376,8 @@ func (c *Checks) orderFlags(v *Verifier) error {
 		switch {
 		case c.list[i].Flag && !v.Flagged:
 			return fmt.Errorf("verifier %s: flag %q added, but the verifier does not declare flags (set Flagged)", v.ID, c.list[i].ID)
+		case c.list[i].Flag && strings.HasPrefix(c.list[i].ID, HealthPrefix):
+			return fmt.Errorf("verifier %s: flag %q: ids starting %s are gavel's health flags", v.ID, c.list[i].ID, HealthPrefix)
 		case c.list[i].Flag && first < 0:
 			first = i
 		case !c.list[i].Flag && first >= 0:

@@ -906,6 +906,10 @@ func (l *loader) flagList(fn *yaml.Node, what string, checks []*check) []*check 
 			l.problem(n, "give each flag of a verifier its own id", "duplicate flag id %q in %s (also at line %d)", c.id, what, line)
 			continue
 		}
+		if strings.HasPrefix(c.id, verifiers.HealthPrefix) {
+			l.problem(n, "choose another id", "flag id %q: ids starting %s are gavel's health flags", c.id, verifiers.HealthPrefix)
+			continue
+		}
 		if slices.ContainsFunc(checks, func(ch *check) bool { return ch.id == c.id }) {
 			l.problem(n, "a flag's id names it beside the checks: give it one no check has", "flag id %q of %s is also a check's id", c.id, what)
 			continue
