@@ -15,8 +15,8 @@ package verifiers
 import (
 	"fmt"
 	"io/fs"
-	"strings"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/gavelhq/gavel/columnar/jsonview"
