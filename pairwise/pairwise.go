@@ -262,7 +262,7 @@ func readPairRollouts(cfg Config) ([]pairRollout, *Result, error) {
 		// The output points into the batch, whose buffers are reused:
 		// copy it.
 		rolls = append(rolls, pairRollout{id: ro.ID, task: ro.TaskID, group: group, output: strings.Clone(ro.Output),
-			instruction: pipeline.Instruction(rb, ro), rubric: rb.Text, sample: sample})
+			instruction: rb.Instruction(ro), rubric: rb.Text, sample: sample})
 		return nil
 	})
 	if err != nil {

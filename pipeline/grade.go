@@ -8,6 +8,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/health"
 	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/results"
 	"github.com/gavelhq/gavel/verifiers"
@@ -291,7 +292,7 @@ func (g *grader) gradeRow(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, 
 		out.checks = append(out.checks, cr)
 	}
 	if g.plan.health && verdict.ErrorKind != verifiers.KindInput {
-		rw.Flags = healthFlags(&g.rollout, rw.Flags)
+		rw.Flags = health.Flags(&g.rollout, rw.Flags)
 	}
 	if g.plan.judging != nil && v != nil && v.Judged && len(checks) > 0 {
 		if g.judgeRow(v, checks, out, len(out.rewards), from) {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/gavelhq/gavel/columnar"
-	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/judge"
 	callpkg "github.com/gavelhq/gavel/judge/call"
@@ -72,35 +72,11 @@ type derivedJudge struct {
 }
 
 // JudgePanel says how many judgements a rubric check gets and how they
-// make its verdict. Its zero value asks one judgement of one model, as
-// runs always did.
-type JudgePanel struct {
-	// Models are the judge models of the run, in order; the first is "the
-	// first judge". Empty: judge.Config.Model alone. A verifier's own
-	// judge models replace them for its checks.
-	Models []string
-	// URLs holds the API root of the models not served at
-	// judge.Config.BaseURL.
-	URLs map[string]string
-	// Samples is the number of judgements asked of each model (0: 1).
-	// Sample 0 is sent with temperature 0 and seed judge.Seed, as a single
-	// judgement is; samples 1 to Samples-1 with Temperature and seeds
-	// judge.SampleSeed(i).
-	Samples int
-	// Temperature is the temperature of samples 1 and later.
-	Temperature float64
-	// Aggregate turns the scores of a check's judgements into its score:
-	// "mean" (the default), "median", "min" or "majority" (the share of
-	// judgements that pass; the check passes when more than half do).
-	Aggregate string
-	// Partial, when set, aggregates the judgements that succeeded when
-	// some of a check's failed (the detail says how many); by default a
-	// check with a failed judgement is an error.
-	Partial bool
-}
+// make its verdict (judge.Panel).
+type JudgePanel = judge.Panel
 
 // Aggregates lists the values of JudgePanel.Aggregate.
-var Aggregates = []string{"mean", "median", "min", "majority"}
+var Aggregates = judge.Aggregates
 
 // panelKey identifies the panel of a rubric check.
 type panelKey struct {
@@ -143,15 +119,10 @@ type sub struct {
 	owner bool      // the sub started c
 }
 
-// ProbeError is returned, wrapped, when the judge's probe failed: the
-// server is unreachable, refuses the key or does not know the model. The
-// parts completed before it stay in place.
-type ProbeError struct {
-	Err error
-}
-
-func (e *ProbeError) Error() string { return e.Err.Error() }
-func (e *ProbeError) Unwrap() error { return e.Err }
+// ProbeError is returned, wrapped, when the probe of a judge or a remote
+// service failed (call.ProbeError); the parts completed before it stay in
+// place.
+type ProbeError = callpkg.ProbeError
 
 // judgedBy reports the model a verifier's rubrics are judged by with
 // judging configured by cfg ("" when they are not judged).
@@ -240,7 +211,7 @@ func (js *judging) panelFor(v *verifiers.Verifier, rb *verifiers.Rubric) ([]*jud
 	if len(models) == 0 {
 		return nil, nil
 	}
-	k := panelKey{models: strings.Join(models, "\x00"), template: first(rb.Template, v.Judge.Template), threshold: rb.Threshold}
+	k := panelKey{models: strings.Join(models, "\x00"), template: cmp.Or(rb.Template, v.Judge.Template), threshold: rb.Threshold}
 	if k.threshold <= 0 {
 		k.threshold = v.Judge.Threshold
 	}
@@ -265,15 +236,6 @@ func (js *judging) panelFor(v *verifiers.Verifier, rb *verifiers.Rubric) ([]*jud
 	}
 	js.panels[k] = d
 	return d.judges, d.err
-}
-
-func first(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
 }
 
 // judges reports whether the run judges the rubric checks of v. js may
@@ -306,25 +268,10 @@ func (js *judging) fingerprint(v *verifiers.Verifier) string {
 		if js.multi {
 			// Only runs with several judgements per check say more, so
 			// that a one-judge run's fingerprints stay as they were.
-			judge += " " + js.panelText(ps)
+			judge += " " + js.set.Text(ps)
 		}
 	}
 	return verifiers.Fingerprint(v, judge)
-}
-
-// panelText describes the judgements of a check judged by ps: models,
-// samples, temperature, aggregate and the partial rule.
-func (js *judging) panelText(ps []*judge.Judge) string {
-	models := make([]string, len(ps))
-	for i, j := range ps {
-		models[i] = j.Model()
-	}
-	partial := "error"
-	if js.set.Partial {
-		partial = "ok"
-	}
-	return fmt.Sprintf("models=%s samples=%d temperature=%s aggregate=%s partial=%s", strings.Join(models, ","), js.set.Samples,
-		strconv.FormatFloat(js.set.Temperature, 'g', -1, 64), js.set.Aggregate, partial)
 }
 
 // runJudge returns the judge settings that are part of the run's identity.
@@ -384,7 +331,7 @@ func (g *grader) judgeRow(v *verifiers.Verifier, checks []verifiers.Check, out *
 		if len(ps) == 0 {
 			continue
 		}
-		p := judge.Prompt{Rubric: c.Rubric.Text, Instruction: Instruction(c.Rubric, &g.rollout),
+		p := judge.Prompt{Rubric: c.Rubric.Text, Instruction: c.Rubric.Instruction(&g.rollout),
 			Output: g.rollout.Output, Context: promptContext(c.Rubric.Context)}
 		at, all := len(out.subs), true
 		for _, j := range ps {
@@ -430,32 +377,6 @@ func (g *grader) judgeRow(v *verifiers.Verifier, checks []verifiers.Check, out *
 func judgementRow(cr *columnar.CheckRow, s *sub) columnar.JudgementRow {
 	return columnar.JudgementRow{RolloutID: cr.RolloutID, TaskID: cr.TaskID, VerifierID: cr.VerifierID, CheckIndex: cr.CheckIndex,
 		CheckID: cr.CheckID, JudgeModel: s.j.Model(), Sample: int32(s.req.SampleIndex()), Seed: s.req.Seed(), Temperature: s.req.Temperature()}
-}
-
-// instructionFields are the fields of the task row, then of the rollout's
-// metadata, read as the task instruction when a rubric has no query.
-var instructionFields = []string{"instruction", "prompt", "query", "input"}
-
-// Instruction returns the task instruction the judge sees (copied out of
-// the rollout).
-func Instruction(rb *verifiers.Rubric, r *verifiers.Rollout) string {
-	if rb.Query != "" {
-		return rb.Query
-	}
-	for _, src := range []jsonview.Value{r.Task, r.Meta} {
-		for _, f := range instructionFields {
-			x := src.Get(f)
-			switch x.Kind() {
-			case jsonview.Missing, jsonview.Null:
-				continue
-			case jsonview.String:
-				s, _ := x.Str()
-				return string(s)
-			}
-			return string(x.Raw())
-		}
-	}
-	return ""
 }
 
 func promptContext(cs []verifiers.RubricContext) []judge.Context {
@@ -551,7 +472,7 @@ func (js *judging) applyCheck(res *batchResults, a *ask) error {
 			}
 		}
 	}
-	score := aggregate(js.set.Aggregate, scores, j.Threshold())
+	score := judge.Aggregate(js.set.Aggregate, scores, j.Threshold())
 	pass := score >= j.Threshold()
 	if js.set.Aggregate == "majority" {
 		pass = score > 0.5
@@ -611,37 +532,6 @@ func fillJudgement(jr *columnar.JudgementRow, s *sub) {
 	if v.Suggestion != "" {
 		jr.Suggestion = columnar.Str(v.Suggestion)
 	}
-}
-
-// aggregate returns the score of a check whose judgements scored scores
-// (at least one): their mean, median, minimum, or, for majority, the
-// share of them that reach threshold.
-func aggregate(how string, scores []float64, threshold float64) float64 {
-	switch how {
-	case "median":
-		s := slices.Clone(scores)
-		slices.Sort(s)
-		if n := len(s); n%2 == 1 {
-			return s[n/2]
-		} else {
-			return (s[n/2-1] + s[n/2]) / 2
-		}
-	case "min":
-		return slices.Min(scores)
-	case "majority":
-		pass := 0
-		for _, x := range scores {
-			if x >= threshold {
-				pass++
-			}
-		}
-		return float64(pass) / float64(len(scores))
-	}
-	sum := 0.0
-	for _, x := range scores {
-		sum += x
-	}
-	return sum / float64(len(scores))
 }
 
 // start starts the asks of a batch, in input order: a judgement already

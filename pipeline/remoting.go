@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -185,7 +184,7 @@ func (g *grader) askRepeats(v *verifiers.Verifier, cl *remote.Client, out *batch
 	for k := range keys {
 		keys[k] = key
 		if k > 0 {
-			keys[k] = repeatKey(cl, g.remoteBody, k)
+			keys[k] = cl.RepeatKey(g.remoteBody, k)
 		}
 		if a, ok := cl.Cached(keys[k]); ok && len(answers) == k {
 			answers = append(answers, a)
@@ -204,61 +203,26 @@ func (g *grader) askRepeats(v *verifiers.Verifier, cl *remote.Client, out *batch
 	return verifiers.ScoreWith(v.Reward, g.remoteChecks, nil), g.remoteChecks
 }
 
-// repeatKey is the cache key of the k-th asking (from 1) of a rollout's
-// body: the key of the body followed by the repeat's number. The first
-// asking has the body's own key, so that a run without repeats shares
-// its answers.
-func repeatKey(cl *remote.Client, body []byte, k int) callpkg.Key {
-	b := append(slices.Clip(body), "\x00gavel verify repeat "...)
-	return cl.Key(strconv.AppendInt(b, int64(k), 10))
-}
-
 // agree returns the verdict and checks of a rollout's answers, one per
-// asking: the first answer's when they all give the same verdict (status
-// and reward), else a check in error listing them (answers disagree:
-// pass, fail, pass), counted as flaky. dst is reused for the checks.
+// asking: the first answer's when they all give the same verdict, else a
+// check in error saying how they disagree (remote.Disagree), counted as
+// flaky. dst is reused for the checks.
 func (rs *remoting) agree(v *verifiers.Verifier, cl *remote.Client, answers []remote.Answer, dst []verifiers.Check) (verifiers.Verdict, []verifiers.Check) {
-	var first verifiers.Verdict
-	var firstChecks []verifiers.Check
-	same := true
-	outcomes := make([]string, len(answers))
+	vds := make([]verifiers.Verdict, len(answers))
 	var scratch []verifiers.Check
 	for i := range answers {
 		scratch = answers[i].AppendChecks(scratch[:0], cl.Settings().Threshold)
-		vd := scoreAnswer(v, &answers[i], scratch)
-		outcomes[i] = answerOutcome(vd)
-		if i == 0 {
-			first, firstChecks = vd, answers[i].AppendChecks(dst, cl.Settings().Threshold)
-			continue
-		}
-		same = same && vd.Outcome == first.Outcome && vd.HasReward == first.HasReward && vd.Reward == first.Reward
+		vds[i] = scoreAnswer(v, &answers[i], scratch)
 	}
-	if same {
-		return first, firstChecks
+	why := remote.Disagree(vds)
+	if why == "" {
+		return vds[0], answers[0].AppendChecks(dst, cl.Settings().Threshold)
 	}
 	rs.flaky[v].Add(1)
 	ch := placeholder(v, cl)
-	ch.Status, ch.Detail = verifiers.Error, "answers disagree: "+strings.Join(outcomes, ", ")
+	ch.Status, ch.Detail = verifiers.Error, why
 	checks := append(dst[:0], ch)
 	return verifiers.ScoreWith(v.Reward, checks, nil), checks
-}
-
-// answerOutcome names an answer's verdict in a disagreement: pass or
-// fail, with the reward when it is neither 0 nor 1, else its status.
-func answerOutcome(vd verifiers.Verdict) string {
-	var s string
-	switch vd.Outcome {
-	case verifiers.Passed:
-		s = verifiers.CheckPass
-	case verifiers.Failed:
-		s = verifiers.CheckFail
-	default:
-		s = vd.Outcome.String()
-	}
-	if vd.HasReward && vd.Reward != 0 && vd.Reward != 1 {
-		s += " (reward " + strconv.FormatFloat(vd.Reward, 'g', -1, 64) + ")"
-	}
-	return s
 }
 
 // placeholder is the pending check of a rollout whose service has not

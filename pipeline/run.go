@@ -120,7 +120,7 @@ type Config struct {
 	// Remote configures the remote verifiers (verifiers.Verifier.Remote):
 	// cache, --allow-impure, budget. Nil is the defaults.
 	Remote *RemoteConfig
-	// Health computes the health flags of every rollout (HealthFlags):
+	// Health computes the health flags of every rollout (package health):
 	// the run then has flags (the checks' kind, the rewards' flags).
 	Health bool
 

@@ -469,3 +469,33 @@ func jsonError(body []byte, err error) string {
 	}
 	return err.Error()
 }
+
+// Disagree returns "" when the verdicts of a rollout's answers, one per
+// asking (--verify-repeats), agree in status and reward; else the detail
+// of the check in error that takes their place: "answers disagree: pass,
+// fail, pass", each answer as pass or fail, with its reward when it is
+// neither 0 nor 1, or as its status.
+func Disagree(vds []verifiers.Verdict) string {
+	same := true
+	for _, vd := range vds[1:] {
+		same = same && vd.Outcome == vds[0].Outcome && vd.HasReward == vds[0].HasReward && vd.Reward == vds[0].Reward
+	}
+	if same {
+		return ""
+	}
+	outcomes := make([]string, len(vds))
+	for i, vd := range vds {
+		switch vd.Outcome {
+		case verifiers.Passed:
+			outcomes[i] = verifiers.CheckPass
+		case verifiers.Failed:
+			outcomes[i] = verifiers.CheckFail
+		default:
+			outcomes[i] = vd.Outcome.String()
+		}
+		if vd.HasReward && vd.Reward != 0 && vd.Reward != 1 {
+			outcomes[i] += " (reward " + strconv.FormatFloat(vd.Reward, 'g', -1, 64) + ")"
+		}
+	}
+	return "answers disagree: " + strings.Join(outcomes, ", ")
+}

@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -367,6 +368,15 @@ func (cl *Client) Key(body []byte) call.Key {
 	var k call.Key
 	h.Sum(k[:0])
 	return k
+}
+
+// RepeatKey is the cache key of the k-th asking (from 1) of a rollout's
+// body under --verify-repeats: the key of the body followed by the
+// repeat's number. The first asking has the body's own key (Key), so that
+// a run without repeats shares its answers.
+func (cl *Client) RepeatKey(body []byte, k int) call.Key {
+	b := append(slices.Clip(body), "\x00gavel verify repeat "...)
+	return cl.Key(strconv.AppendInt(b, int64(k), 10))
 }
 
 // Cached returns the cached answer of key k (never for an impure verifier).

@@ -146,6 +146,34 @@ type Rubric struct {
 	Template  string
 }
 
+// instructionFields are the fields of the task row, then of the rollout's
+// metadata, read as the task instruction when a rubric has no query.
+var instructionFields = []string{"instruction", "prompt", "query", "input"}
+
+// Instruction returns the task instruction the judge sees of rollout r
+// (copied out of it): the rubric's Query, else the first of the task
+// row's, then the rollout's metadata's instruction, prompt, query or
+// input field (a string as it is, other JSON as its text).
+func (rb *Rubric) Instruction(r *Rollout) string {
+	if rb.Query != "" {
+		return rb.Query
+	}
+	for _, src := range []jsonview.Value{r.Task, r.Meta} {
+		for _, f := range instructionFields {
+			x := src.Get(f)
+			switch x.Kind() {
+			case jsonview.Missing, jsonview.Null:
+				continue
+			case jsonview.String:
+				s, _ := x.Str()
+				return string(s)
+			}
+			return string(x.Raw())
+		}
+	}
+	return ""
+}
+
 // RubricContext is one named value shown to the judge (JSON text or plain
 // text).
 type RubricContext struct {

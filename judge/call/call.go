@@ -321,3 +321,13 @@ func FailureText(msg string, status, retries int) string {
 	}
 	return msg
 }
+
+// ProbeError is returned, wrapped, when a server's probe failed: it is
+// unreachable, refuses the key or token, or does not know the model or
+// the route. A run stops on it.
+type ProbeError struct {
+	Err error
+}
+
+func (e *ProbeError) Error() string { return e.Err.Error() }
+func (e *ProbeError) Unwrap() error { return e.Err }

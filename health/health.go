@@ -1,4 +1,13 @@
-package pipeline
+// Package health computes the health flags of a rollout: marks gavel
+// raises on every rollout whose input could be read, from the rollout
+// alone (its output, its log or messages, and its harness's record of how
+// it ended), so that rollouts that never really ran are not mistaken for
+// failures. A flag never moves a rollout's status or reward.
+//
+// Not public API: gavel's public Go API is cli, verifiers,
+// verifiers/verifiertest and columnar/jsonview; this package may change in
+// any release.
+package health
 
 import (
 	"bytes"
@@ -8,27 +17,26 @@ import (
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-// Health flags: marks gavel computes for every rollout whose input could
-// be read, from the rollout alone (Config.Health). They belong to the
-// rollout, not to a verifier: they follow the verifier's flags in the
-// rewards' flags list and are no rows of the checks table.
+// The health flags. They belong to the rollout, not to a verifier: they
+// follow the verifier's flags in the rewards' flags list and are no rows
+// of the checks table.
 const (
-	// HealthEmptyOutput: the output is empty or white space.
-	HealthEmptyOutput = verifiers.HealthPrefix + "empty-output"
-	// HealthNoAgentTurn: the rollout has a log or a message list, and no
-	// turn of the agent in it: no tool call, no message of the assistant
-	// (role assistant, or an ATIF step of source agent), and no output.
-	HealthNoAgentTurn = verifiers.HealthPrefix + "no-agent-turn"
-	// HealthTruncated: the harness recorded an end for length, turns,
-	// time or context (termination_reason, see truncatedReasons).
-	HealthTruncated = verifiers.HealthPrefix + "truncated"
-	// HealthHarnessError: the harness recorded an error for the rollout
+	// EmptyOutput: the output is empty or white space.
+	EmptyOutput = verifiers.HealthPrefix + "empty-output"
+	// NoAgentTurn: the rollout has a log or a message list, and no turn
+	// of the agent in it: no tool call, no message of the assistant (role
+	// assistant, or an ATIF step of source agent), and no output.
+	NoAgentTurn = verifiers.HealthPrefix + "no-agent-turn"
+	// Truncated: the harness recorded an end for length, turns, time or
+	// context (termination_reason, see truncatedReasons).
+	Truncated = verifiers.HealthPrefix + "truncated"
+	// HarnessError: the harness recorded an error for the rollout
 	// (recorded_error, or a termination_reason of harnessErrorReasons).
-	HealthHarnessError = verifiers.HealthPrefix + "harness-error"
+	HarnessError = verifiers.HealthPrefix + "harness-error"
 )
 
-// HealthFlags are the health flags in the order they are listed.
-var HealthFlags = []string{HealthEmptyOutput, HealthNoAgentTurn, HealthTruncated, HealthHarnessError}
+// All are the health flags in the order they are listed.
+var All = []string{EmptyOutput, NoAgentTurn, Truncated, HarnessError}
 
 // truncatedReasons are the termination reasons that end a rollout for
 // length, turns, time or context: Inspect's limit types message, token,
@@ -43,24 +51,23 @@ var truncatedReasons = []string{"message", "token", "context", "time", "working"
 // infrastructure_error.
 var harnessErrorReasons = []string{"too_many_errors", "agent_error", "user_error", "infrastructure_error"}
 
-// healthFlags appends to dst the health flags r raises, in HealthFlags'
-// order.
-func healthFlags(r *verifiers.Rollout, dst []string) []string {
+// Flags appends to dst the health flags r raises, in All's order.
+func Flags(r *verifiers.Rollout, dst []string) []string {
 	blank := strings.TrimSpace(r.Output) == ""
 	if blank {
-		dst = append(dst, HealthEmptyOutput)
+		dst = append(dst, EmptyOutput)
 	}
 	msgs := r.Meta.Get("messages")
 	hasLog := r.Log.Exists() && !r.Log.IsNull()
 	if blank && (hasLog || msgs.Kind() == jsonview.Array) && !agentTurn(r.Log) && !agentTurn(msgs) {
-		dst = append(dst, HealthNoAgentTurn)
+		dst = append(dst, NoAgentTurn)
 	}
 	reason, _ := r.Meta.Get("termination_reason").Str()
 	if isAnyOf(reason, truncatedReasons) {
-		dst = append(dst, HealthTruncated)
+		dst = append(dst, Truncated)
 	}
 	if recordedError(r.Meta.Get("recorded_error")) || isAnyOf(reason, harnessErrorReasons) {
-		dst = append(dst, HealthHarnessError)
+		dst = append(dst, HarnessError)
 	}
 	return dst
 }
