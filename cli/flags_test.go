@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gavelhq/gavel/internal/gaveltest"
 )
 
 // flagExamples holds the library of reward-hacking flags: each spec
@@ -22,20 +23,7 @@ func checkRows(t *testing.T, out string) []map[string]any {
 	paths, _ := filepath.Glob(filepath.Join(out, "checks", "*.jsonl"))
 	var rows []map[string]any
 	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var row map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-				t.Fatal(err)
-			}
-			rows = append(rows, row)
-		}
-		f.Close()
+		rows = append(rows, gaveltest.DecodeJSONL(t, p)...)
 	}
 	return rows
 }

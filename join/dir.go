@@ -108,9 +108,14 @@ func Scan(dir, table string, cols []string, fn func(vals []Value) error) error {
 	if table == Checks {
 		r = newChecksReader(parts, cols)
 	}
-	defer r.close()
+	return r.each(fn)
+}
+
+// each calls fn with the values of each row left, then closes t.
+func (t *tableReader) each(fn func(vals []Value) error) error {
+	defer t.close()
 	for {
-		vals, err := r.next()
+		vals, err := t.next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -118,7 +123,7 @@ func Scan(dir, table string, cols []string, fn func(vals []Value) error) error {
 			return err
 		}
 		if err := fn(vals); err != nil {
-			return r.rowError(err)
+			return t.rowError(err)
 		}
 	}
 }
@@ -172,22 +177,12 @@ func ScanFlagRows(dir string, cols []string, fn func(vals []Value) error) error 
 		return err
 	}
 	r := newTableReader(parts, append(slices.Clip(cols), columnar.ColumnKind))
-	defer r.close()
-	for {
-		vals, err := r.next()
-		if errors.Is(err, io.EOF) {
+	return r.each(func(vals []Value) error {
+		if k := vals[len(cols)]; k.Null() || string(k.Data) != columnar.KindFlag {
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		if k := vals[len(cols)]; k.Null() || string(k.Data) != columnar.KindFlag {
-			continue
-		}
-		if err := fn(vals[:len(cols)]); err != nil {
-			return r.rowError(err)
-		}
-	}
+		return fn(vals[:len(cols)])
+	})
 }
 
 // path is the part being read.
