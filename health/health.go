@@ -35,9 +35,6 @@ const (
 	HarnessError = verifiers.HealthPrefix + "harness-error"
 )
 
-// All are the health flags in the order they are listed.
-var All = []string{EmptyOutput, NoAgentTurn, Truncated, HarnessError}
-
 // truncatedReasons are the termination reasons that end a rollout for
 // length, turns, time or context: Inspect's limit types message, token,
 // context, time and working; tau2's max_steps; NeMo Gym's (Responses
@@ -51,7 +48,8 @@ var truncatedReasons = []string{"message", "token", "context", "time", "working"
 // infrastructure_error.
 var harnessErrorReasons = []string{"too_many_errors", "agent_error", "user_error", "infrastructure_error"}
 
-// Flags appends to dst the health flags r raises, in All's order.
+// Flags appends to dst the health flags r raises, in the order of the
+// constants above.
 func Flags(r *verifiers.Rollout, dst []string) []string {
 	blank := strings.TrimSpace(r.Output) == ""
 	if blank {

@@ -208,20 +208,23 @@ func (g *grader) askRepeats(v *verifiers.Verifier, cl *remote.Client, out *batch
 // check in error saying how they disagree (remote.Disagree), counted as
 // flaky. dst is reused for the checks.
 func (rs *remoting) agree(v *verifiers.Verifier, cl *remote.Client, answers []remote.Answer, dst []verifiers.Check) (verifiers.Verdict, []verifiers.Check) {
+	th := cl.Settings().Threshold
 	vds := make([]verifiers.Verdict, len(answers))
+	checks := answers[0].AppendChecks(dst[:0], th) // kept when they agree
+	vds[0] = scoreAnswer(v, &answers[0], checks)
 	var scratch []verifiers.Check
-	for i := range answers {
-		scratch = answers[i].AppendChecks(scratch[:0], cl.Settings().Threshold)
+	for i := 1; i < len(answers); i++ {
+		scratch = answers[i].AppendChecks(scratch[:0], th)
 		vds[i] = scoreAnswer(v, &answers[i], scratch)
 	}
 	why := remote.Disagree(vds)
 	if why == "" {
-		return vds[0], answers[0].AppendChecks(dst, cl.Settings().Threshold)
+		return vds[0], checks
 	}
 	rs.flaky[v].Add(1)
 	ch := placeholder(v, cl)
 	ch.Status, ch.Detail = verifiers.Error, why
-	checks := append(dst[:0], ch)
+	checks = append(checks[:0], ch)
 	return verifiers.ScoreWith(v.Reward, checks, nil), checks
 }
 
