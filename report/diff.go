@@ -244,6 +244,7 @@ func CompareContext(ctx context.Context, baseDir, curDir string, cfg DiffConfig)
 		// A side without flags reads them as null: none raised.
 		rewards = append(rewards, columnar.ColumnFlags)
 		df.flags = map[[2]string]*FlagDiff{}
+		df.flagStrs = columnar.Interner{}
 	}
 	jcfg := join.Config{
 		Rewards:      rewards,
@@ -334,6 +335,7 @@ type differ struct {
 	flagChanges         []FlagChange
 	baseFlags, curFlags []string
 	flagDoc             jsonview.Doc
+	flagStrs            columnar.Interner
 	// deltas keeps the reward deltas of the pairs joined in partitions,
 	// so that they are summed in base order as on the aligned path.
 	deltas deltaRuns
@@ -556,13 +558,13 @@ func (df *differ) pairFlags(id []byte, vid string, bv, cv join.Value) error {
 	var err error
 	df.baseFlags = df.baseFlags[:0]
 	if !bv.Null() {
-		if df.baseFlags, err = flagList(&df.flagDoc, bv, df.baseFlags); err != nil {
+		if df.baseFlags, err = flagList(&df.flagDoc, df.flagStrs, bv, df.baseFlags); err != nil {
 			return fmt.Errorf("base: %w", err)
 		}
 	}
 	df.curFlags = df.curFlags[:0]
 	if !cv.Null() {
-		if df.curFlags, err = flagList(&df.flagDoc, cv, df.curFlags); err != nil {
+		if df.curFlags, err = flagList(&df.flagDoc, df.flagStrs, cv, df.curFlags); err != nil {
 			return fmt.Errorf("current: %w", err)
 		}
 	}

@@ -209,7 +209,7 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 			raised = raised[:0]
 			if withFlags[di] {
 				var err error
-				if raised, err = flagList(&doc, v[len(cols)], raised); err != nil {
+				if raised, err = flagList(&doc, in, v[len(cols)], raised); err != nil {
 					return err
 				}
 				if exclude && slices.ContainsFunc(raised, func(f string) bool {
@@ -257,9 +257,7 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 						g.flags = map[string]int64{}
 					}
 					for _, f := range raised {
-						if g.flags[f] == 0 {
-							allFlags[in.Get([]byte(f))] = true
-						}
+						allFlags[f] = true
 						g.flags[f]++
 					}
 				}
@@ -500,8 +498,9 @@ func recordedRow(v value) (status, reward value) {
 }
 
 // flagList appends to dst the flag ids of a rewards row's flags cell, a
-// list of strings.
-func flagList(doc *jsonview.Doc, v value, dst []string) ([]string, error) {
+// list of strings, interned by strs (a row allocates nothing once its
+// flags have been seen).
+func flagList(doc *jsonview.Doc, strs columnar.Interner, v value, dst []string) ([]string, error) {
 	if v.Null() {
 		return dst, errors.New("flags is null")
 	}
@@ -517,7 +516,7 @@ func flagList(doc *jsonview.Doc, v value, dst []string) ([]string, error) {
 		if !ok {
 			return dst, fmt.Errorf("flags %q: not a list of strings", v.Data)
 		}
-		dst = append(dst, string(s))
+		dst = append(dst, strs.Get(s))
 	}
 	return dst, nil
 }
