@@ -137,6 +137,10 @@ class GradeOptions(TypedDict, total=False):
     """Remote verifiers' answer cache directory, or ``"off"``."""
     remote_max_requests: Annotated[int, Kind.VALUE]
     """Send at most this many requests to remote verifiers; the rollouts beyond stay pending (0: no limit)."""
+    verify_repeats: Annotated[int, Kind.VALUE]
+    """Ask each remote verifier this many times per rollout; answers that disagree make the rollout an error, counted as flaky."""
+    health: Annotated[Literal["on", "off"], Kind.VALUE]
+    """Health flags: ``"on"`` marks rollouts with an empty output, no agent turn, or a harness-recorded truncation or failure; they never move a reward."""
 
 
 MANAGED_FLAGS = frozenset({"checks-out", "input-format", "summary-out"})
