@@ -18,6 +18,7 @@ import (
 
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
+	"github.com/gavelhq/gavel/health"
 	"github.com/gavelhq/gavel/inputs"
 	"github.com/gavelhq/gavel/internal/store"
 	"github.com/gavelhq/gavel/join"
@@ -80,6 +81,12 @@ type reuseSource struct {
 	// and rows found by join.Match, which does not read them, are graded
 	// again.
 	multi bool
+	// sameHealth is set when the earlier run computed the health flags
+	// if and only if this one does: a reused row's health flags are then
+	// the earlier ones, and a row taken without decoding it
+	// (takeUnchanged) needs it. Otherwise they are computed again from
+	// the decoded rollout (grader.take).
+	sameHealth bool
 
 	// matches are the earlier rows join.Match found for the units with no
 	// earlier part of their own, and matchUnit their key unit by unit
@@ -125,11 +132,9 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 	if err != nil {
 		return nil, &inputs.ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: not a result directory (%v)", cfg.Reuse, err)}
 	}
-	if m.Config.Flags || p.flags {
-		return nil, &inputs.ConfigError{Field: "Reuse", Msg: fmt.Sprintf("%s: --reuse of a run with flags, or in one, is not built yet", cfg.Reuse)}
-	}
 	rs := &reuseSource{dir: cfg.Reuse, manifest: m, reusable: map[string]bool{}, parts: map[string]string{},
-		ins: map[string]*results.ManifestInput{}, path: cfg.reusePath, multi: p.judging != nil && p.judging.multi}
+		ins: map[string]*results.ManifestInput{}, path: cfg.reusePath, multi: p.judging != nil && p.judging.multi,
+		sameHealth: m.Config.Health == p.health}
 	old := map[string]string{}
 	for _, v := range m.Verifiers {
 		old[v.ID] = v.Fingerprint
@@ -201,6 +206,12 @@ type prevRow struct {
 	// part without its judgements), so that a judged row is not reused.
 	judgements   []columnar.JudgementRow
 	noJudgements bool
+	// noFlagRows is set when the earlier flag rows could not be read for
+	// it (a row join.Match found, whose checks it reads without them), so
+	// that a row of a verifier with flags is not reused; unsure is set
+	// when its flag rows may be the next rollout's (reading them
+	// cannot tell), so that it is not reused either.
+	noFlagRows, unsure bool
 	// sameInput is set when the unit's input is the earlier run's, byte
 	// for byte (reuseSource.unchanged).
 	sameInput bool
@@ -210,8 +221,8 @@ type prevRow struct {
 // an input hash, was graded by v, whose fingerprint is unchanged, and its
 // result would be the same if graded again (retryRow).
 func (p *prevRow) reusable(pl *plan, v *verifiers.Verifier) bool {
-	return p.rw.InputHashValid && p.rw.VerifierID.S == v.ID && pl.reuse.reusable[v.ID] &&
-		!(p.noJudgements && pl.judging.judges(v)) && !retryRow(&p.rw, p.checks, pl.judging, v)
+	return p.rw.InputHashValid && p.rw.VerifierID.S == v.ID && pl.reuse.reusable[v.ID] && !p.unsure &&
+		!(p.noJudgements && pl.judging.judges(v)) && !(p.noFlagRows && v.Flagged) && !retryRow(&p.rw, p.checks, pl.judging, v)
 }
 
 // retryRow reports whether a row's result may differ when it is graded
@@ -280,10 +291,26 @@ func timeoutPrefix(vid string) string { return "verifier " + vid + " timed out a
 // (verifiers.Run).
 func panicPrefix(vid string) string { return "verifier " + vid + " panicked: " }
 
-// prevCheckCols are the checks columns read from the earlier run; its
-// rewards are read whole (columnar.RewardColumns and the kept columns).
-var prevCheckCols = []string{"check_index", "check_id", "label", "required", "status", "detail",
-	"actual", "expected", "score", "suggestion", "issues"}
+// prevCheckCols are the checks columns read from the earlier rows
+// join.Match finds; prevPartCheckCols those read from an earlier part,
+// which add what tells a rollout's flag rows (read as null, and so as
+// checks, from a run without flags). Its rewards are read whole
+// (reuseSource.rewardCols).
+var (
+	prevCheckCols = []string{"check_index", "check_id", "label", "required", "status", "detail",
+		"actual", "expected", "score", "suggestion", "issues"}
+	prevPartCheckCols = append(slices.Clip(prevCheckCols), "rollout_id", columnar.ColumnKind)
+)
+
+// rewardCols are the rewards columns read from the earlier run: its
+// flags when it has the column, and the kept columns keep last.
+func (rs *reuseSource) rewardCols(keep []string) []string {
+	cols := columnar.RewardColumns()
+	if rs.manifest.Config.Flags {
+		cols = append(cols, columnar.ColumnFlags)
+	}
+	return append(cols, keep...)
+}
 
 // prevUnit reads the earlier run's part of one unit in step with its rows.
 // A goroutine of its own reads the earlier rows ahead (readAhead), so that
@@ -298,11 +325,18 @@ type prevUnit struct {
 	multi bool
 	// matched, when set, replaces rewards and checks: the earlier rows
 	// join.Match found for the unit, in its row order.
-	matched   *join.UnitMatches
-	queued    [][]join.Value // the check rows of the matched row being read
-	cells     []columnar.Cell
-	matchRow  int64 // the row of this unit the matched row was found for
-	sameInput bool  // see prevRow
+	matched *join.UnitMatches
+	queued  [][]join.Value // the check rows of the matched row being read
+	// held is the check row read after a rollout's rows, the next
+	// rollout's first, and heldReward the rewards row read ahead of its
+	// turn (nil: none); unsure makes the next rollout read unsure
+	// (prevRow.unsure).
+	held       *columnar.CheckRow
+	heldReward *columnar.RewardRow
+	unsure     bool
+	cells      []columnar.Cell
+	matchRow   int64 // the row of this unit the matched row was found for
+	sameInput  bool  // see prevRow
 	// The decoders of the earlier rows, by the columns read.
 	rdec *columnar.ResultDecoder[columnar.RewardRow]
 	cdec *columnar.ResultDecoder[columnar.CheckRow]
@@ -340,24 +374,25 @@ func (rs *reuseSource) open(u *inputs.Unit, cur *results.ManifestInput, keep []s
 		}
 		pu := &prevUnit{matched: um, multi: rs.multi,
 			ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
-		if pu.decoders(keep) != nil {
+		if pu.decoders(rs.rewardCols(keep), keep) != nil {
 			return nil
 		}
 		go pu.readAhead()
 		return pu
 	}
-	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), append(columnar.RewardColumns(), keep...))
+	cols := rs.rewardCols(keep)
+	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), cols)
 	if err != nil {
 		return nil
 	}
-	ck, err := columnar.OpenResult(filepath.Join(rs.dir, "checks", part), prevCheckCols)
+	ck, err := columnar.OpenResult(filepath.Join(rs.dir, "checks", part), prevPartCheckCols)
 	if err != nil {
 		rw.Close()
 		return nil
 	}
 	pu := &prevUnit{rewards: rw, checks: ck, sameInput: rs.unchanged(u, cur) != nil,
 		ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{}), multi: rs.multi}
-	if pu.decoders(keep) != nil {
+	if pu.decoders(cols, keep) != nil {
 		rw.Close()
 		ck.Close()
 		return nil
@@ -371,14 +406,18 @@ func (rs *reuseSource) open(u *inputs.Unit, cur *results.ManifestInput, keep []s
 	return pu
 }
 
-// decoders makes the decoders of the earlier rows, whose rewards keep
-// the columns keep.
-func (pu *prevUnit) decoders(keep []string) (err error) {
+// decoders makes the decoders of the earlier rows, whose rewards are read
+// as the columns cols (reuseSource.rewardCols), keep last.
+func (pu *prevUnit) decoders(cols, keep []string) (err error) {
 	strs := columnar.Interner{}
-	if pu.rdec, err = columnar.NewRewardDecoder(append(columnar.RewardColumns(), keep...), keep, strs); err != nil {
+	if pu.rdec, err = columnar.NewRewardDecoder(cols, keep, strs); err != nil {
 		return err
 	}
-	if pu.cdec, err = columnar.NewCheckDecoder(prevCheckCols, strs); err != nil {
+	checkCols := prevPartCheckCols
+	if pu.matched != nil {
+		checkCols = prevCheckCols
+	}
+	if pu.cdec, err = columnar.NewCheckDecoder(checkCols, strs); err != nil {
 		return err
 	}
 	pu.jdec, err = columnar.NewJudgementDecoder(columnar.JudgementColumns(), strs)
@@ -467,34 +506,29 @@ func (pu *prevUnit) rows(b *columnar.Batch) []*prevRow {
 
 // read reads the next earlier rollout with its check rows.
 func (pu *prevUnit) read() (*prevRow, error) {
-	c, err := pu.nextReward()
+	rw, err := pu.nextRewardRow()
 	if err != nil {
 		return nil, err
 	}
-	rw, err := results.DecodeReward(pu.rdec, c)
-	if err != nil {
-		return nil, err
-	}
-	if pu.matched != nil {
-		rw.SourceRow = pu.matchRow // the row of this run it was found for
-	}
-	p := &prevRow{rw: rw, sameInput: pu.sameInput}
+	p := &prevRow{rw: rw, sameInput: pu.sameInput, noFlagRows: pu.matched != nil, unsure: pu.unsure}
+	pu.unsure = false
 	p.checks = make([]columnar.CheckRow, 0, rw.ChecksTotal)
 	// A rollout's check rows follow the previous rollout's, numbered from
 	// 0 (see readChecks); the numbering keeps the two parts in step.
 	for k := range rw.ChecksTotal {
-		cc, err := pu.nextCheck()
+		cr, err := pu.nextCheckRow()
 		if err != nil {
 			return nil, err
 		}
-		var cr columnar.CheckRow
-		if pu.cdec.Decode(cc, &cr) != nil {
-			return nil, errors.New("unreadable check row")
-		}
-		if cr.CheckIndex != k {
+		if cr.CheckIndex != k || cr.Kind == columnar.KindFlag {
 			return nil, errors.New("checks out of step")
 		}
 		p.checks = append(p.checks, cr)
+	}
+	if pu.matched == nil {
+		if err := pu.readFlagRows(p); err != nil {
+			return nil, err
+		}
 	}
 	if pu.multi {
 		if pu.judgements == nil {
@@ -571,8 +605,82 @@ func (pu *prevUnit) nextReward() ([]columnar.Cell, error) {
 	return pu.toCells(r.Values), nil
 }
 
+// readFlagRows appends to p's checks the flag rows that follow them: the
+// rows of kind flag that carry p's rollout id and continue its
+// numbering. The first other row is held for the next rollout. When p has
+// no checks and the next rollout has p's id, the flag rows read may be
+// the next rollout's: both are then unsure, and neither is reused.
+func (pu *prevUnit) readFlagRows(p *prevRow) error {
+	for {
+		cr, err := pu.nextCheckRow()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if cr.Kind != columnar.KindFlag || cr.RolloutID != p.rw.RolloutID || int(cr.CheckIndex) != len(p.checks) {
+			pu.held = &cr
+			break
+		}
+		p.checks = append(p.checks, cr)
+		p.rw.FlagRows++
+	}
+	if p.rw.ChecksTotal == 0 && p.rw.FlagRows > 0 {
+		next, err := pu.nextRewardRow()
+		if err == nil {
+			pu.heldReward = &next
+			if next.RolloutID == p.rw.RolloutID {
+				p.unsure, pu.unsure = true, true
+			}
+		} else if !errors.Is(err, io.EOF) {
+			return err
+		}
+	}
+	return nil
+}
+
+// nextRewardRow returns the next earlier rewards row, decoded.
+func (pu *prevUnit) nextRewardRow() (columnar.RewardRow, error) {
+	if pu.heldReward != nil {
+		rw := *pu.heldReward
+		pu.heldReward = nil
+		return rw, nil
+	}
+	c, err := pu.nextReward()
+	if err != nil {
+		return columnar.RewardRow{}, err
+	}
+	rw, err := results.DecodeReward(pu.rdec, c)
+	if err != nil {
+		return rw, err
+	}
+	if pu.matched != nil {
+		rw.SourceRow = pu.matchRow // the row of this run it was found for
+	}
+	return rw, nil
+}
+
+// nextCheckRow returns the next earlier check row, decoded.
+func (pu *prevUnit) nextCheckRow() (columnar.CheckRow, error) {
+	if pu.held != nil {
+		cr := *pu.held
+		pu.held = nil
+		return cr, nil
+	}
+	var cr columnar.CheckRow
+	cc, err := pu.nextCheck()
+	if err != nil {
+		return cr, err
+	}
+	if pu.cdec.Decode(cc, &cr) != nil {
+		return cr, errors.New("unreadable check row")
+	}
+	return cr, nil
+}
+
 // nextCheck returns the next earlier check row, in the columns
-// prevCheckCols.
+// prevPartCheckCols (prevCheckCols for a matched row).
 func (pu *prevUnit) nextCheck() ([]columnar.Cell, error) {
 	if pu.matched == nil {
 		return pu.checks.Next()
@@ -632,7 +740,7 @@ func (r *runner) match(ctx context.Context) error {
 		}
 		return nil
 	}
-	cfg := join.Config{Rewards: append(columnar.RewardColumns(), r.plan.keep...), Checks: prevCheckCols, LeftName: rs.dir}
+	cfg := join.Config{Rewards: rs.rewardCols(r.plan.keep), Checks: prevCheckCols, LeftName: rs.dir}
 	m, err := join.Match(ctx, dir, keys, cfg)
 	if err != nil {
 		return fmt.Errorf("reuse: %w", err)
@@ -702,7 +810,10 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 		!p.reusable(g.plan, v) {
 		return false
 	}
-	p.fill(rw, out)
+	p.fill(g.plan, rw, out, false)
+	if g.plan.health {
+		rw.Flags = health.Flags(&g.rollout, rw.Flags)
+	}
 	return true
 }
 
@@ -716,7 +827,7 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 // whose ids are only known once it is parsed) goes through grade, which
 // may still take p once it has hashed the row.
 func (g *grader) takeUnchanged(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *batchResults) bool {
-	if p == nil || !p.sameInput || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
+	if p == nil || !p.sameInput || !g.plan.reuse.sameHealth || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
 		row.Task.Kind != columnar.CellString || len(p.rw.Keep) != len(g.plan.keep) ||
 		string(row.ID.Data) != p.rw.RolloutID || string(row.Task.Data) != p.rw.TaskID {
 		return false
@@ -729,20 +840,34 @@ func (g *grader) takeUnchanged(u *inputs.Unit, b *columnar.Batch, row *columnar.
 	rw.VerifierID = columnar.Str(v.ID)
 	copy(rw.Keep, p.rw.Keep)
 	rw.InputHash, rw.InputHashValid = p.rw.InputHash, true
-	p.fill(rw, out)
+	p.fill(g.plan, rw, out, true)
 	g.undecoded++
 	return true
 }
 
 // fill copies the earlier verdict of p into rw and its check rows, bound
-// to rw's ids, to out.
-func (p *prevRow) fill(rw *columnar.RewardRow, out *batchResults) {
+// to rw's ids, to out. In a run with flags (plan.flags) it copies its flag
+// rows and the ids of its verifier's flags raised, and its health flags
+// too when withHealth is set; in a run without, none.
+func (p *prevRow) fill(pl *plan, rw *columnar.RewardRow, out *batchResults, withHealth bool) {
 	rw.Status, rw.Passed, rw.PassedValid = p.rw.Status, p.rw.Passed, p.rw.PassedValid
 	rw.Reward, rw.RewardValid = p.rw.Reward, p.rw.RewardValid
 	rw.ChecksTotal, rw.ChecksPassed = p.rw.ChecksTotal, p.rw.ChecksPassed
 	rw.RequiredTotal, rw.RequiredPassed = p.rw.RequiredTotal, p.rw.RequiredPassed
 	rw.ErrorKind, rw.Error = p.rw.ErrorKind, p.rw.Error
+	rw.Flags, rw.FlagRows = rw.Flags[:0], 0
+	if pl.flags {
+		for _, f := range p.rw.Flags {
+			if withHealth || !strings.HasPrefix(f, verifiers.HealthPrefix) {
+				rw.Flags = append(rw.Flags, f)
+			}
+		}
+		rw.FlagRows = p.rw.FlagRows
+	}
 	for _, c := range p.checks {
+		if c.Kind == columnar.KindFlag && !pl.flags {
+			continue
+		}
 		c.RolloutID, c.TaskID, c.VerifierID = rw.RolloutID, rw.TaskID, rw.VerifierID
 		out.checks = append(out.checks, c)
 	}

@@ -145,6 +145,13 @@ func (c *RunConfig) Differences(o *RunConfig) []string {
 	diff("struct nulls", structNulls(c.StructNulls), structNulls(o.StructNulls))
 	diff("timeout", c.Timeout, o.Timeout)
 	diff("harness format", c.From, o.From)
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	diff("health flags", onOff(c.Health), onOff(o.Health))
 	diff("constant metadata", strings.Join(c.Set, ","), strings.Join(o.Set, ","))
 	diff("shards", strconv.Itoa(max(c.Shards, 1)), strconv.Itoa(max(o.Shards, 1)))
 	judgeText := func(j *RunJudge) string {
