@@ -292,55 +292,31 @@ func timeoutPrefix(vid string) string { return "verifier " + vid + " timed out a
 func panicPrefix(vid string) string { return "verifier " + vid + " panicked: " }
 
 // prevCheckCols are the checks columns read from the earlier rows
-// join.Match finds; prevPartCheckCols those read from an earlier part,
-// which add what tells a rollout's flag rows (read as null, and so as
-// checks, from a run without flags). Its rewards are read whole
-// (reuseSource.rewardCols).
-var (
-	prevCheckCols = []string{"check_index", "check_id", "label", "required", "status", "detail",
-		"actual", "expected", "score", "suggestion", "issues"}
-	prevPartCheckCols = append(slices.Clip(prevCheckCols), "rollout_id", columnar.ColumnKind)
-)
+// join.Match finds (it steps over flag rows); a part of its own is read
+// by results.Rollouts. The rewards are read whole (rewardCols).
+var prevCheckCols = results.RolloutCheckColumns[:len(results.RolloutCheckColumns)-2]
 
-// rewardCols are the rewards columns read from the earlier run: its
-// flags when it has the column, and the kept columns keep last.
+// rewardCols are the rewards columns read from the earlier run.
 func (rs *reuseSource) rewardCols(keep []string) []string {
-	cols := columnar.RewardColumns()
-	if rs.manifest.Config.Flags {
-		cols = append(cols, columnar.ColumnFlags)
-	}
-	return append(cols, keep...)
+	return results.RolloutRewardColumns(rs.manifest.Config.Flags, keep)
 }
 
 // prevUnit reads the earlier run's part of one unit in step with its rows.
 // A goroutine of its own reads the earlier rows ahead (readAhead), so that
 // decoding them overlaps with reading the unit's input.
 type prevUnit struct {
-	rewards, checks *columnar.ResultReader
-	// judgements reads the earlier judgements part in a run that writes
-	// one (nil: none, or no part to read); jnext is its row read ahead.
-	judgements *columnar.ResultReader
-	jnext      *columnar.JudgementRow
-	// multi is set in a run that writes the judgements table.
-	multi bool
-	// matched, when set, replaces rewards and checks: the earlier rows
-	// join.Match found for the unit, in its row order.
-	matched *join.UnitMatches
-	queued  [][]join.Value // the check rows of the matched row being read
-	// held is the check row read after a rollout's rows, the next
-	// rollout's first, and heldReward the rewards row read ahead of its
-	// turn (nil: none); unsure makes the next rollout read unsure
-	// (prevRow.unsure).
-	held       *columnar.CheckRow
-	heldReward *columnar.RewardRow
-	unsure     bool
-	cells      []columnar.Cell
-	matchRow   int64 // the row of this unit the matched row was found for
-	sameInput  bool  // see prevRow
-	// The decoders of the earlier rows, by the columns read.
-	rdec *columnar.ResultDecoder[columnar.RewardRow]
-	cdec *columnar.ResultDecoder[columnar.CheckRow]
-	jdec *columnar.ResultDecoder[columnar.JudgementRow]
+	// part reads the earlier part of the unit, with its judgements in a
+	// run that writes them (multi).
+	part *results.Rollouts
+	// matched, when set, replaces part: the earlier rows join.Match found
+	// for the unit, in its row order, read without their flag rows or
+	// judgements, and decoded by rdec and cdec.
+	matched   *join.UnitMatches
+	rdec      *columnar.ResultDecoder[columnar.RewardRow]
+	cdec      *columnar.ResultDecoder[columnar.CheckRow]
+	cells     []columnar.Cell
+	multi     bool // a run that writes the judgements table
+	sameInput bool // see prevRow
 
 	ahead   chan []*prevRow // filled by readAhead; closed at the end or on an error
 	stop    chan struct{}   // closed by close
@@ -362,66 +338,32 @@ func (rs *reuseSource) open(u *inputs.Unit, cur *results.ManifestInput, keep []s
 	if rs == nil || rs.noHash || len(rs.reusable) == 0 {
 		return nil
 	}
-	part, ok := rs.parts[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]
-	if !ok {
+	pu := &prevUnit{multi: rs.multi, ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
+	if part, ok := rs.parts[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]; ok {
+		var err error
+		if pu.part, err = results.OpenRollouts(rs.dir, part, rs.manifest.Config.Flags, keep, rs.multi); err != nil {
+			return nil
+		}
+		pu.sameInput = rs.unchanged(u, cur) != nil
+	} else {
 		k, ok := rs.matchUnit[u.Index]
 		if !ok {
 			return nil
 		}
-		um, err := rs.matches.Unit(k)
-		if err != nil {
+		var err error
+		if pu.matched, err = rs.matches.Unit(k); err != nil {
 			return nil
 		}
-		pu := &prevUnit{matched: um, multi: rs.multi,
-			ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
-		if pu.decoders(rs.rewardCols(keep), keep) != nil {
+		strs := columnar.Interner{}
+		if pu.rdec, err = columnar.NewRewardDecoder(rs.rewardCols(keep), keep, strs); err != nil {
 			return nil
 		}
-		go pu.readAhead()
-		return pu
-	}
-	cols := rs.rewardCols(keep)
-	rw, err := columnar.OpenResult(filepath.Join(rs.dir, "rewards", part), cols)
-	if err != nil {
-		return nil
-	}
-	ck, err := columnar.OpenResult(filepath.Join(rs.dir, "checks", part), prevPartCheckCols)
-	if err != nil {
-		rw.Close()
-		return nil
-	}
-	pu := &prevUnit{rewards: rw, checks: ck, sameInput: rs.unchanged(u, cur) != nil,
-		ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{}), multi: rs.multi}
-	if pu.decoders(cols, keep) != nil {
-		rw.Close()
-		ck.Close()
-		return nil
-	}
-	if rs.multi {
-		// Without its judgements part, no judged row of the unit is
-		// reused (prevRow.noJudgements).
-		pu.judgements, _ = columnar.OpenResult(filepath.Join(rs.dir, results.JudgementsDir, part), columnar.JudgementColumns())
+		if pu.cdec, err = columnar.NewCheckDecoder(prevCheckCols, strs); err != nil {
+			return nil
+		}
 	}
 	go pu.readAhead()
 	return pu
-}
-
-// decoders makes the decoders of the earlier rows, whose rewards are read
-// as the columns cols (reuseSource.rewardCols), keep last.
-func (pu *prevUnit) decoders(cols, keep []string) (err error) {
-	strs := columnar.Interner{}
-	if pu.rdec, err = columnar.NewRewardDecoder(cols, keep, strs); err != nil {
-		return err
-	}
-	checkCols := prevPartCheckCols
-	if pu.matched != nil {
-		checkCols = prevCheckCols
-	}
-	if pu.cdec, err = columnar.NewCheckDecoder(checkCols, strs); err != nil {
-		return err
-	}
-	pu.jdec, err = columnar.NewJudgementDecoder(columnar.JudgementColumns(), strs)
-	return err
 }
 
 // readAhead reads the earlier rows in order and sends them in chunks,
@@ -449,17 +391,13 @@ func (pu *prevUnit) readAhead() {
 	}
 }
 
-// close stops readAhead and closes the parts.
+// close stops readAhead and closes the part.
 func (pu *prevUnit) close() {
 	if pu != nil {
 		close(pu.stop)
 		<-pu.stopped
-		if pu.matched == nil {
-			pu.rewards.Close()
-			pu.checks.Close()
-		}
-		if pu.judgements != nil {
-			pu.judgements.Close()
+		if pu.part != nil {
+			pu.part.Close()
 		}
 	}
 }
@@ -506,191 +444,36 @@ func (pu *prevUnit) rows(b *columnar.Batch) []*prevRow {
 
 // read reads the next earlier rollout with its check rows.
 func (pu *prevUnit) read() (*prevRow, error) {
-	rw, err := pu.nextRewardRow()
-	if err != nil {
-		return nil, err
-	}
-	p := &prevRow{rw: rw, sameInput: pu.sameInput, noFlagRows: pu.matched != nil, unsure: pu.unsure}
-	pu.unsure = false
-	p.checks = make([]columnar.CheckRow, 0, rw.ChecksTotal)
-	// A rollout's check rows follow the previous rollout's, numbered from
-	// 0 (see readChecks); the numbering keeps the two parts in step.
-	for k := range rw.ChecksTotal {
-		cr, err := pu.nextCheckRow()
+	if pu.part != nil {
+		ro, err := pu.part.Next()
 		if err != nil {
 			return nil, err
 		}
-		if cr.CheckIndex != k || cr.Kind == columnar.KindFlag {
-			return nil, errors.New("checks out of step")
-		}
-		p.checks = append(p.checks, cr)
-	}
-	if pu.matched == nil {
-		if err := pu.readFlagRows(p); err != nil {
-			return nil, err
-		}
-	}
-	if pu.multi {
-		if pu.judgements == nil {
-			p.noJudgements = true
-		} else if err := pu.readJudgements(p); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
-}
-
-// readJudgements reads the earlier judgements of p, whose check rows are
-// read: the rows that follow, while they carry p's rollout id and one of
-// its check indexes, in the table's order (check index, then judge, then
-// sample). A row that goes back to an earlier check index, or starts the
-// current check's judgements again (its first judge's sample 0), belongs
-// to the next rollout, whose id may be the same. A judgements row naming
-// a check p does not have is an error: the parts are out of step.
-func (pu *prevUnit) readJudgements(p *prevRow) error {
-	last := int32(-1)
-	var first *columnar.JudgementRow
-	for {
-		if pu.jnext == nil {
-			c, err := pu.judgements.Next()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			jr, err := pu.judgementRow(c)
-			if err != nil {
-				return err
-			}
-			pu.jnext = &jr
-		}
-		jr := pu.jnext
-		if jr.RolloutID != p.rw.RolloutID || jr.CheckIndex < last ||
-			jr.CheckIndex == last && jr.JudgeModel == first.JudgeModel && jr.Sample == first.Sample {
-			return nil
-		}
-		if int(jr.CheckIndex) >= len(p.checks) || p.checks[jr.CheckIndex].CheckID != jr.CheckID {
-			return errors.New("judgements out of step with checks")
-		}
-		if jr.CheckIndex > last {
-			last, first = jr.CheckIndex, jr
-		}
-		p.judgements = append(p.judgements, *jr)
-		pu.jnext = nil
-	}
-}
-
-// judgementRow decodes a row of the judgements table, read as
-// columnar.JudgementColumns.
-func (pu *prevUnit) judgementRow(c []columnar.Cell) (columnar.JudgementRow, error) {
-	var jr columnar.JudgementRow
-	if pu.jdec.Decode(c, &jr) != nil {
-		return jr, errors.New("unreadable judgements row")
-	}
-	return jr, nil
-}
-
-// nextReward returns the next earlier rewards row, in the columns
-// columnar.RewardColumns and the kept ones.
-func (pu *prevUnit) nextReward() ([]columnar.Cell, error) {
-	if pu.matched == nil {
-		return pu.rewards.Next()
+		return &prevRow{rw: ro.Reward, checks: ro.Checks, judgements: ro.Judgements, noJudgements: ro.NoJudgements,
+			unsure: ro.Unsure, sameInput: pu.sameInput}, nil
 	}
 	row, r, err := pu.matched.Next()
 	if err != nil {
 		return nil, err
 	}
-	pu.matchRow, pu.queued = row, r.Checks
-	return pu.toCells(r.Values), nil
-}
-
-// readFlagRows appends to p's checks the flag rows that follow them: the
-// rows of kind flag that carry p's rollout id and continue its
-// numbering. The first other row is held for the next rollout. When p has
-// no checks and the next rollout has p's id, the flag rows read may be
-// the next rollout's: both are then unsure, and neither is reused.
-func (pu *prevUnit) readFlagRows(p *prevRow) error {
-	for {
-		cr, err := pu.nextCheckRow()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if cr.Kind != columnar.KindFlag || cr.RolloutID != p.rw.RolloutID || int(cr.CheckIndex) != len(p.checks) {
-			pu.held = &cr
-			break
-		}
-		p.checks = append(p.checks, cr)
-		p.rw.FlagRows++
-	}
-	if p.rw.ChecksTotal == 0 && p.rw.FlagRows > 0 {
-		next, err := pu.nextRewardRow()
-		if err == nil {
-			pu.heldReward = &next
-			if next.RolloutID == p.rw.RolloutID {
-				p.unsure, pu.unsure = true, true
-			}
-		} else if !errors.Is(err, io.EOF) {
-			return err
-		}
-	}
-	return nil
-}
-
-// nextRewardRow returns the next earlier rewards row, decoded.
-func (pu *prevUnit) nextRewardRow() (columnar.RewardRow, error) {
-	if pu.heldReward != nil {
-		rw := *pu.heldReward
-		pu.heldReward = nil
-		return rw, nil
-	}
-	c, err := pu.nextReward()
+	rw, err := results.DecodeReward(pu.rdec, pu.toCells(r.Values))
 	if err != nil {
-		return columnar.RewardRow{}, err
+		return nil, err
 	}
-	rw, err := results.DecodeReward(pu.rdec, c)
-	if err != nil {
-		return rw, err
-	}
-	if pu.matched != nil {
-		rw.SourceRow = pu.matchRow // the row of this run it was found for
-	}
-	return rw, nil
-}
-
-// nextCheckRow returns the next earlier check row, decoded.
-func (pu *prevUnit) nextCheckRow() (columnar.CheckRow, error) {
-	if pu.held != nil {
-		cr := *pu.held
-		pu.held = nil
-		return cr, nil
-	}
-	var cr columnar.CheckRow
-	cc, err := pu.nextCheck()
-	if err != nil {
-		return cr, err
-	}
-	if pu.cdec.Decode(cc, &cr) != nil {
-		return cr, errors.New("unreadable check row")
-	}
-	return cr, nil
-}
-
-// nextCheck returns the next earlier check row, in the columns
-// prevPartCheckCols (prevCheckCols for a matched row).
-func (pu *prevUnit) nextCheck() ([]columnar.Cell, error) {
-	if pu.matched == nil {
-		return pu.checks.Next()
-	}
-	if len(pu.queued) == 0 {
+	if len(r.Checks) < int(rw.ChecksTotal) {
 		return nil, errors.New("fewer check rows than checks_total")
 	}
-	vals := pu.queued[0]
-	pu.queued = pu.queued[1:]
-	return pu.toCells(vals), nil
+	rw.SourceRow = row // the row of this run it was found for
+	p := &prevRow{rw: rw, noFlagRows: true, noJudgements: pu.multi, checks: make([]columnar.CheckRow, rw.ChecksTotal)}
+	for k, vals := range r.Checks[:rw.ChecksTotal] {
+		if pu.cdec.Decode(pu.toCells(vals), &p.checks[k]) != nil {
+			return nil, errors.New("unreadable check row")
+		}
+		if p.checks[k].CheckIndex != int32(k) {
+			return nil, errors.New("checks out of step")
+		}
+	}
+	return p, nil
 }
 
 // toCells returns a matched row's values as cells, in a buffer reused

@@ -368,11 +368,7 @@ func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, fo
 	}
 
 	keep := m.Config.Keep
-	rewardCols := columnar.RewardColumns()
-	if m.Config.Flags {
-		rewardCols = append(rewardCols, columnar.ColumnFlags)
-	}
-	rewardCols = append(rewardCols, keep...)
+	rewardCols := results.RolloutRewardColumns(m.Config.Flags, keep)
 	rr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "rewards", in.Part), rewardCols)
 	if err != nil {
 		return nil, err
