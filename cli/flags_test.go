@@ -135,7 +135,7 @@ func TestFlagsNeverMoveReward(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("grade: exit %d, want 0 (b fails, which is no error): %s", code, stderr)
 	}
-	base, code, stderr := gradeFrom(t, "--spec", plain, in)
+	base, code, stderr := gradeFrom(t, "--health", "off", "--spec", plain, in)
 	if code != 0 {
 		t.Fatalf("grade without flags: exit %d, want 0: %s", code, stderr)
 	}
@@ -234,7 +234,7 @@ func TestLeaderboardFlags(t *testing.T) {
 		t.Errorf("--exclude-flagged=other-flag: %+v, excluded %v", e, *lb.Excluded)
 	}
 	// A run without flags: no flagged column, and excluding is an error.
-	plain, code, stderr := gradeFrom(t, "--set", "model=m", "--spec", filepath.Join(examples, "messages.yaml"), "--from", "messages", filepath.Join(examples, "chats.jsonl"))
+	plain, code, stderr := gradeFrom(t, "--health", "off", "--set", "model=m", "--spec", filepath.Join(examples, "messages.yaml"), "--from", "messages", filepath.Join(examples, "chats.jsonl"))
 	if code != 0 && code != 1 {
 		t.Fatalf("grade: exit %d: %s", code, stderr)
 	}
@@ -467,7 +467,7 @@ func TestHealthFlags(t *testing.T) {
 			"rollouts_failures/2/0": {harnessErr}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, code, stderr := gradeFrom(t, append([]string{"--health", "on"}, tc.args...)...)
+			out, code, stderr := gradeFrom(t, tc.args...) // on by default
 			if code != 3 {
 				t.Fatalf("grade: exit %d (want 3: no verifier binds the tasks): %s", code, stderr)
 			}
@@ -489,11 +489,16 @@ func TestHealthFlags(t *testing.T) {
 			}
 		})
 	}
-	// Off by default: no flags column, no kind column.
-	out, _, _ := gradeFrom(t, plain)
+	// --health off: no flags column, no kind column.
+	out, _, _ := gradeFrom(t, "--health", "off", plain)
 	for id, row := range rewardRows(t, out) {
 		if _, ok := row["flags"]; ok {
-			t.Fatalf("%s: a run without --health has flags", id)
+			t.Fatalf("%s: a run with --health off has flags", id)
+		}
+	}
+	for _, cr := range checkRows(t, out) {
+		if _, ok := cr["kind"]; ok {
+			t.Fatalf("a run with --health off writes a kind column: %v", cr)
 		}
 	}
 	// A verifier's flags come first, then the health flags; a judged

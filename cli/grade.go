@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -89,7 +90,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reuse := fs.String("reuse", "", "take the results of rollouts whose input and verifier are unchanged from an earlier result `DIR` instead of grading them again")
 	timeout := fs.Duration("timeout", pipeline.DefaultTimeout, "a verifier running longer than `D` on one rollout gives that row status error")
 	maxLine := fs.Int("max-line-bytes", 0, "a JSON Lines line longer than `N` bytes is an input error for that row (default 64 MiB)")
-	health := fs.String("health", "off", "health flags (`on` or off): mark every rollout whose output is empty, that has a log without a turn of the agent, that its harness recorded as truncated or failed; they never move a reward (see docs/flags.md)")
+	health := healthFlag(fs)
 	structNulls := fs.String("struct-nulls", "member", "by `MODE`, a null field of a struct in a nested Parquet or Arrow column is a member with value null (member) or no member (absent: for structs inferred from JSON objects, as pyarrow.json and Polars' read_ndjson make them)")
 	baseline := fs.String("baseline", "", "at the end, compare with an earlier result `DIR` as gavel diff does")
 	failOn := fs.String("fail-on", "0", "with --baseline: exit 1 when the regressions exceed this `LIMIT` (a count, or a rate: 1% or 0.01)")
@@ -111,8 +112,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usagef("gavel grade --struct-nulls absent rollouts.parquet", "--struct-nulls: unknown value %q (want member or absent)", *structNulls)
 	}
-	if *health != "on" && *health != "off" {
-		return usagef("gavel grade --health on rollouts.parquet", "--health: unknown value %q (want on or off)", *health)
+	healthOn, err := health("gavel grade --health off rollouts.parquet")
+	if err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return usagef("gavel grade rollouts.parquet", "no input given")
@@ -154,7 +156,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		StdinFormat:  *inputFormat,
 		Format:       *format,
 		Verifiers:    vs,
-		Health:       *health == "on",
+		Health:       healthOn,
 		TasksFile:    *tasks,
 		Fields:       fields,
 		Workers:      *workers,
@@ -448,4 +450,16 @@ func printSummary(w io.Writer, verb string, s *results.Summary, out string) {
 		fmt.Fprintf(w, "\nskipped %d unsupported files\n", len(s.FilesSkipped))
 	}
 	fmt.Fprintf(w, "\nresults in %s\n", out)
+}
+
+// healthFlag adds --health to fs; the function it returns reads it, or
+// gives a usage error with example.
+func healthFlag(fs *flag.FlagSet) func(example string) (bool, error) {
+	health := fs.String("health", "on", "health flags (on or `off`): mark every rollout whose output is empty, that has a log without a turn of the agent, that its harness recorded as truncated or failed; they never move a reward (see docs/flags.md)")
+	return func(example string) (bool, error) {
+		if *health != "on" && *health != "off" {
+			return false, usagef(example, "--health: unknown value %q (want on or off)", *health)
+		}
+		return *health == "on", nil
+	}
 }

@@ -48,6 +48,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	onError := fs.String("on-error-reward", "", "answer `X` as the reward of a /get_reward rollout that could not be graded, instead of failing the request (your choice: X is not a grade)")
 	jf := judgeFlags(fs)
 	rf := newRemoteFlags(fs, false)
+	health := healthFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -102,6 +103,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		JudgePanel: panel, DefaultTask: *defaultTask, OnErrorReward: onErrorReward,
 	}
 	if cfg.Remote, err = rf.config("gavel serve"); err != nil {
+		return err
+	}
+	if cfg.Health, err = health("gavel serve --health off"); err != nil {
 		return err
 	}
 	if *tasks != "" {

@@ -49,6 +49,8 @@ type RowConfig struct {
 	JudgePanel JudgePanel
 	// Remote is Config.Remote (its budget aside: a RowGrader has none).
 	Remote *RemoteConfig
+	// Health is Config.Health.
+	Health bool
 }
 
 // RowGrader grades rows handed to it one batch at a time, outside a run,
@@ -98,7 +100,7 @@ func NewRowGrader(cfg RowConfig) (*RowGrader, error) {
 		return nil, err
 	}
 	p := *pp
-	p.keep = []string{}
+	p.keep, p.health, p.flags = []string{}, cfg.Health, p.flags || cfg.Health
 	if p.judging, err = newJudging(cfg.Judge, cfg.JudgePanel, cfg.Verifiers, 0); err != nil {
 		return nil, err
 	}

@@ -55,3 +55,50 @@ func TestGradeWithFlags(t *testing.T) {
 		}
 	}
 }
+
+// Health flags served: with Health set, each row's flags end with its
+// health flags, in a set whose verifiers have no flags of their own;
+// without it, the rows have no flags column.
+func TestGradeWithHealthFlags(t *testing.T) {
+	vs, err := spec.Parse("plain.yaml", []byte(`verifiers:
+  - id: V-PLAIN
+    task: T-PLAIN
+    name: answer holds 4
+    checks:
+      - {id: four, type: expr, expr: 'output.contains("4")'}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"rollout_id": "a", "task_id": "T-PLAIN", "output": "it is 4"}
+{"rollout_id": "b", "task_id": "T-PLAIN", "output": "  ", "log": [{"role": "user", "content": "hi"}]}
+{"rollout_id": "c", "task_id": "T-PLAIN", "output": "4", "termination_reason": "max_turns"}
+`
+	want := map[string][]any{"a": {}, "b": {"health/empty-output", "health/no-agent-turn"}, "c": {"health/truncated"}}
+	for _, health := range []bool{true, false} {
+		_, ts := newServer(t, Config{Health: health}, vs...)
+		r := do(t, ts, "POST", "/v1/grade", "application/x-ndjson", body)
+		if r.code != 200 {
+			t.Fatalf("status %d: %s", r.code, r.body)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(r.body), "\n") {
+			var got struct {
+				Rewards map[string]any
+				Checks  []map[string]any
+			}
+			if err := json.Unmarshal([]byte(line), &got); err != nil {
+				t.Fatal(err)
+			}
+			id := got.Rewards["rollout_id"].(string)
+			flags, ok := got.Rewards["flags"]
+			switch {
+			case !health && ok:
+				t.Errorf("health off, %s: flags %v, want no flags column", id, flags)
+			case health && !reflect.DeepEqual(flags, want[id]):
+				t.Errorf("health on, %s: flags %v, want %v", id, flags, want[id])
+			case health && (len(got.Checks) != 1 || got.Checks[0]["kind"] != "check"):
+				t.Errorf("health on, %s: checks %v, want one of kind check", id, got.Checks)
+			}
+		}
+	}
+}

@@ -89,6 +89,9 @@ type Config struct {
 	// Remote configures the remote verifiers of the specs served (cache,
 	// --allow-impure); nil is the defaults.
 	Remote *pipeline.RemoteConfig
+	// Health computes the health flags of every rollout graded
+	// (pipeline.Config.Health).
+	Health bool
 	// DefaultTask is the task of the rollouts of a trainer's request
 	// (POST /get_reward, /verify) that names none and has no ?task= on
 	// its URL ("": such a request is a 422).
@@ -184,7 +187,7 @@ func New(cfg Config) *Server {
 // stays.
 func (s *Server) Reload(vs []*verifiers.Verifier) error {
 	g, err := pipeline.NewRowGrader(pipeline.RowConfig{Verifiers: vs, Tasks: s.cfg.Tasks, SourceFile: SourceFile, Timeout: s.cfg.Timeout, MaxStuck: s.cfg.MaxInflight, Judge: s.cfg.Judge,
-		IndexPerByte: indexPerByte, IndexFloor: indexFloor, JudgePanel: s.cfg.JudgePanel, Remote: s.cfg.Remote})
+		IndexPerByte: indexPerByte, IndexFloor: indexFloor, JudgePanel: s.cfg.JudgePanel, Remote: s.cfg.Remote, Health: s.cfg.Health})
 	if err != nil {
 		return err
 	}
