@@ -21,6 +21,8 @@ func TestScoreAnswerIsFormula(t *testing.T) {
 		{Reward: f(0.3), Components: []remote.Component{{Name: "answer", Score: 0}}},
 		{Checks: []remote.Check{{ID: "a", Required: true, Status: "pass"}, {ID: "b", Required: false, Status: "fail"}}},
 		{Checks: []remote.Check{{ID: "a", Required: true, Status: "fail"}}},
+		{Reward: f(0.6), Checks: []remote.Check{{Flag: true, ID: "f", Status: "raised"}}},
+		{Checks: []remote.Check{{Flag: true, ID: "f", Status: "clear"}, {ID: "a", Required: true, Status: "pass"}}},
 	}
 	for _, threshold := range []float64{1, 0.5, 0} {
 		for i, a := range answers {

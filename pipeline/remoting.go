@@ -468,9 +468,15 @@ func (rs *remoting) finish(res *batchResults, buf []verifiers.Check) ([]verifier
 				}
 				tmpl := old[at]
 				results.SetVerdict(rw, vd)
+				from := len(checks)
+				rw.FlagRows = 0
 				for k := range buf {
 					checks = append(checks, remoteCheckRow(&tmpl, k, &buf[k]))
+					if buf[k].Flag {
+						rw.FlagRows++
+					}
 				}
+				results.SetFlags(rw, checks[from:]) // the service's flags, then the health flags
 				at += n
 				continue
 			}
@@ -486,7 +492,10 @@ func (rs *remoting) finish(res *batchResults, buf []verifiers.Check) ([]verifier
 // placeholder row was tmpl.
 func remoteCheckRow(tmpl *columnar.CheckRow, k int, c *verifiers.Check) columnar.CheckRow {
 	cr := columnar.CheckRow{RolloutID: tmpl.RolloutID, TaskID: tmpl.TaskID, VerifierID: tmpl.VerifierID, CheckIndex: int32(k),
-		CheckID: c.ID, Label: c.Label, Required: c.Required, Status: c.Status.String(), Detail: c.Detail}
+		CheckID: c.ID, Label: c.Label, Required: c.Required, Status: c.StatusText(), Detail: c.Detail}
+	if c.Flag {
+		cr.Kind = columnar.KindFlag
+	}
 	if c.Actual != "" {
 		cr.Actual = columnar.Str(c.Actual)
 	}

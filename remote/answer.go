@@ -31,8 +31,10 @@ type Component struct {
 	Score float64 `json:"score"`
 }
 
-// Check is one check of an answer, in the checks table's shape.
+// Check is one check of an answer, in the checks table's shape, or one
+// flag (Flag set; its Status is raised, clear or error).
 type Check struct {
+	Flag     bool     `json:"flag,omitempty"`
 	ID       string   `json:"id"`
 	Label    string   `json:"label,omitempty"`
 	Required bool     `json:"required"`
@@ -46,34 +48,72 @@ type Check struct {
 // Single reports whether the answer is a single reward.
 func (a *Answer) Single() bool { return a.Reward != nil }
 
-// Checks returns the answer's checks (appended to dst): a single reward
-// is one required check "reward" whose score is the reward and which
-// passes when it reaches threshold; each NeMo Gym reward component an
-// optional check of its name, with its score, passing likewise.
+// Checks returns the answer's checks (appended to dst), then its flags:
+// a single reward is one required check "reward" whose score is the
+// reward and which passes when it reaches threshold; each NeMo Gym reward
+// component an optional check of its name, with its score, passing
+// likewise.
 func (a *Answer) AppendChecks(dst []verifiers.Check, threshold float64) []verifiers.Check {
 	if a.Reward != nil {
 		dst = append(dst, scoreCheck("reward", "reward", true, *a.Reward, threshold))
 		for _, c := range a.Components {
 			dst = append(dst, scoreCheck(c.Name, "reward component "+c.Name, false, c.Score, threshold))
 		}
-		return dst
 	}
-	for _, c := range a.Checks {
-		vc := verifiers.Check{ID: c.ID, Label: c.Label, Required: c.Required, Detail: c.Detail, Actual: c.Actual, Expected: c.Expected}
-		switch c.Status {
-		case "pass":
-			vc.Status = verifiers.Pass
-		case "fail":
-			vc.Status = verifiers.Fail
-		default:
-			vc.Status = verifiers.Error
+	for _, flags := range []bool{false, true} {
+		for _, c := range a.Checks {
+			if c.Flag != flags {
+				continue
+			}
+			vc := verifiers.Check{ID: c.ID, Label: c.Label, Required: c.Required && !c.Flag, Detail: c.Detail, Actual: c.Actual, Expected: c.Expected, Flag: c.Flag}
+			switch c.Status {
+			case "pass", verifiers.FlagRaised:
+				vc.Status = verifiers.Pass
+			case "fail", verifiers.FlagClear:
+				vc.Status = verifiers.Fail
+			default:
+				vc.Status = verifiers.Error
+			}
+			if c.Score != nil {
+				vc.Score, vc.Scored = *c.Score, true
+			}
+			dst = append(dst, vc)
 		}
-		if c.Score != nil {
-			vc.Score, vc.Scored = *c.Score, true
-		}
-		dst = append(dst, vc)
 	}
 	return dst
+}
+
+// HasFlags reports whether the answer holds flags.
+func (a *Answer) HasFlags() bool {
+	for i := range a.Checks {
+		if a.Checks[i].Flag {
+			return true
+		}
+	}
+	return false
+}
+
+// readFlags reads the flags beside a reward ({"reward": x, "flags": [...]})
+// into a.
+func readFlags(a *Answer, x any, at string) *Answer {
+	list, ok := x.([]any)
+	if !ok {
+		return &Answer{Err: fmt.Sprintf("answer%s.flags: want a list of flags, not %s", at, kindOf(x))}
+	}
+	for i, f := range list {
+		if m, ok := f.(map[string]any); ok && m["kind"] == nil {
+			m["kind"] = kindFlag
+		}
+		ck, err := readCheck(f, i, false)
+		if err == "" && !ck.Flag {
+			err = ".kind: want flag"
+		}
+		if err != "" {
+			return &Answer{Err: fmt.Sprintf("answer%s.flags[%d]%s", at, i, err)}
+		}
+		a.Checks = append(a.Checks, ck)
+	}
+	return a
 }
 
 func scoreCheck(id, label string, required bool, score, threshold float64) verifiers.Check {
@@ -169,18 +209,26 @@ func oneAnswer(x any, at string) Answer {
 		if !ok {
 			return Answer{Err: fmt.Sprintf("answer%s: an object without reward: want {\"reward\": x}, a number or a list of checks", at)}
 		}
-		return rewardAnswer(r, at+".reward")
+		a := rewardAnswer(r, at+".reward")
+		if f, ok := v["flags"]; ok && a.Err == "" {
+			return *readFlags(&a, f, at)
+		}
+		return a
 	case []any:
 		var a Answer
+		checks := 0
 		for i, c := range v {
 			ck, err := readCheck(c, i, false)
 			if err != "" {
 				return Answer{Err: fmt.Sprintf("answer%s[%d]%s", at, i, err)}
 			}
 			a.Checks = append(a.Checks, ck)
+			if !ck.Flag {
+				checks++
+			}
 		}
-		if len(a.Checks) == 0 {
-			return Answer{Err: fmt.Sprintf("answer%s: an empty list of checks", at)}
+		if checks == 0 {
+			return Answer{Err: fmt.Sprintf("answer%s: a list without checks", at)}
 		}
 		return a
 	}
@@ -228,6 +276,12 @@ func score(x any) (float64, string) {
 	return f, ""
 }
 
+// The values of a row's kind (the checks table's kind column).
+const (
+	kindCheck = "check"
+	kindFlag  = "flag"
+)
+
 // readCheck reads one check object (the checks table's shape: id or
 // check_id, label, required (default true), status pass, fail or error,
 // detail, actual, expected, score).
@@ -241,9 +295,12 @@ func readCheck(x any, i int, rows bool) (Check, string) {
 		return Check{}, ": a check must be an object, not " + kindOf(x)
 	}
 	c := Check{ID: strconv.Itoa(i), Required: true}
-	if k, ok := m["kind"]; ok && k != "check" && k != nil {
-		// A gavel serve with flags answers /v1/grade with flag rows.
-		return c, fmt.Sprintf(".kind: %v: flags from remote verifiers are not built yet; only checks (kind check) are read", k)
+	switch k := m["kind"]; k {
+	case nil, kindCheck:
+	case kindFlag:
+		c.Flag, c.Required = true, false
+	default:
+		return c, ".kind: want check or flag, not " + describe(k)
 	}
 	for _, k := range []string{"id", "check_id"} {
 		if v, ok := m[k]; ok && v != nil {
@@ -276,8 +333,12 @@ func readCheck(x any, i int, rows bool) (Check, string) {
 		c.Required = b
 	}
 	st, _ := m["status"].(string)
-	switch st {
-	case "pass", "fail", "error":
+	switch {
+	case c.Flag && (st == verifiers.FlagRaised || st == verifiers.FlagClear || st == "error"):
+		c.Status = st
+	case c.Flag:
+		return c, ".status: want raised, clear or error (a flag), not " + describe(m["status"])
+	case st == "pass" || st == "fail" || st == "error":
 		c.Status = st
 	default:
 		return c, ".status: want pass, fail or error, not " + describe(m["status"])
@@ -347,14 +408,18 @@ func gradeLine(l []byte) Answer {
 		return Answer{Err: msg}
 	}
 	var a Answer
+	checks := 0
 	for i, c := range line.Checks {
 		ck, err := readCheck(c, i, true)
 		if err != "" {
 			return Answer{Err: fmt.Sprintf("checks[%d]%s", i, err)}
 		}
 		a.Checks = append(a.Checks, ck)
+		if !ck.Flag {
+			checks++
+		}
 	}
-	if len(a.Checks) == 0 {
+	if checks == 0 {
 		return Answer{Err: "a line of /v1/grade results without checks"}
 	}
 	return a

@@ -24,11 +24,18 @@ func TestParseGavel(t *testing.T) {
 		{"not json", `{"reward": `, 1, []float64{-2}, "not JSON"},
 		{"two values", `1 2`, 1, []float64{-2}, "more than one JSON value"},
 		{"no reward", `{"score": 1}`, 1, []float64{-2}, "without reward"},
-		{"flag", `[{"status":"pass"},{"id":"f","status":"raised","kind":"flag"}]`, 1, []float64{-2}, "flags from remote verifiers are not built yet"},
+		{"flag", `[{"id":"f","status":"raised","kind":"flag"},{"status":"pass"}]`, 1, []float64{-1}, ""},
+		{"flags only", `[{"id":"f","status":"raised","kind":"flag"}]`, 1, []float64{-2}, "a list without checks"},
+		{"flag status", `[{"status":"pass"},{"id":"f","status":"pass","kind":"flag"}]`, 1, []float64{-2}, ".status: want raised, clear or error (a flag)"},
+		{"check status raised", `[{"status":"raised"}]`, 1, []float64{-2}, ".status: want pass, fail or error"},
+		{"other kind", `[{"status":"pass","kind":"note"}]`, 1, []float64{-2}, `.kind: want check or flag, not "note"`},
+		{"reward and flags", `{"reward": 1, "flags": [{"id":"f","status":"clear"}]}`, 1, []float64{1}, ""},
+		{"reward and bad flags", `{"reward": 1, "flags": {"id":"f"}}`, 1, []float64{-2}, "answer.flags: want a list of flags"},
+		{"reward and a check as flag", `{"reward": 1, "flags": [{"id":"f","status":"pass","kind":"check"}]}`, 1, []float64{-2}, "answer.flags[0].kind: want flag"},
 		{"bad status", `[{"status":"ok"}]`, 1, []float64{-2}, `.status: want pass, fail or error, not "ok"`},
 		{"bad score", `[{"status":"pass","score":2}]`, 1, []float64{-2}, "score 2 outside"},
 		{"bad required", `[{"status":"pass","required":"yes"}]`, 1, []float64{-2}, ".required: want true or false"},
-		{"empty list", `[]`, 1, []float64{-2}, "empty list"},
+		{"empty list", `[]`, 1, []float64{-2}, "a list without checks"},
 		{"empty", ``, 1, []float64{-2}, "empty answer"},
 		{"batch element error", `[0.5, {"error": "KeyError: 'x'"}, [{"status":"pass"}]]`, 3, []float64{0.5, -2, -1}, `could not grade the rollout: "KeyError: 'x'"`},
 		{"error alone", `{"error": "ValueError: no answer"}`, 1, []float64{-2}, `could not grade the rollout: "ValueError: no answer"`},
@@ -73,6 +80,26 @@ func TestParseGavel(t *testing.T) {
 		if third[i].Err != "" || third[i].Reward == nil {
 			t.Errorf("answer %d of the batch: %+v, want its reward", i, third[i])
 		}
+	}
+
+	// Flags come after the checks, whatever their place in the answer,
+	// raised as a passing flag, clear as a failing one, never required;
+	// /v1/grade's flag rows are read, its rewards' flags (the server's
+	// health flags) are not.
+	for _, body := range []string{
+		`[{"id":"f","label":"F","status":"raised","kind":"flag","detail":"why"},{"id":"c","status":"pass"},{"id":"g","status":"clear","kind":"flag"}]`,
+		"{\"rewards\":{\"status\":\"passed\",\"flags\":[\"f\",\"health/truncated\"]},\"checks\":[{\"check_id\":\"c\",\"status\":\"pass\",\"kind\":\"check\"},{\"check_id\":\"f\",\"label\":\"F\",\"status\":\"raised\",\"kind\":\"flag\",\"detail\":\"why\"},{\"check_id\":\"g\",\"status\":\"clear\",\"kind\":\"flag\"}]}",
+	} {
+		a := parseGavel([]byte(body), 1, 1)[0]
+		got := a.AppendChecks(nil, 1)
+		if a.Err != "" || len(got) != 3 || got[0].ID != "c" || got[0].Flag || got[1].ID != "f" || !got[1].Raised() || got[1].Required ||
+			got[1].Detail != "why" || got[1].Label != "F" || got[2].ID != "g" || !got[2].Flag || got[2].StatusText() != "clear" {
+			t.Errorf("%s: %+v (%q)", body, got, a.Err)
+		}
+	}
+	r := parseGavel([]byte(`{"reward": 0.5, "flags": [{"id":"f","status":"error","detail":"no log"}]}`), 1, 1)[0]
+	if got := r.AppendChecks(nil, 1); len(got) != 2 || got[0].ID != "reward" || !got[1].Flag || got[1].StatusText() != "error" {
+		t.Errorf("reward and flags: %+v", got)
 	}
 
 	// /v1/grade's actual is JSON text already; a list's is any value.

@@ -578,6 +578,9 @@ func (cl *Client) attempt(ctx context.Context, payload []byte, n int) ([]Answer,
 		as = parseGavel(body, n, cl.s.Threshold)
 	}
 	for i := range as {
+		if as[i].Err == "" && !cl.s.Flags && as[i].HasFlags() {
+			as[i] = Answer{Err: "the answer holds flags (kind flag), which this verifier does not declare: add flags: true to its remote: settings"}
+		}
 		if as[i].Err != "" {
 			as[i].Err = fmt.Sprintf("remote verifier %s at %s: %s", cl.v.ID, cl.shown, cl.red.Redact(as[i].Err))
 		}

@@ -358,6 +358,10 @@ type RemoteSettings struct {
 	// RewardSet says that the verifier has its own reward formula;
 	// without one, a single-reward answer's reward is the rollout's.
 	RewardSet bool
+	// Flags declares that the service may answer flags beside its checks
+	// (gavel protocol); the verifier is then Flagged. An answer with flags
+	// from a service that does not declare them is an error of its rollout.
+	Flags bool
 }
 
 // JudgeSettings are a verifier's judge settings; zero values keep the

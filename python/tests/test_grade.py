@@ -128,12 +128,20 @@ def test_read_not_a_result(tmp_path: Path) -> None:
 
 
 def test_schemas_match_the_binary(rollouts: Path, tmp_path: Path) -> None:
-    """The package's table schemas are those the binary writes."""
-    from gavel._results import CHECKS_SCHEMA, REWARDS_SCHEMA
+    """The package's table schemas are those the binary writes: with the
+    columns of a run with flags (health flags are on by default), and
+    without them with --health off."""
+    from gavel._results import CHECKS_SCHEMA, FLAGS_FIELD, KIND_FIELD, REWARDS_SCHEMA
 
-    assert binary_run([rollouts], tmp_path / "a", "--format", "arrow", "--keep", "model") == 0
-    res = gavel.read(tmp_path / "a")
-    assert res.rewards.schema.equals(REWARDS_SCHEMA.append(pa.field("model", pa.string())))
+    model = pa.field("model", pa.string())
+    for fmt in ("arrow", "jsonl", "parquet"):
+        assert binary_run([rollouts], tmp_path / fmt, "--format", fmt, "--keep", "model") == 0
+        res = gavel.read(tmp_path / fmt)
+        assert res.rewards.schema.equals(REWARDS_SCHEMA.append(FLAGS_FIELD).append(model)), fmt
+        assert res.checks.schema.equals(CHECKS_SCHEMA.append(KIND_FIELD)), fmt
+    assert binary_run([rollouts], tmp_path / "plain", "--format", "arrow", "--keep", "model", "--health", "off") == 0
+    res = gavel.read(tmp_path / "plain")
+    assert res.rewards.schema.equals(REWARDS_SCHEMA.append(model))
     assert res.checks.schema.equals(CHECKS_SCHEMA)
 
 

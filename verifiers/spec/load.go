@@ -301,7 +301,7 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	var flags []*check
 	if fn := m["flags"]; fn != nil {
 		if rs != nil {
-			l.problem(fn, "a remote verifier's flags are its service's answer: remove flags:", "%s has both remote and flags", what)
+			l.problem(fn, "a remote verifier's flags are its service's answer: remove flags: and set flags: true under remote:", "%s has both remote and flags", what)
 		} else {
 			flags = l.flagList(fn, what, checks)
 		}
@@ -337,7 +337,7 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		Source:     l.file + ":" + strconv.Itoa(n.Line),
 		Definition: string(def),
 		Judged:     judged,
-		Flagged:    len(flags) > 0,
+		Flagged:    len(flags) > 0 || rs != nil && rs.Flags,
 		Judge:      js,
 		Reward:     reward,
 	}

@@ -18,12 +18,12 @@ var errNotAsked = errors.New("a remote verifier is graded by its service, which 
 func remoteGrade(*verifiers.Rollout, *verifiers.Checks) error { return errNotAsked }
 
 // remote reads a verifier's remote: {url, protocol, version, timeout,
-// concurrency, batch, token_env, pure, threshold}; nil when it has
+// concurrency, batch, token_env, pure, threshold, flags}; nil when it has
 // problems.
 func (l *loader) remote(n *yaml.Node, verifier string) *verifiers.RemoteSettings {
 	before := len(l.problems)
 	what := "remote of " + verifier
-	m, ok := l.fields(n, what, "url", "protocol", "version", "timeout", "concurrency", "batch", "token_env", "pure", "threshold")
+	m, ok := l.fields(n, what, "url", "protocol", "version", "timeout", "concurrency", "batch", "token_env", "pure", "threshold", "flags")
 	if !ok {
 		return nil
 	}
@@ -72,9 +72,14 @@ func (l *loader) remote(n *yaml.Node, verifier string) *verifiers.RemoteSettings
 		}
 	}
 	s.TokenEnv, _ = l.str(m, n, "token_env", what, false)
-	if pn := m["pure"]; pn != nil {
-		if pn.Kind != yaml.ScalarNode || pn.ShortTag() != "!!bool" || pn.Decode(&s.Pure) != nil {
-			l.problem(pn, "pure: true", "pure of %s must be true or false, not %s", what, pn.Value)
+	for _, f := range []struct {
+		key string
+		dst *bool
+	}{{"pure", &s.Pure}, {"flags", &s.Flags}} {
+		if bn := m[f.key]; bn != nil {
+			if bn.Kind != yaml.ScalarNode || bn.ShortTag() != "!!bool" || bn.Decode(f.dst) != nil {
+				l.problem(bn, f.key+": true", "%s of %s must be true or false, not %s", f.key, what, bn.Value)
+			}
 		}
 	}
 	if tn := m["threshold"]; tn != nil {
@@ -89,6 +94,9 @@ func (l *loader) remote(n *yaml.Node, verifier string) *verifiers.RemoteSettings
 		}
 		if pn := m["pure"]; pn != nil {
 			l.problem(pn, "remove pure: gavel asks the server's GET /reverify_mode", "pure of %s: a NeMo Gym server says itself whether it is stateless", what)
+		}
+		if fn := m["flags"]; fn != nil && s.Flags {
+			l.problem(fn, "remove flags: a NeMo Gym verify response has a reward and its components, no flags", "flags of %s: the nemo-gym protocol answers no flags", what)
 		}
 	}
 	if len(l.problems) > before {

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from ._errors import GavelError
-from ._results import CHECKS_SCHEMA, JUDGEMENTS_SCHEMA, REWARDS_SCHEMA
+from ._results import CHECKS_SCHEMA, JUDGEMENTS_SCHEMA, REWARDS_SCHEMA, flag_fields
 
 __all__ = ["Client", "ServedResults"]
 
@@ -283,10 +283,11 @@ def _answer(data: bytes, n: int) -> list[dict[str, Any]]:
 
 
 def _table(rows: list[dict[str, Any]], schema: pa.Schema, *, metadata: bool = False) -> pa.Table:
-    """Returns rows as a table with the columns of schema, then (rewards) the kept metadata."""
-    fields = list(schema)
+    """Returns rows as a table with the columns of schema and those of a run
+    with flags the rows have, then (rewards) the kept metadata."""
+    fields = flag_fields(schema, rows[0] if rows else ())
     if metadata:
-        known = set(schema.names)
+        known = {f.name for f in fields}
         for row in rows:
             for k in row:
                 if k not in known:

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ import pyarrow.parquet as pq
 from ._errors import GavelError
 from ._options import PathArg
 
-__all__ = ["Results", "read", "REWARDS_SCHEMA", "CHECKS_SCHEMA", "JUDGEMENTS_SCHEMA"]
+__all__ = ["Results", "read", "REWARDS_SCHEMA", "CHECKS_SCHEMA", "JUDGEMENTS_SCHEMA", "FLAGS_FIELD", "KIND_FIELD"]
 
 
 def _fields(*fields: pa.Field[Any]) -> list[pa.Field[Any]]:
@@ -44,8 +45,31 @@ REWARDS_SCHEMA = pa.schema(
         pa.field("input_hash", pa.string()),
     )
 )
-"""The fixed columns of the rewards table; kept metadata columns (nullable
-strings) follow them."""
+"""The fixed columns of the rewards table; in a run with flags
+:data:`FLAGS_FIELD` follows them, then the kept metadata columns (nullable
+strings)."""
+
+FLAGS_FIELD: pa.Field[Any] = pa.field("flags", pa.list_(pa.field("item", pa.string(), nullable=False)), nullable=False)
+"""The rewards' ``flags`` column of a run with flags (health flags are on by
+default): the ids of the flags raised on the rollout, after ``input_hash``."""
+
+KIND_FIELD: pa.Field[Any] = pa.field("kind", pa.string(), nullable=False)
+"""The checks' ``kind`` column of a run with flags, last: ``check`` or
+``flag``."""
+
+_FLAG_FIELDS = {FLAGS_FIELD.name: FLAGS_FIELD, KIND_FIELD.name: KIND_FIELD}
+
+
+def flag_fields(schema: pa.Schema, names: Iterable[str]) -> list[pa.Field[Any]]:
+    """Returns the fields of schema, then those of a run with flags that
+    names holds (the flags of the rewards, the kind of the checks)."""
+    fields = list(schema)
+    present = set(names)
+    if schema.equals(REWARDS_SCHEMA) and FLAGS_FIELD.name in present:
+        fields.append(FLAGS_FIELD)
+    if schema.equals(CHECKS_SCHEMA) and KIND_FIELD.name in present:
+        fields.append(KIND_FIELD)
+    return fields
 
 CHECKS_SCHEMA = pa.schema(
     _fields(
@@ -157,10 +181,13 @@ def _read_part(fs: pafs.FileSystem, info: pafs.FileInfo, schema: pa.Schema) -> p
         if not data:
             return schema.empty_table()
         # The known columns keep their types however many nulls they hold;
-        # kept metadata columns are strings.
-        opts = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+        # kept metadata columns are strings. Every line has the columns of
+        # the first.
+        first = json.loads(data.split(b"\n", 1)[0])
+        known = pa.schema(flag_fields(schema, first))
+        opts = pajson.ParseOptions(explicit_schema=known, unexpected_field_behavior="infer")
         t = pajson.read_json(io.BytesIO(data), parse_options=opts)
-        want = pa.schema([schema.field(f.name) if f.name in schema.names else pa.field(f.name, pa.string()) for f in t.schema])
+        want = pa.schema([known.field(f.name) if f.name in known.names else pa.field(f.name, pa.string()) for f in t.schema])
         return t.cast(want)
     raise GavelError(f"read {path}: not a result part (want .parquet, .arrow or .jsonl)")
 
