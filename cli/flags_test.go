@@ -517,3 +517,52 @@ func TestHealthFlags(t *testing.T) {
 		t.Errorf("--health maybe: exit %d, %s", code, stderr)
 	}
 }
+
+// A group whose rollouts all give the same output over several tasks gets
+// a note; a group with varied outputs, one of a single task, and a run
+// with --health off (no output hashes) get none.
+func TestLeaderboardSameOutputs(t *testing.T) {
+	dir := t.TempDir()
+	spec := writeFile(t, filepath.Join(dir, "spec.yaml"), `verifiers:
+  - id: V-ANS
+    task: all
+    name: answers 4
+    checks:
+      - {id: four, type: expr, expr: 'output.contains("4")'}
+`)
+	in := writeFile(t, filepath.Join(dir, "in.jsonl"), `{"rollout_id":"c1","task_id":"t1","model":"constant","output":"The answer is 4."}
+{"rollout_id":"c2","task_id":"t2","model":"constant","output":"The answer is 4."}
+{"rollout_id":"c3","task_id":"t2","model":"constant","output":"The answer is 4."}
+{"rollout_id":"v1","task_id":"t1","model":"varied","output":"4"}
+{"rollout_id":"v2","task_id":"t2","model":"varied","output":"it is 4"}
+{"rollout_id":"o1","task_id":"t1","model":"one-task","output":"4"}
+{"rollout_id":"o2","task_id":"t1","model":"one-task","output":"4"}
+`)
+	for _, health := range []string{"on", "off"} {
+		out, code, stderr := gradeFrom(t, "--health", health, "--spec", spec, in)
+		if code != 0 {
+			t.Fatalf("grade: exit %d: %s", code, stderr)
+		}
+		code, stdout, stderr := runCLI(t, "leaderboard", "--format", "json", out)
+		if code != 0 {
+			t.Fatalf("leaderboard: exit %d: %s", code, stderr)
+		}
+		var lb struct{ Conventions []string }
+		if err := json.Unmarshal([]byte(stdout), &lb); err != nil {
+			t.Fatal(err)
+		}
+		var notes []string
+		for _, c := range lb.Conventions {
+			if strings.Contains(c, "have the same output") {
+				notes = append(notes, c)
+			}
+		}
+		want := []string{"model constant: all 3 rollouts with an output have the same output, over 2 tasks: one answer whatever the task."}
+		if health == "off" {
+			want = nil
+		}
+		if !reflect.DeepEqual(notes, want) {
+			t.Errorf("--health %s: notes %q, want %q", health, notes, want)
+		}
+	}
+}

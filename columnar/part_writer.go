@@ -175,7 +175,7 @@ func checkKeep(keep []string, flags bool) error {
 	for _, c := range rewardColumns {
 		seen[c.name] = true
 	}
-	seen[ColumnFlags] = flags
+	seen[ColumnFlags], seen[ColumnOutputHash] = flags, flags
 	for _, k := range keep {
 		if k == "" {
 			return errors.New("empty keep column name")

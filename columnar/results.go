@@ -40,6 +40,12 @@ type RewardRow struct {
 	// verifier's, in their order, then the health flags; empty when none.
 	// Written only in a run with flags (PartOptions.Flags).
 	Flags []string
+	// OutputHash identifies the rollout's output (XXH64 of its text),
+	// written only in a run with flags, for patterns across rollouts (an
+	// output given for every task); OutputHashValid is false (null) when
+	// the row's input could not be read.
+	OutputHash      uint64
+	OutputHashValid bool
 	// FlagRows is the number of flag rows (KindFlag) that follow the
 	// rollout's ChecksTotal check rows in the checks table; not a column.
 	// Writers of rows set it; a row read back from a part has 0.
@@ -77,12 +83,13 @@ const ColumnInputHash = "input_hash"
 // to the rollout: its checks, then its flags.
 func (r *RewardRow) CheckRows() int { return int(r.ChecksTotal) + int(r.FlagRows) }
 
-// ColumnFlags and ColumnKind name the columns a run with flags adds: the
-// rewards' list of flags raised, and the checks' kind of row (KindCheck or
-// KindFlag).
+// ColumnFlags, ColumnOutputHash and ColumnKind name the columns a run
+// with flags adds: the rewards' list of flags raised and hash of the
+// output, and the checks' kind of row (KindCheck or KindFlag).
 const (
-	ColumnFlags = "flags"
-	ColumnKind  = "kind"
+	ColumnFlags      = "flags"
+	ColumnOutputHash = "output_hash"
+	ColumnKind       = "kind"
 )
 
 // Kinds of rows of the checks table, in its kind column.
@@ -92,8 +99,9 @@ const (
 )
 
 var (
-	flagsColumn = stringsCol(ColumnFlags, func(r *RewardRow) *[]string { return &r.Flags })
-	kindColumn  = stringColOr(ColumnKind, pqCategorical, KindCheck, func(r *CheckRow) *string { return &r.Kind })
+	flagsColumn      = stringsCol(ColumnFlags, func(r *RewardRow) *[]string { return &r.Flags })
+	outputHashColumn = nullHashCol(ColumnOutputHash, func(r *RewardRow) (*uint64, *bool) { return &r.OutputHash, &r.OutputHashValid })
+	kindColumn       = stringColOr(ColumnKind, pqCategorical, KindCheck, func(r *CheckRow) *string { return &r.Kind })
 )
 
 // checksTable returns the columns of a checks part: checkColumns, then
@@ -115,7 +123,7 @@ var noKeep NullString
 func rewardsTable(keep []string, flags bool) []column[RewardRow] {
 	cols := slices.Clip(rewardColumns)
 	if flags {
-		cols = append(cols, flagsColumn)
+		cols = append(cols, flagsColumn, outputHashColumn)
 	}
 	for i, k := range keep {
 		cols = append(cols, nullStringCol(k, pqDefault, func(r *RewardRow) *NullString {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/gavelhq/gavel/columnar"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/health"
@@ -485,6 +486,9 @@ func (g *grader) decode(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, rw
 	}
 	r.ID, r.TaskID = rw.RolloutID, rw.TaskID
 	rw.InputHash, rw.InputHashValid = g.hasher.Sum(r, own, cached, t), true
+	if g.plan.flags {
+		rw.OutputHash, rw.OutputHashValid = xxhash.Sum64String(r.Output), true
+	}
 	return v, ""
 }
 

@@ -611,7 +611,7 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 // may still take p once it has hashed the row.
 func (g *grader) takeUnchanged(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *batchResults) bool {
 	if p == nil || !p.sameInput || !g.plan.reuse.sameHealth || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
-		row.Task.Kind != columnar.CellString || len(p.rw.Keep) != len(g.plan.keep) ||
+		row.Task.Kind != columnar.CellString || len(p.rw.Keep) != len(g.plan.keep) || g.plan.flags && !p.rw.OutputHashValid ||
 		string(row.ID.Data) != p.rw.RolloutID || string(row.Task.Data) != p.rw.TaskID {
 		return false
 	}
@@ -623,6 +623,7 @@ func (g *grader) takeUnchanged(u *inputs.Unit, b *columnar.Batch, row *columnar.
 	rw.VerifierID = columnar.Str(v.ID)
 	copy(rw.Keep, p.rw.Keep)
 	rw.InputHash, rw.InputHashValid = p.rw.InputHash, true
+	rw.OutputHash, rw.OutputHashValid = p.rw.OutputHash, g.plan.flags
 	p.fill(g.plan, rw, out, true)
 	g.undecoded++
 	return true

@@ -183,3 +183,31 @@ func unequalTrials(lb *Leaderboard, groups []*groupAgg) []string {
 	}
 	return notes
 }
+
+// sameOutput counts a rollout's output hash h (null: its input could not
+// be read) in the group's.
+func (g *groupAgg) sameOutput(h value) {
+	switch {
+	case h.Null() || g.outMixed:
+	case g.outRows == 0:
+		g.outHash, g.outRows = string(h.Data), 1
+	case string(h.Data) == g.outHash:
+		g.outRows++
+	default:
+		g.outMixed = true
+	}
+}
+
+// sameOutputs returns a note for each group of two tasks or more whose
+// rollouts all have the same output (read from runs with flags): one
+// answer given whatever the task, a pattern across rollouts that no flag
+// of one rollout can see.
+func sameOutputs(lb *Leaderboard, groups []*groupAgg) []string {
+	var notes []string
+	for _, g := range groups {
+		if !g.outMixed && g.outRows > 1 && len(g.tasks) > 1 {
+			notes = append(notes, fmt.Sprintf("%s: all %d rollouts with an output have the same output, over %d tasks: one answer whatever the task.", groupName(lb, g.key), g.outRows, len(g.tasks)))
+		}
+	}
+	return notes
+}

@@ -138,6 +138,11 @@ type groupAgg struct {
 	order   []string
 	flagged int64
 	flags   map[string]int64
+	// outHash is the output hash of the group's rollouts while they all
+	// have the same (outMixed: they do not), over outRows of them.
+	outHash  string
+	outRows  int64
+	outMixed bool
 }
 
 // column maps a --by name to the rewards column that holds it.
@@ -203,7 +208,7 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 	for di, dir := range dirs {
 		dcols := cols
 		if withFlags[di] {
-			dcols = append(slices.Clip(cols), columnar.ColumnFlags)
+			dcols = append(slices.Clip(cols), columnar.ColumnFlags, columnar.ColumnOutputHash)
 		}
 		err := scanTable(dir, "rewards", dcols, func(v []value) error {
 			raised = raised[:0]
@@ -249,6 +254,9 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 			ta.rows++
 			if !g.e.Add(string(v[1].Data)) {
 				return fmt.Errorf("unknown status %q", v[1].Data)
+			}
+			if withFlags[di] {
+				g.sameOutput(v[len(cols)+1])
 			}
 			if len(raised) > 0 {
 				g.flagged++
@@ -408,6 +416,7 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 	} else {
 		notes = unequalTrials(lb, ordered)
 	}
+	notes = append(notes, sameOutputs(lb, ordered)...)
 	lb.Conventions = conventions(lb)
 	lb.Conventions = append(lb.Conventions, notes...)
 	if oneGroup {

@@ -54,12 +54,12 @@ var RolloutCheckColumns = []string{"check_index", "check_id", "label", "required
 	"actual", "expected", "score", "suggestion", "issues", "rollout_id", columnar.ColumnKind}
 
 // RolloutRewardColumns are the columns of the rewards table Rollouts
-// reads: every fixed column, flags in a run with flags, then the kept
-// columns keep.
+// reads: every fixed column, flags and output_hash in a run with flags,
+// then the kept columns keep.
 func RolloutRewardColumns(flags bool, keep []string) []string {
 	cols := columnar.RewardColumns()
 	if flags {
-		cols = append(cols, columnar.ColumnFlags)
+		cols = append(cols, columnar.ColumnFlags, columnar.ColumnOutputHash)
 	}
 	return append(cols, keep...)
 }

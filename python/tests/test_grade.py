@@ -131,13 +131,13 @@ def test_schemas_match_the_binary(rollouts: Path, tmp_path: Path) -> None:
     """The package's table schemas are those the binary writes: with the
     columns of a run with flags (health flags are on by default), and
     without them with --health off."""
-    from gavel._results import CHECKS_SCHEMA, FLAGS_FIELD, KIND_FIELD, REWARDS_SCHEMA
+    from gavel._results import CHECKS_SCHEMA, FLAGS_FIELD, KIND_FIELD, OUTPUT_HASH_FIELD, REWARDS_SCHEMA
 
     model = pa.field("model", pa.string())
     for fmt in ("arrow", "jsonl", "parquet"):
         assert binary_run([rollouts], tmp_path / fmt, "--format", fmt, "--keep", "model") == 0
         res = gavel.read(tmp_path / fmt)
-        assert res.rewards.schema.equals(REWARDS_SCHEMA.append(FLAGS_FIELD).append(model)), fmt
+        assert res.rewards.schema.equals(REWARDS_SCHEMA.append(FLAGS_FIELD).append(OUTPUT_HASH_FIELD).append(model)), fmt
         assert res.checks.schema.equals(CHECKS_SCHEMA.append(KIND_FIELD)), fmt
     assert binary_run([rollouts], tmp_path / "plain", "--format", "arrow", "--keep", "model", "--health", "off") == 0
     res = gavel.read(tmp_path / "plain")

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from ._errors import GavelError
 from ._options import PathArg
 
-__all__ = ["Results", "read", "REWARDS_SCHEMA", "CHECKS_SCHEMA", "JUDGEMENTS_SCHEMA", "FLAGS_FIELD", "KIND_FIELD"]
+__all__ = ["Results", "read", "REWARDS_SCHEMA", "CHECKS_SCHEMA", "JUDGEMENTS_SCHEMA", "FLAGS_FIELD", "OUTPUT_HASH_FIELD", "KIND_FIELD"]
 
 
 def _fields(*fields: pa.Field[Any]) -> list[pa.Field[Any]]:
@@ -46,18 +46,21 @@ REWARDS_SCHEMA = pa.schema(
     )
 )
 """The fixed columns of the rewards table; in a run with flags
-:data:`FLAGS_FIELD` follows them, then the kept metadata columns (nullable
-strings)."""
+:data:`FLAGS_FIELD` and :data:`OUTPUT_HASH_FIELD` follow them, then the
+kept metadata columns (nullable strings)."""
 
 FLAGS_FIELD: pa.Field[Any] = pa.field("flags", pa.list_(pa.field("item", pa.string(), nullable=False)), nullable=False)
 """The rewards' ``flags`` column of a run with flags (health flags are on by
 default): the ids of the flags raised on the rollout, after ``input_hash``."""
 
+OUTPUT_HASH_FIELD: pa.Field[Any] = pa.field("output_hash", pa.string())
+"""The rewards' ``output_hash`` column of a run with flags, after
+``flags``: the hash of the rollout's output (null when its input could not
+be read)."""
+
 KIND_FIELD: pa.Field[Any] = pa.field("kind", pa.string(), nullable=False)
 """The checks' ``kind`` column of a run with flags, last: ``check`` or
 ``flag``."""
-
-_FLAG_FIELDS = {FLAGS_FIELD.name: FLAGS_FIELD, KIND_FIELD.name: KIND_FIELD}
 
 
 def flag_fields(schema: pa.Schema, names: Iterable[str]) -> list[pa.Field[Any]]:
@@ -67,6 +70,8 @@ def flag_fields(schema: pa.Schema, names: Iterable[str]) -> list[pa.Field[Any]]:
     present = set(names)
     if schema.equals(REWARDS_SCHEMA) and FLAGS_FIELD.name in present:
         fields.append(FLAGS_FIELD)
+        if OUTPUT_HASH_FIELD.name in present:
+            fields.append(OUTPUT_HASH_FIELD)
     if schema.equals(CHECKS_SCHEMA) and KIND_FIELD.name in present:
         fields.append(KIND_FIELD)
     return fields
