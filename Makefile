@@ -10,7 +10,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build wheel test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
+.PHONY: build wheel test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-flags bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
 
 # The binary is static and stripped: no cgo, so no libc to match, and it
 # runs on any Linux of its architecture. Only this build: `make test` keeps
@@ -175,6 +175,18 @@ bench: build
 	$(MAKE) bench-module
 	$(MAKE) bench-math
 	$(MAKE) bench-python-fn
+	$(MAKE) bench-flags
+
+# `make bench-flags` (part of `make bench`) grades $(BENCH_ROLLOUTS)
+# generated rollouts with the CRM verifiers and --health off, and with the
+# CRM verifiers each raising the reward-hacking library's flags
+# (examples/flags) and --health on, alternating, $(BENCH_FLAGS_PAIRS)
+# pairs: medians of wall and CPU time and their ratio (target: CPU at most
+# 1.15 x). Run it idle.
+BENCH_FLAGS_PAIRS ?= 3
+bench-flags: build
+	$(GO) build -trimpath -o bin/bench-flagsgavel ./bench/cmd/flagsgavel
+	bench/flags.sh bin/bench-flagsgavel $(BENCH_DATA)/flags $(BENCH_ROLLOUTS) $(BENCH_FLAGS_PAIRS)
 
 # `make bench-math` (part of `make bench`) compares the math check with
 # Math-Verify (installed in $(PY_VENV)) in one run: correctness on
