@@ -211,6 +211,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "gavel: %v\n", pErr)
 	}
 	if res != nil {
+		for _, w := range res.Summary.Warnings {
+			fmt.Fprintf(stderr, "gavel: warning: %s\n", w)
+		}
 		if ru := res.Summary.Reuse; ru != nil && ru.Note != "" {
 			fmt.Fprintf(stderr, "gavel: --reuse: %s\n", ru.Note)
 		}

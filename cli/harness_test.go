@@ -456,3 +456,20 @@ func TestGradeBOM(t *testing.T) {
 		t.Errorf("tau2 log with a BOM: exit %d, %d rows: %s", code, len(rows), stderr)
 	}
 }
+
+// Chats read as rows (no --from messages) are graded against empty
+// outputs: gavel grade says so on standard error and in summary.json.
+func TestChatsAsRowsWarn(t *testing.T) {
+	in := writeFile(t, filepath.Join(t.TempDir(), "chats.jsonl"), `{"task_id": "t", "messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]}`+"\n")
+	out, _, stderr := gradeFrom(t, in)
+	if !strings.Contains(stderr, "gavel: warning: "+in+": a messages column and no output column") || !strings.Contains(stderr, "--from messages") {
+		t.Errorf("stderr %q, want the warning", stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil || !strings.Contains(string(data), `"warnings": [`) {
+		t.Errorf("summary.json %s (%v), want warnings", data, err)
+	}
+	if _, _, stderr := gradeFrom(t, "--from", "messages", in); strings.Contains(stderr, "warning") {
+		t.Errorf("--from messages: stderr %q", stderr)
+	}
+}

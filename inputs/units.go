@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -171,4 +172,33 @@ func (u *Unit) openObject(name string) (columnar.File, error) {
 		return nil, fmt.Errorf("open %s: the object changed since the run started (ETag %s, size %d; now %s, %d)", name, u.ETag, u.Size, f.ETag(), f.Size())
 	}
 	return f, nil
+}
+
+// ChatWarnings returns a warning for each input file of units read as a
+// table (Parquet, Arrow, JSON Lines; from, --from, is "") that has a messages
+// column and no column output, the column of the output field: a file of
+// chats graded as rows, every rollout against an empty output.
+func ChatWarnings(units []Unit, output, from string) []string {
+	if from != "" {
+		return nil
+	}
+	output, _, _ = strings.Cut(output, ".") // a nested field's column
+	var out []string
+	seen := map[*columnar.Input]bool{}
+	for _, u := range units {
+		in := u.input
+		if in == nil || seen[in] {
+			continue
+		}
+		seen[in] = true
+		switch in.Format {
+		case columnar.InputParquet, columnar.InputArrow, columnar.InputJSONL, columnar.InputArrowStream:
+		default:
+			continue
+		}
+		if slices.Contains(in.Columns, "messages") && !slices.Contains(in.Columns, output) {
+			out = append(out, fmt.Sprintf("%s: a messages column and no %s column: every rollout is graded against an empty output; read the file as chats with --from messages", u.Path, output))
+		}
+	}
+	return out
 }

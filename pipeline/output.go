@@ -178,6 +178,7 @@ func (r *runner) finishSummary(complete bool) (*results.Summary, error) {
 	s.ImpureVerifiers = r.plan.remoting.impure()
 	s.Reuse = r.plan.reuse.summary()
 	s.FailedInputs = append(s.FailedInputs, r.failed...)
+	s.Warnings = inputs.ChatWarnings(r.units, r.plan.fields.Output, r.cfg.From)
 	var err error
 	if complete && !r.streaming() {
 		s.DuplicateIDs, s.DuplicateIDList, err = results.FindDuplicates(r.cfg.Out, r.cfg.Format, parts, r.remote)

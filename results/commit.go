@@ -158,7 +158,7 @@ func commit(name, local string, remote *Objects) (*Summary, error) {
 		return nil, fmt.Errorf("commit %s: %w: %s", name, ErrIncomplete, strings.Join(msgs, "; "))
 	}
 
-	var skipped []string
+	var skipped, warnings []string
 	var elapsed float64
 	var counters Summary // the shards' judge, remote and reuse counters, summed
 	for i := 0; i < count; i++ {
@@ -172,13 +172,14 @@ func commit(name, local string, remote *Objects) (*Summary, error) {
 			return nil, fmt.Errorf("commit %s: read %s: %w", name, path, err)
 		}
 		if i == 0 {
-			skipped = s.FilesSkipped
+			skipped, warnings = s.FilesSkipped, s.Warnings
 		}
 		elapsed = max(elapsed, s.ElapsedSeconds)
 		counters.addCounters(&s)
 	}
 	format := strings.TrimPrefix(filepath.Ext(base.Inputs[0].Part), ".")
 	s := MergeStats(stats, skipped)
+	s.Warnings = warnings // the inputs' (inputs.ChatWarnings): every shard's
 	s.DuplicateIDs, s.DuplicateIDList, err = FindDuplicates(dir, format, stats, remote)
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", name, err)

@@ -75,6 +75,9 @@ type Summary struct {
 	Flagged int64                  `json:"flagged,omitempty"`
 	// FilesSkipped lists the unsupported files found in input directories.
 	FilesSkipped []string `json:"files_skipped"`
+	// Warnings says what in the inputs is likely a mistake (a file of
+	// chats read as rows); absent when nothing is.
+	Warnings []string `json:"warnings,omitempty"`
 	// DuplicateIDs counts the rows whose rollout_id an earlier row already
 	// had; DuplicateIDList names up to 100 such ids, sorted.
 	DuplicateIDs    int64    `json:"duplicate_ids"`
