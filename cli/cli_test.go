@@ -91,6 +91,36 @@ func TestVersionOfBuiltBinary(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^revision time: \d{4}-\d\d-\d\dT`).Match(out) {
 		t.Errorf("gavel --version printed:\n%s\nwant the revision's time", out)
 	}
+	// A development version names the commit: 0.2.0-dev+g1a2b3c4.
+	want := regexp.MustCompile(`^gavel ` + regexp.QuoteMeta(baseVersion) + `\+g` + string(head[:7]) + `(\.dirty)?\n`)
+	if strings.HasSuffix(baseVersion, "-dev") && !want.Match(out) {
+		t.Errorf("gavel --version printed:\n%s\nwant it to begin %s", out, want)
+	}
+}
+
+func TestFullVersion(t *testing.T) {
+	info := func(settings ...string) func() (*debug.BuildInfo, bool) {
+		bi := &debug.BuildInfo{}
+		for i := 0; i+1 < len(settings); i += 2 {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: settings[i], Value: settings[i+1]})
+		}
+		return func() (*debug.BuildInfo, bool) { return bi, true }
+	}
+	for _, tc := range []struct {
+		base string
+		info func() (*debug.BuildInfo, bool)
+		want string
+	}{
+		{"0.2.0-dev", info("vcs.revision", "1a2b3c4d5e6f", "vcs.modified", "false"), "0.2.0-dev+g1a2b3c4"},
+		{"0.2.0-dev", info("vcs.revision", "1a2b3c4d5e6f", "vcs.modified", "true"), "0.2.0-dev+g1a2b3c4.dirty"},
+		{"0.2.0-dev", info(), "0.2.0-dev"},
+		{"0.2.0-dev", func() (*debug.BuildInfo, bool) { return nil, false }, "0.2.0-dev"},
+		{"0.2.0", info("vcs.revision", "1a2b3c4d5e6f"), "0.2.0"},
+	} {
+		if got := fullVersion(tc.base, tc.info); got != tc.want {
+			t.Errorf("fullVersion(%q) = %q, want %q", tc.base, got, tc.want)
+		}
+	}
 }
 
 // singleDashFlag finds a flag written -name at the start of a help line.

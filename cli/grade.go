@@ -56,9 +56,6 @@ func setMemoryDefaults() {
 	}
 }
 
-// version is the gavel version, written into manifests.
-const version = "0.1.0"
-
 // listFlag is a repeatable flag.
 type listFlag []string
 

@@ -10,10 +10,13 @@ header, never assumed.
 from __future__ import annotations
 
 import os
+import re
 import struct
+import subprocess
 from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+from hatchling.metadata.plugin.interface import MetadataHookInterface
 
 BINARY = os.path.join("src", "gavel", "bin", "gavel")
 
@@ -51,3 +54,26 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[misc]
         arch = elf_arch(path)
         build_data["pure_python"] = False
         build_data["tag"] = f"py3-none-manylinux_2_17_{arch}.manylinux2014_{arch}.musllinux_1_1_{arch}"
+
+
+def pep440(version: str) -> str:
+    """Returns gavel's version (0.2.0, 0.2.0-dev, 0.2.0-dev+g1a2b3c4) as
+    Python spells it: 0.2.0, 0.2.0.dev0, 0.2.0.dev0+g1a2b3c4."""
+    m = re.fullmatch(r"(\d+\.\d+\.\d+)(-dev)?(\+[0-9a-z.]+)?", version)
+    if not m:
+        raise RuntimeError(f"gavel version {version!r}: want X.Y.Z, X.Y.Z-dev or X.Y.Z-dev+gREVISION")
+    return m.group(1) + (".dev0" if m.group(2) else "") + (m.group(3) or "")
+
+
+class CustomMetadataHook(MetadataHookInterface):  # type: ignore[misc]
+    """Sets the package's version to the version of the binary it packs."""
+
+    def update(self, metadata: dict[str, Any]) -> None:
+        path = os.path.join(self.root, BINARY)
+        if not os.path.isfile(path):
+            raise RuntimeError(f"{BINARY} is missing: the package's version is the binary's; build it with `make wheel`")
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, check=True).stdout
+        first = out.splitlines()[0] if out else ""
+        if not first.startswith("gavel "):
+            raise RuntimeError(f"{BINARY} --version printed {first!r}, not gavel VERSION")
+        metadata["version"] = pep440(first.removeprefix("gavel "))

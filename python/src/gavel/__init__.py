@@ -11,6 +11,8 @@ needs Ray Data), grades a Ray Dataset in Ray's tasks.
 function over HTTP as a remote verifier that gavel's specs can call.
 """
 
+import importlib.metadata
+
 from ._binary import binary
 from ._client import Client, ServedResults
 from ._errors import GavelError
@@ -20,4 +22,8 @@ from ._results import Results, read
 
 __all__ = ["grade", "read", "Client", "Results", "ServedResults", "GavelError", "GradeOptions", "Data", "binary"]
 
-__version__ = "0.1.0"
+try:
+    # The installed package's version: its binary's (gavel --version).
+    __version__ = importlib.metadata.version("gavel")
+except importlib.metadata.PackageNotFoundError:  # imported from a source tree, not installed
+    __version__ = "unknown (not installed)"
