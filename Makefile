@@ -10,7 +10,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build wheel test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-flags bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
+.PHONY: build wheel dist test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-flags bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
 
 # The binary is static and stripped: no cgo, so no libc to match, and it
 # runs on any Linux of its architecture. Only this build: `make test` keeps
@@ -252,5 +252,26 @@ loadtest: build
 	$(GO) build -trimpath -o bin/bench-loadtest ./bench/cmd/loadtest
 	bin/bench-loadtest -bin $(BIN) -data $(BENCH_DATA) -rollouts $(LOADTEST_ROLLOUTS) -duration $(LOADTEST_DURATION)
 
+# `make dist` builds what a release ships into $(DIST): the static gavel
+# binary for linux/amd64 and linux/arm64 (gavel-VERSION-linux-ARCH,
+# cross-built, no cgo), a wheel of the Python package around each, and
+# SHA256SUMS of them all. VERSION is what bin/gavel --version says of this
+# tree; the wheels take it through GAVEL_VERSION (an arm64 binary does not
+# run here to say it). TestDist (cli) checks the result: GAVEL_DIST_DIR=dist.
+DIST        ?= dist
+DIST_ARCHES ?= amd64 arm64
+dist: build $(PY_VENV)/.installed
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	v=$$($(BIN) --version | head -n 1 | cut -d' ' -f2); \
+	for a in $(DIST_ARCHES); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -buildvcs=auto -ldflags='-s -w' -o $(DIST)/gavel-$$v-linux-$$a ./cmd/gavel || exit 1; \
+	  rm -rf python/build python/src/gavel/bin; \
+	  install -D -m 0755 $(DIST)/gavel-$$v-linux-$$a python/src/gavel/bin/gavel; \
+	  (cd python && GAVEL_VERSION=$$v ../$(PY_VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w ../$(DIST) .) || exit 1; \
+	done
+	rm -rf python/build python/src/gavel/bin
+	cd $(DIST) && sha256sum gavel-* >SHA256SUMS
+	@ls $(DIST)
+
 clean:
-	rm -rf bin $(DEMO) gavel-out python/dist python/build python/src/gavel/bin
+	rm -rf bin $(DEMO) gavel-out python/dist python/build python/src/gavel/bin $(DIST)
