@@ -10,7 +10,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build wheel dist test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-flags bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
+.PHONY: build wheel dist image test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-flags bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
 
 # The binary is static and stripped: no cgo, so no libc to match, and it
 # runs on any Linux of its architecture. Only this build: `make test` keeps
@@ -251,6 +251,22 @@ LOADTEST_DURATION ?= 8s
 loadtest: build
 	$(GO) build -trimpath -o bin/bench-loadtest ./bench/cmd/loadtest
 	bin/bench-loadtest -bin $(BIN) -data $(BENCH_DATA) -rollouts $(LOADTEST_ROLLOUTS) -duration $(LOADTEST_DURATION)
+
+# `make image` builds the image of Containerfile with buildah (Debian's
+# package; --storage-driver vfs works without privileges or overlay
+# support), tagged $(IMAGE), and writes it as an OCI layout to
+# $(IMAGE_OCI), which TestImage (deploy) checks: GAVEL_IMAGE_OCI=bin/image.oci.
+# The deploy/ manifests name $(IMAGE_REPO); push with
+# buildah --storage-driver vfs push $(IMAGE) docker://$(IMAGE).
+IMAGE_REPO ?= ghcr.io/gavelhq/gavel
+IMAGE      ?= $(IMAGE_REPO):latest
+IMAGE_OCI  ?= bin/image.oci
+image: build
+	rm -rf bin/image $(IMAGE_OCI) && mkdir -p bin/image/tmp
+	cp $(BIN) bin/image/gavel
+	cp /etc/ssl/certs/ca-certificates.crt bin/image/ca-certificates.crt
+	buildah --storage-driver vfs bud --quiet -f Containerfile -t $(IMAGE) bin/image
+	buildah --storage-driver vfs push --quiet $(IMAGE) oci:$(IMAGE_OCI)
 
 # `make dist` builds what a release ships into $(DIST): the static gavel
 # binary for linux/amd64 and linux/arm64 (gavel-VERSION-linux-ARCH,
