@@ -10,7 +10,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build wheel dist image test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-flags bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
+.PHONY: build wheel dist image docs test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-flags bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
 
 # The binary is static and stripped: no cgo, so no libc to match, and it
 # runs on any Linux of its architecture. Only this build: `make test` keeps
@@ -267,6 +267,12 @@ image: build
 	cp /etc/ssl/certs/ca-certificates.crt bin/image/ca-certificates.crt
 	buildah --storage-driver vfs bud --quiet -f Containerfile -t $(IMAGE) bin/image
 	buildah --storage-driver vfs push --quiet $(IMAGE) oci:$(IMAGE_OCI)
+
+# `make docs` rewrites the pages of docs/reference generated from the code
+# (the command-line reference, from every command's help); make test fails
+# when they drift.
+docs:
+	GAVEL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestReferenceCLI$$' ./cli
 
 # `make dist` builds what a release ships into $(DIST): the static gavel
 # binary for linux/amd64 and linux/arm64 (gavel-VERSION-linux-ARCH,

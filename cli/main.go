@@ -186,7 +186,22 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "  %-12s %s\n", "version", "gavel's version, Go version and source revision (also --version)")
+	fmt.Fprintln(w, "\nExit statuses:")
+	for _, s := range exitStatuses {
+		fmt.Fprintf(w, "  %d  %s\n", s.code, s.meaning)
+	}
 	fmt.Fprintln(w, "\nRun 'gavel help COMMAND' or 'gavel COMMAND --help' for a command's flags and examples.")
+}
+
+// exitStatuses are the exit statuses of every command.
+var exitStatuses = []struct {
+	code    int
+	meaning string
+}{
+	{0, "done: every row graded (grade), or the command did what it was asked"},
+	{1, "a failure: an input that could not be read, a write that failed, a server that could not be reached; or a check that failed (diff --fail-on, leaderboard --expect, judge calibrate --require-tpr/--require-tnr, verifier test)"},
+	{2, "a usage error: a bad flag, argument or configuration, named with an example; spec check: a file with problems"},
+	{3, "grade: every row was written, and some have status error (see error_kind and error in the rewards)"},
 }
 
 const versionUsage = `Usage: gavel version (or gavel --version)
