@@ -269,10 +269,12 @@ image: build
 	buildah --storage-driver vfs push --quiet $(IMAGE) oci:$(IMAGE_OCI)
 
 # `make docs` rewrites the pages of docs/reference generated from the code
-# (the command-line reference, from every command's help); make test fails
-# when they drift.
+# (the command-line reference, from every command's help; the outputs
+# reference, from the result tables' columns and the JSON files' types);
+# make test fails when they drift.
 docs:
 	GAVEL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestReferenceCLI$$' ./cli
+	GAVEL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestReferenceOutputs$$' ./results
 
 # `make dist` builds what a release ships into $(DIST): the static gavel
 # binary for linux/amd64 and linux/arm64 (gavel-VERSION-linux-ARCH,

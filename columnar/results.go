@@ -1,6 +1,10 @@
 package columnar
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
 
 // NullString is a string column value that may be null.
 type NullString struct {
@@ -242,3 +246,36 @@ const (
 	FormatArrow   = "arrow"
 	FormatJSONL   = "jsonl"
 )
+
+// ColumnInfo describes a column of a result table: its name, its Arrow
+// type (as Arrow writes it) and whether it may be null.
+type ColumnInfo struct {
+	Name     string
+	Type     string
+	Nullable bool
+}
+
+// TableColumns returns the columns of the result table named table
+// (rewards, checks or judgements) of a run with flags or without, the
+// kept metadata columns aside.
+func TableColumns(table string, flags bool) []ColumnInfo {
+	var out []ColumnInfo
+	add := func(name string, typ arrow.DataType, nullable bool) {
+		out = append(out, ColumnInfo{Name: name, Type: typ.String(), Nullable: nullable})
+	}
+	switch table {
+	case "rewards":
+		for _, c := range rewardsTable(nil, flags) {
+			add(c.name, c.typ, c.nullable)
+		}
+	case "checks":
+		for _, c := range checksTable(flags) {
+			add(c.name, c.typ, c.nullable)
+		}
+	case "judgements":
+		for _, c := range judgementColumns {
+			add(c.name, c.typ, c.nullable)
+		}
+	}
+	return out
+}
