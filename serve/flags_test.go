@@ -34,18 +34,11 @@ func TestGradeWithFlags(t *testing.T) {
 		t.Fatalf("status %d: %s", r.code, r.body)
 	}
 	want := map[string][]any{"a": {"shouty"}, "b": {}, "c": {"shouty"}}
-	lines := strings.Split(strings.TrimSpace(r.body), "\n")
+	lines := gradedLines(t, r.body)
 	if len(lines) != 3 {
 		t.Fatalf("%d lines: %s", len(lines), r.body)
 	}
-	for _, line := range lines {
-		var got struct {
-			Rewards map[string]any
-			Checks  []map[string]any
-		}
-		if err := json.Unmarshal([]byte(line), &got); err != nil {
-			t.Fatal(err)
-		}
+	for _, got := range lines {
 		id := got.Rewards["rollout_id"].(string)
 		if !reflect.DeepEqual(got.Rewards["flags"], want[id]) {
 			t.Errorf("%s: flags %v, want %v", id, got.Rewards["flags"], want[id])
@@ -81,14 +74,7 @@ func TestGradeWithHealthFlags(t *testing.T) {
 		if r.code != 200 {
 			t.Fatalf("status %d: %s", r.code, r.body)
 		}
-		for _, line := range strings.Split(strings.TrimSpace(r.body), "\n") {
-			var got struct {
-				Rewards map[string]any
-				Checks  []map[string]any
-			}
-			if err := json.Unmarshal([]byte(line), &got); err != nil {
-				t.Fatal(err)
-			}
+		for _, got := range gradedLines(t, r.body) {
 			id := got.Rewards["rollout_id"].(string)
 			flags, ok := got.Rewards["flags"]
 			switch {
@@ -101,4 +87,24 @@ func TestGradeWithHealthFlags(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gradedLine is a line of /v1/grade's answer, decoded.
+type gradedLine struct {
+	Rewards map[string]any
+	Checks  []map[string]any
+}
+
+// gradedLines decodes the lines of /v1/grade's answer body.
+func gradedLines(t *testing.T, body string) []gradedLine {
+	t.Helper()
+	var out []gradedLine
+	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+		var got gradedLine
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, got)
+	}
+	return out
 }
