@@ -14,12 +14,12 @@ import (
 
 const genSynopsis = `gavel gen [flags]
 
-Generates a synthetic dataset of CRM rollouts (SPEC 7.1: TASK-001, -002, -003,
--004 and -006 in equal shares, agents that are correct, partly correct, wrong
-or do nothing) and the verdicts grading it must report, known by construction.
-With --env calendar: TASK-C01 rollouts for the built-in calendar spec (SPEC
-7.2), among them agents that create the meeting but also delete or move another
-event. Prints the expected counts per verifier and writes them as JSON to
+Generates a synthetic dataset of CRM rollouts (the CRM environment's tasks
+TASK-001, -002, -003, -004 and -006 in equal shares, agents that are correct,
+partly correct, wrong or do nothing) and the verdicts grading it must report,
+known by construction. With --env calendar: TASK-C01 rollouts for the built-in
+calendar spec (verifiers/spec/calendar.yaml), among them agents that create the
+meeting but also delete or move another event. Prints the expected counts per verifier and writes them as JSON to
 --expected.
 The same flags always produce byte-identical files.`
 
@@ -50,7 +50,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	taskIDs := fs.String("tasks", "", "comma-separated CRM task `IDS` that rollouts draw, in equal shares (default all five)")
 	models := fs.String("models", "", "comma-separated model `NAMES`, strongest first (default: four built-in names)")
 	quiet := fs.Bool("quiet", false, "print nothing on standard error")
-	env := fs.String("env", "crm", "reference environment: crm (SPEC 7.1) or calendar (SPEC 7.2, graded by the built-in calendar spec)")
+	env := fs.String("env", "crm", "reference environment: crm (the CRM tasks of verifiers/crm) or calendar (graded by the built-in calendar spec)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // runGenCalendar is `gavel gen --env calendar`: a dataset of TASK-C01
-// rollouts for the built-in calendar spec (SPEC 7.2), among them agents
+// rollouts for the built-in calendar spec (verifiers/spec/calendar.yaml), among them agents
 // that create the meeting and also delete or move another event (which
 // check-nothing-else-changed fails), with the expected verdicts by
 // construction. It takes the configuration runGen parsed and
