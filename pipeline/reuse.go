@@ -196,22 +196,16 @@ func (rs *reuseSource) hasInputHash() bool {
 
 // prevRow is a rollout of the earlier run: its rewards row (ids, verdict,
 // input hash and kept columns; SourceRow is the row of this run's unit it
-// stands for) and its check rows, a judge's columns included.
+// stands for), its check rows, a judge's columns included, and, in a run
+// that writes the judgements table (judging.multi), its judgements. A row
+// with NoJudgements (a matched row, a part without its judgements) or
+// Unsure is not reused where that matters.
 type prevRow struct {
-	rw     columnar.RewardRow
-	checks []columnar.CheckRow
-	// judgements are its rows of the judgements table, in a run that
-	// writes one (judging.multi); noJudgements is set there when the
-	// earlier run's judgements could not be read for it (a matched row, a
-	// part without its judgements), so that a judged row is not reused.
-	judgements   []columnar.JudgementRow
-	noJudgements bool
+	results.Rollout
 	// noFlagRows is set when the earlier flag rows could not be read for
 	// it (a row join.Match found, whose checks it reads without them), so
-	// that a row of a verifier with flags is not reused; unsure is set
-	// when its flag rows may be the next rollout's (reading them
-	// cannot tell), so that it is not reused either.
-	noFlagRows, unsure bool
+	// that a row of a verifier with flags is not reused.
+	noFlagRows bool
 	// sameInput is set when the unit's input is the earlier run's, byte
 	// for byte (reuseSource.unchanged).
 	sameInput bool
@@ -221,8 +215,8 @@ type prevRow struct {
 // an input hash, was graded by v, whose fingerprint is unchanged, and its
 // result would be the same if graded again (retryRow).
 func (p *prevRow) reusable(pl *plan, v *verifiers.Verifier) bool {
-	return p.rw.InputHashValid && p.rw.VerifierID.S == v.ID && pl.reuse.reusable[v.ID] && !p.unsure &&
-		!(p.noJudgements && pl.judging.judges(v)) && !(p.noFlagRows && v.Flagged) && !retryRow(&p.rw, p.checks, pl.judging, v)
+	return p.Reward.InputHashValid && p.Reward.VerifierID.S == v.ID && pl.reuse.reusable[v.ID] && !p.Unsure &&
+		!(p.NoJudgements && pl.judging.judges(v)) && !(p.noFlagRows && v.Flagged) && !retryRow(&p.Reward, p.Checks, pl.judging, v)
 }
 
 // retryRow reports whether a row's result may differ when it is graded
@@ -291,11 +285,6 @@ func timeoutPrefix(vid string) string { return "verifier " + vid + " timed out a
 // (verifiers.Run).
 func panicPrefix(vid string) string { return "verifier " + vid + " panicked: " }
 
-// prevCheckCols are the checks columns read from the earlier rows
-// join.Match finds (it steps over flag rows); a part of its own is read
-// by results.Rollouts. The rewards are read whole (rewardCols).
-var prevCheckCols = results.RolloutCheckColumns[:len(results.RolloutCheckColumns)-2]
-
 // rewardCols are the rewards columns read from the earlier run.
 func (rs *reuseSource) rewardCols(keep []string) []string {
 	return results.RolloutRewardColumns(rs.manifest.Config.Flags, keep)
@@ -358,7 +347,7 @@ func (rs *reuseSource) open(u *inputs.Unit, cur *results.ManifestInput, keep []s
 		if pu.rdec, err = columnar.NewRewardDecoder(rs.rewardCols(keep), keep, strs); err != nil {
 			return nil
 		}
-		if pu.cdec, err = columnar.NewCheckDecoder(prevCheckCols, strs); err != nil {
+		if pu.cdec, err = columnar.NewCheckDecoder(results.CheckRowColumns, strs); err != nil {
 			return nil
 		}
 	}
@@ -429,11 +418,11 @@ func (pu *prevUnit) rows(b *columnar.Batch) []*prevRow {
 			if p == nil {
 				return out
 			}
-			if p.rw.SourceRow > idx {
+			if p.Reward.SourceRow > idx {
 				break
 			}
 			pu.pending = pu.pending[1:]
-			if p.rw.SourceRow == idx {
+			if p.Reward.SourceRow == idx {
 				out[i] = p
 				break
 			}
@@ -445,12 +434,11 @@ func (pu *prevUnit) rows(b *columnar.Batch) []*prevRow {
 // read reads the next earlier rollout with its check rows.
 func (pu *prevUnit) read() (*prevRow, error) {
 	if pu.part != nil {
-		ro, err := pu.part.Next()
-		if err != nil {
+		p := &prevRow{sameInput: pu.sameInput}
+		if err := pu.part.Next(&p.Rollout); err != nil {
 			return nil, err
 		}
-		return &prevRow{rw: ro.Reward, checks: ro.Checks, judgements: ro.Judgements, noJudgements: ro.NoJudgements,
-			unsure: ro.Unsure, sameInput: pu.sameInput}, nil
+		return p, nil
 	}
 	row, r, err := pu.matched.Next()
 	if err != nil {
@@ -464,12 +452,12 @@ func (pu *prevUnit) read() (*prevRow, error) {
 		return nil, errors.New("fewer check rows than checks_total")
 	}
 	rw.SourceRow = row // the row of this run it was found for
-	p := &prevRow{rw: rw, noFlagRows: true, noJudgements: pu.multi, checks: make([]columnar.CheckRow, rw.ChecksTotal)}
+	p := &prevRow{Rollout: results.Rollout{Reward: rw, Checks: make([]columnar.CheckRow, rw.ChecksTotal), NoJudgements: pu.multi}, noFlagRows: true}
 	for k, vals := range r.Checks[:rw.ChecksTotal] {
-		if pu.cdec.Decode(pu.toCells(vals), &p.checks[k]) != nil {
+		if pu.cdec.Decode(pu.toCells(vals), &p.Checks[k]) != nil {
 			return nil, errors.New("unreadable check row")
 		}
-		if p.checks[k].CheckIndex != int32(k) {
+		if p.Checks[k].CheckIndex != int32(k) {
 			return nil, errors.New("checks out of step")
 		}
 	}
@@ -523,7 +511,7 @@ func (r *runner) match(ctx context.Context) error {
 		}
 		return nil
 	}
-	cfg := join.Config{Rewards: rs.rewardCols(r.plan.keep), Checks: prevCheckCols, LeftName: rs.dir}
+	cfg := join.Config{Rewards: rs.rewardCols(r.plan.keep), Checks: results.CheckRowColumns, LeftName: rs.dir}
 	m, err := join.Match(ctx, dir, keys, cfg)
 	if err != nil {
 		return fmt.Errorf("reuse: %w", err)
@@ -589,7 +577,7 @@ func (rs *reuseSource) closeMatches() {
 // into rw, bound to v, when they may be reused, and reports whether they
 // were.
 func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow, out *batchResults) bool {
-	if p == nil || v == nil || !rw.InputHashValid || p.rw.InputHash != rw.InputHash || p.rw.RolloutID != rw.RolloutID ||
+	if p == nil || v == nil || !rw.InputHashValid || p.Reward.InputHash != rw.InputHash || p.Reward.RolloutID != rw.RolloutID ||
 		!p.reusable(g.plan, v) {
 		return false
 	}
@@ -611,19 +599,19 @@ func (g *grader) take(p *prevRow, v *verifiers.Verifier, rw *columnar.RewardRow,
 // may still take p once it has hashed the row.
 func (g *grader) takeUnchanged(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, p *prevRow, rw *columnar.RewardRow, out *batchResults) bool {
 	if p == nil || !p.sameInput || !g.plan.reuse.sameHealth || b.JSONLines || row.Err != nil || row.ID.Kind != columnar.CellString ||
-		row.Task.Kind != columnar.CellString || len(p.rw.Keep) != len(g.plan.keep) || g.plan.flags && !p.rw.OutputHashValid ||
-		string(row.ID.Data) != p.rw.RolloutID || string(row.Task.Data) != p.rw.TaskID {
+		row.Task.Kind != columnar.CellString || len(p.Reward.Keep) != len(g.plan.keep) || g.plan.flags && !p.Reward.OutputHashValid ||
+		string(row.ID.Data) != p.Reward.RolloutID || string(row.Task.Data) != p.Reward.TaskID {
 		return false
 	}
-	v := g.plan.bindings.Lookup(p.rw.TaskID)
+	v := g.plan.bindings.Lookup(p.Reward.TaskID)
 	if v == nil || !p.reusable(g.plan, v) {
 		return false
 	}
-	rw.RolloutID, rw.TaskID = p.rw.RolloutID, p.rw.TaskID
+	rw.RolloutID, rw.TaskID = p.Reward.RolloutID, p.Reward.TaskID
 	rw.VerifierID = columnar.Str(v.ID)
-	copy(rw.Keep, p.rw.Keep)
-	rw.InputHash, rw.InputHashValid = p.rw.InputHash, true
-	rw.OutputHash, rw.OutputHashValid = p.rw.OutputHash, g.plan.flags
+	copy(rw.Keep, p.Reward.Keep)
+	rw.InputHash, rw.InputHashValid = p.Reward.InputHash, true
+	rw.OutputHash, rw.OutputHashValid = p.Reward.OutputHash, g.plan.flags
 	p.fill(g.plan, rw, out, true)
 	g.undecoded++
 	return true
@@ -634,28 +622,28 @@ func (g *grader) takeUnchanged(u *inputs.Unit, b *columnar.Batch, row *columnar.
 // rows and the ids of its verifier's flags raised, and its health flags
 // too when withHealth is set; in a run without, none.
 func (p *prevRow) fill(pl *plan, rw *columnar.RewardRow, out *batchResults, withHealth bool) {
-	rw.Status, rw.Passed, rw.PassedValid = p.rw.Status, p.rw.Passed, p.rw.PassedValid
-	rw.Reward, rw.RewardValid = p.rw.Reward, p.rw.RewardValid
-	rw.ChecksTotal, rw.ChecksPassed = p.rw.ChecksTotal, p.rw.ChecksPassed
-	rw.RequiredTotal, rw.RequiredPassed = p.rw.RequiredTotal, p.rw.RequiredPassed
-	rw.ErrorKind, rw.Error = p.rw.ErrorKind, p.rw.Error
+	rw.Status, rw.Passed, rw.PassedValid = p.Reward.Status, p.Reward.Passed, p.Reward.PassedValid
+	rw.Reward, rw.RewardValid = p.Reward.Reward, p.Reward.RewardValid
+	rw.ChecksTotal, rw.ChecksPassed = p.Reward.ChecksTotal, p.Reward.ChecksPassed
+	rw.RequiredTotal, rw.RequiredPassed = p.Reward.RequiredTotal, p.Reward.RequiredPassed
+	rw.ErrorKind, rw.Error = p.Reward.ErrorKind, p.Reward.Error
 	rw.Flags, rw.FlagRows = rw.Flags[:0], 0
 	if pl.flags {
-		for _, f := range p.rw.Flags {
+		for _, f := range p.Reward.Flags {
 			if withHealth || !strings.HasPrefix(f, verifiers.HealthPrefix) {
 				rw.Flags = append(rw.Flags, f)
 			}
 		}
-		rw.FlagRows = p.rw.FlagRows
+		rw.FlagRows = p.Reward.FlagRows
 	}
-	for _, c := range p.checks {
+	for _, c := range p.Checks {
 		if c.Kind == columnar.KindFlag && !pl.flags {
 			continue
 		}
 		c.RolloutID, c.TaskID, c.VerifierID = rw.RolloutID, rw.TaskID, rw.VerifierID
 		out.checks = append(out.checks, c)
 	}
-	for _, j := range p.judgements {
+	for _, j := range p.Judgements {
 		j.RolloutID, j.TaskID, j.VerifierID = rw.RolloutID, rw.TaskID, rw.VerifierID
 		out.judgements = append(out.judgements, j)
 	}

@@ -94,22 +94,16 @@ func (a *Answer) HasFlags() bool {
 }
 
 // readFlags reads the flags beside a reward ({"reward": x, "flags": [...]})
-// into a.
-func readFlags(a *Answer, x any, at string) *Answer {
+// into a, and returns it (or the answer's error).
+func readFlags(a Answer, x any, at string) Answer {
 	list, ok := x.([]any)
 	if !ok {
-		return &Answer{Err: fmt.Sprintf("answer%s.flags: want a list of flags, not %s", at, kindOf(x))}
+		return Answer{Err: fmt.Sprintf("answer%s.flags: want a list of flags, not %s", at, kindOf(x))}
 	}
 	for i, f := range list {
-		if m, ok := f.(map[string]any); ok && m["kind"] == nil {
-			m["kind"] = kindFlag
-		}
-		ck, err := readCheck(f, i, false)
-		if err == "" && !ck.Flag {
-			err = ".kind: want flag"
-		}
+		ck, err := readCheck(f, i, false, kindFlag)
 		if err != "" {
-			return &Answer{Err: fmt.Sprintf("answer%s.flags[%d]%s", at, i, err)}
+			return Answer{Err: fmt.Sprintf("answer%s.flags[%d]%s", at, i, err)}
 		}
 		a.Checks = append(a.Checks, ck)
 	}
@@ -211,14 +205,14 @@ func oneAnswer(x any, at string) Answer {
 		}
 		a := rewardAnswer(r, at+".reward")
 		if f, ok := v["flags"]; ok && a.Err == "" {
-			return *readFlags(&a, f, at)
+			return readFlags(a, f, at)
 		}
 		return a
 	case []any:
 		var a Answer
 		checks := 0
 		for i, c := range v {
-			ck, err := readCheck(c, i, false)
+			ck, err := readCheck(c, i, false, "")
 			if err != "" {
 				return Answer{Err: fmt.Sprintf("answer%s[%d]%s", at, i, err)}
 			}
@@ -288,16 +282,24 @@ const (
 //
 // In a line of /v1/grade's results (rows, true) actual and expected are
 // the checks table's columns, strings holding JSON text, taken as they
-// are; in a list of checks they are any JSON value.
-func readCheck(x any, i int, rows bool) (Check, string) {
+// are; in a list of checks they are any JSON value. A kind of check or
+// flag (`kind`, default check) is read; only, when not "", is the one kind
+// allowed, and the default (the elements of flags beside a reward).
+func readCheck(x any, i int, rows bool, only string) (Check, string) {
 	m, ok := x.(map[string]any)
 	if !ok {
 		return Check{}, ": a check must be an object, not " + kindOf(x)
 	}
 	c := Check{ID: strconv.Itoa(i), Required: true}
-	switch k := m["kind"]; k {
-	case nil, kindCheck:
-	case kindFlag:
+	k := m["kind"]
+	if k == nil && only != "" {
+		k = only
+	}
+	switch {
+	case only != "" && k != only:
+		return c, ".kind: want " + only + ", not " + describe(k)
+	case k == nil || k == kindCheck:
+	case k == kindFlag:
 		c.Flag, c.Required = true, false
 	default:
 		return c, ".kind: want check or flag, not " + describe(k)
@@ -410,7 +412,7 @@ func gradeLine(l []byte) Answer {
 	var a Answer
 	checks := 0
 	for i, c := range line.Checks {
-		ck, err := readCheck(c, i, true)
+		ck, err := readCheck(c, i, true, "")
 		if err != "" {
 			return Answer{Err: fmt.Sprintf("checks[%d]%s", i, err)}
 		}

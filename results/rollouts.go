@@ -48,10 +48,16 @@ type Rollout struct {
 	Unsure bool
 }
 
-// RolloutCheckColumns are the columns of the checks table Rollouts reads;
-// a part written without flags reads as checks only.
-var RolloutCheckColumns = []string{"check_index", "check_id", "label", "required", "status", "detail",
-	"actual", "expected", "score", "suggestion", "issues", "rollout_id", columnar.ColumnKind}
+// CheckRowColumns are the columns of the checks table a reader of an
+// earlier run's check rows decodes (--reuse: the rows join.Match finds,
+// which it reads without their flag rows); RolloutCheckColumns, those
+// Rollouts reads, add what tells a rollout's flag rows (a part written
+// without flags reads as checks only).
+var (
+	CheckRowColumns = []string{"check_index", "check_id", "label", "required", "status", "detail",
+		"actual", "expected", "score", "suggestion", "issues"}
+	RolloutCheckColumns = append(slices.Clip(CheckRowColumns), "rollout_id", columnar.ColumnKind)
+)
 
 // RolloutRewardColumns are the columns of the rewards table Rollouts
 // reads: every fixed column, flags and output_hash in a run with flags,
@@ -104,38 +110,38 @@ func (r *Rollouts) Close() {
 	}
 }
 
-// Next returns the next rollout; io.EOF after the last. Its rows are its
-// own (they stay valid after the next call).
-func (r *Rollouts) Next() (*Rollout, error) {
+// Next reads the next rollout into ro, which the caller owns (its rows
+// stay valid after the next call); io.EOF after the last.
+func (r *Rollouts) Next(ro *Rollout) error {
 	rw, err := r.nextReward()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ro := &Rollout{Reward: rw, Unsure: r.unsure, NoJudgements: r.noJudge}
+	*ro = Rollout{Reward: rw, Unsure: r.unsure, NoJudgements: r.noJudge}
 	r.unsure = false
 	ro.Checks = make([]columnar.CheckRow, 0, rw.ChecksTotal)
 	for k := range rw.ChecksTotal {
 		cr, err := r.nextCheck()
 		if errors.Is(err, io.EOF) {
-			return nil, errors.New("fewer check rows than checks_total")
+			return errors.New("fewer check rows than checks_total")
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if cr.CheckIndex != k || cr.Kind == columnar.KindFlag {
-			return nil, errors.New("checks out of step")
+			return errors.New("checks out of step")
 		}
 		ro.Checks = append(ro.Checks, cr)
 	}
 	if err := r.flagRows(ro); err != nil {
-		return nil, err
+		return err
 	}
 	if r.judgements != nil {
 		if err := r.readJudgements(ro); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return ro, nil
+	return nil
 }
 
 // flagRows appends to ro's checks the flag rows that follow them: the
