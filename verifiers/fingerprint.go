@@ -16,7 +16,8 @@ const ScoringVersion = 1
 // Fingerprint returns the fingerprint of v as manifest.json records it,
 // "sha256:" and 64 hex digits. It covers ScoringVersion, v's ID, Version
 // and Definition (a declarative verifier's canonical text), its reward
-// formula when it is not the default, and judge, the
+// formula when it is not the default, its turn reward formula and credit
+// when it scores turns (Turns), and judge, the
 // judge settings in effect for v as a text ("" when v is not judged): a
 // fingerprint changes when, and only when, something that may change v's
 // checks does. Each part is written with its length, so no two sets of
@@ -33,6 +34,10 @@ func Fingerprint(v *Verifier, judge string) string {
 		// behaviour wherever it is written; the default adds nothing, so
 		// fingerprints of verifiers without one stay as they were.
 		parts = append(parts, struct{ name, text string }{"reward", v.Reward.String()})
+	}
+	if v.Turns {
+		// Likewise the turn scoring of a verifier that scores turns.
+		parts = append(parts, struct{ name, text string }{"turns", "reward " + v.TurnReward.String() + " credit " + v.Credit})
 	}
 	for _, part := range parts {
 		b = append(b, '\n')

@@ -1,6 +1,9 @@
 package verifiers
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Outcome is the status of a whole rollout (SPEC 4.3).
 type Outcome uint8
@@ -207,4 +210,51 @@ func (c *Counts) Rate() (rate float64, ok bool) {
 		return 0, false
 	}
 	return float64(c.Passed) / float64(n), true
+}
+
+// TurnRewards computes the reward of each of n agent turns from a
+// rollout's checks (flags after them, as Run leaves them), appending them
+// to dst[:0]: the formula f over the checks credited to the turn
+// (Check.Turn), in their order. A turn no check is credited to is not
+// scored, and one with a pending check not yet: both are NaN, written as
+// null, never 0. buf is scratch, returned for reuse. A formula that fails
+// on a turn is an error naming the turn (the rollout's status is then
+// error); so is a check credited to a turn outside [0, n).
+func TurnRewards(f Formula, checks []Check, n int, dst []float64, buf []Check) ([]float64, []Check, error) {
+	dst = dst[:0]
+	checks, _ = SplitFlags(checks)
+	for i := range checks {
+		if c := &checks[i]; c.OnTurn && (c.Turn < 0 || c.Turn >= n) {
+			return dst, buf, fmt.Errorf("check %q is credited to turn %d, but the rollout has %d agent turns", c.ID, c.Turn, n)
+		}
+	}
+	for t := 0; t < n; t++ {
+		buf = buf[:0]
+		var passed int32
+		pending := false
+		for i := range checks {
+			c := &checks[i]
+			if !c.OnTurn || c.Turn != t {
+				continue
+			}
+			buf = append(buf, *c)
+			switch c.Status {
+			case Pass:
+				passed++
+			case Pending, Error:
+				pending = true
+			}
+		}
+		if len(buf) == 0 || pending {
+			dst = append(dst, math.NaN())
+			continue
+		}
+		r, err := f.reward(buf, passed)
+		if err != nil {
+			return dst, buf, fmt.Errorf("turn %d: %w", t, err)
+		}
+		dst = append(dst, r)
+	}
+	clear(buf)
+	return dst, buf[:0], nil
 }

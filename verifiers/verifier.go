@@ -46,6 +46,12 @@ type Rollout struct {
 	// Meta is the row's fields as an object; it may also hold the standard
 	// fields.
 	Meta jsonview.Value
+	// Turns are the agent's turns in order, an array of objects with
+	// index, text, tool_calls, tool_results and message_index (see
+	// docs/turns.md): read from the conversation of a harness's log or of
+	// a row's messages. Missing when the rollout has no conversation, and
+	// in runs where no verifier reads turns (Verifier.Turns).
+	Turns jsonview.Value
 }
 
 // Status is the outcome of one check.
@@ -100,6 +106,13 @@ type Check struct {
 	// clear or error (StatusText). Flags follow the checks (Run moves
 	// them after them) and count in none of the verdict's counts.
 	Flag bool
+	// Turn is the index of the agent turn (Rollout.Turns) the check is
+	// credited to, valid when OnTurn: a turn check's own turn (one added
+	// by GradeTurn), or the turn a trajectory check is about
+	// (Checks.Credit). A turn's reward is its verifier's TurnReward over
+	// the checks credited to it.
+	Turn   int
+	OnTurn bool
 }
 
 // HealthPrefix begins the ids of the health flags gavel computes for every
@@ -201,6 +214,9 @@ func WithJudge(model string, threshold float64) RubricOption {
 // them. The grading worker reuses one Checks for many rollouts.
 type Checks struct {
 	list []Check
+	// turn is 1 + the index of the turn GradeTurn is grading, to which
+	// Add credits its checks (0: none).
+	turn int
 }
 
 // Require adds a required check that passes when ok.
@@ -249,11 +265,25 @@ func (c *Checks) FlagFault(id, label, detail string) {
 }
 
 // Add appends a check as given. A check without an ID takes its label.
+// Inside GradeTurn the check is credited to the turn being graded.
 func (c *Checks) Add(ch Check) {
 	if ch.ID == "" {
 		ch.ID = ch.Label
 	}
+	if c.turn > 0 {
+		ch.Turn, ch.OnTurn = c.turn-1, true
+	}
 	c.list = append(c.list, ch)
+}
+
+// Credit credits the check added last to the agent turn with index turn
+// (Rollout.Turns): its row's turn column names the turn, and the turn's
+// reward counts it, as the verifier's Credit says. It does nothing when
+// no check has been added.
+func (c *Checks) Credit(turn int) {
+	if n := len(c.list); n > 0 {
+		c.list[n-1].Turn, c.list[n-1].OnTurn = turn, true
+	}
 }
 
 // List returns the checks added since the last Reset. The slice is reused.
@@ -263,6 +293,7 @@ func (c *Checks) List() []Check { return c.list }
 func (c *Checks) Reset() {
 	clear(c.list)
 	c.list = c.list[:0]
+	c.turn = 0
 }
 
 func passFail(ok bool) Status {
@@ -325,7 +356,34 @@ type Verifier struct {
 	// answer of a service gavel asks over HTTP (package remote), and Grade
 	// only fails, loudly, where no remote caller is configured.
 	Remote *RemoteSettings
+	// Turns says that the verifier reads the agent's turns
+	// (Rollout.Turns) and gives each a reward. A run reads turns, and
+	// writes the rewards' turn_rewards and turns and the checks' turn
+	// columns, only when some verifier sets Turns, so that other runs
+	// write the tables they always wrote.
+	Turns bool
+	// GradeTurn, when set (with Turns), grades each agent turn after
+	// Grade, in order: the checks it adds are credited to the turn
+	// (Check.Turn). An error or a panic makes the rollout's status error,
+	// as Grade's does.
+	GradeTurn func(r *Rollout, turn jsonview.Value, c *Checks) error
+	// TurnReward is how a turn's reward is computed from the checks
+	// credited to it; the zero value is fraction. A turn no check is
+	// credited to is not scored (null), never 0.
+	TurnReward Formula
+	// Credit says which trajectory checks (those Grade adds) count in
+	// turns' rewards: CreditAttributed (""; those credited to a turn with
+	// Checks.Credit), CreditLast (every one, on the last turn) or
+	// CreditNone (none: turns are scored by their own checks only).
+	Credit string
 }
+
+// The ways trajectory checks are credited to turns (Verifier.Credit).
+const (
+	CreditAttributed = "attributed"
+	CreditLast       = "last"
+	CreditNone       = "none"
+)
 
 // RemoteSettings are a remote verifier's settings (a spec's remote:).
 type RemoteSettings struct {
@@ -393,6 +451,10 @@ func Run(v *Verifier, r *Rollout, c *Checks) Verdict {
 		c.Reset()
 		return ScoreWith(v.Reward, nil, err)
 	}
+	if err := c.turns(v, r); err != nil {
+		c.Reset()
+		return ScoreWith(v.Reward, nil, err)
+	}
 	if err := c.orderFlags(v); err != nil {
 		c.Reset()
 		return ScoreWith(v.Reward, nil, err)
@@ -431,6 +493,55 @@ func (c *Checks) orderFlags(v *Verifier) error {
 		n++
 	}
 	copy(c.list[n:], flags)
+	return nil
+}
+
+// turns credits the trajectory checks as v.Credit says and runs
+// v.GradeTurn on each turn of r. A check credited to a turn r does not
+// have is an error of the verifier.
+func (c *Checks) turns(v *Verifier, r *Rollout) error {
+	n := 0
+	if v.Turns {
+		n = r.Turns.Len()
+	}
+	for i := range c.list {
+		ch := &c.list[i]
+		switch {
+		case !v.Turns || ch.Flag || v.Credit == CreditNone:
+			ch.Turn, ch.OnTurn = 0, false
+		case v.Credit == CreditLast:
+			ch.Turn, ch.OnTurn = n-1, n > 0
+		case ch.OnTurn && (ch.Turn < 0 || ch.Turn >= n):
+			return fmt.Errorf("verifier %s: check %q is credited to turn %d, but the rollout has %d agent turns", v.ID, ch.ID, ch.Turn, n)
+		}
+	}
+	if !v.Turns || v.GradeTurn == nil {
+		return nil
+	}
+	i := 0
+	for t := r.Turns.First(); t.Exists(); t = t.Next() {
+		c.turn = i + 1
+		err := callTurn(v, r, t, c)
+		c.turn = 0
+		if err != nil {
+			return err
+		}
+		i++
+	}
+	return nil
+}
+
+// callTurn calls v.GradeTurn, turning a panic into an error that carries
+// the stack.
+func callTurn(v *Verifier, r *Rollout, turn jsonview.Value, c *Checks) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("verifier %s panicked grading a turn: %v\n%s", v.ID, p, debug.Stack())
+		}
+	}()
+	if err := v.GradeTurn(r, turn, c); err != nil {
+		return fmt.Errorf("verifier %s: turn %d: %w", v.ID, c.turn-1, err)
+	}
 	return nil
 }
 

@@ -38,8 +38,13 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable("output", cel.StringType),
 		cel.Variable("log", cel.DynType),
 		cel.Variable("task", cel.DynType),
-		cel.Variable("meta", cel.DynType))...)
+		cel.Variable("meta", cel.DynType),
+		cel.Variable("turns", cel.DynType))...)
 })
+
+// turnVariable is the variable turn checks see beside celEnv's: the turn
+// being graded.
+var turnVariable = cel.Variable("turn", cel.DynType)
 
 // letEnv is the environment of let expressions: only the initial state and
 // the task are in scope, which is what makes their values shareable by
@@ -102,6 +107,13 @@ func (l *loader) compile(n *yaml.Node, src string, wantBool bool) *program {
 			return nil
 		}
 	}
+	if l.inTurn {
+		var err error
+		if env, err = env.Extend(turnVariable); err != nil {
+			l.problem(n, "", "CEL environment: %v", err)
+			return nil
+		}
+	}
 	return l.compileIn(env, n, src, wantBool)
 }
 
@@ -109,7 +121,7 @@ func (l *loader) compile(n *yaml.Node, src string, wantBool bool) *program {
 func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool bool) *program {
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
-		l.problem(n, "CEL variables: final, initial, output, log, task, meta; functions: object_contains, count, numbers_in, states_number, changes, math_answer, math_equal",
+		l.problem(n, "CEL variables: final, initial, output, log, task, meta, turns (and turn in turn checks); functions: object_contains, count, numbers_in, states_number, changes, math_answer, math_equal",
 			"CEL expression does not compile: %v", iss.Err())
 		if errs := iss.Errors(); len(errs) > 0 && errs[0].Location != nil {
 			p := &l.problems[len(l.problems)-1]

@@ -47,6 +47,8 @@ type celScratch struct {
 	objs  []celObj
 	lists []celList
 	lets  *letValues // the let values of the rollout being graded, if any
+	// turn is the turn a turn check is grading (missing elsewhere).
+	turn jsonview.Value
 }
 
 // arenaChunk is how many wrappers of a kind one arena block holds.
@@ -60,6 +62,10 @@ func (c *celScratch) bind(r *verifiers.Rollout) *activation {
 	c.act.log = c.list(r.Log)
 	c.act.task = c.obj(r.Task)
 	c.act.meta = c.obj(r.Meta)
+	c.act.turns = c.list(r.Turns)
+	if c.turn.Exists() {
+		c.act.turn = c.obj(c.turn)
+	}
 	return &c.act
 }
 
@@ -113,7 +119,8 @@ func (c *celScratch) wrap(v jsonview.Value) ref.Val {
 type activation struct {
 	s                          *celScratch
 	final, initial, task, meta *celObj
-	log                        *celList
+	log, turns                 *celList
+	turn                       *celObj // a turn check's turn; nil elsewhere
 	output                     types.String
 	change                     *celObj // an allow filter's change; nil elsewhere
 }
@@ -150,6 +157,12 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.task, true
 	case "meta":
 		return a.meta, true
+	case "turns":
+		return a.turns, true
+	case "turn":
+		if a.turn != nil {
+			return a.turn, true
+		}
 	case "change":
 		if a.change != nil {
 			return a.change, true

@@ -29,12 +29,16 @@ type scratch struct {
 	actualDoc, exprDoc jsonview.Doc
 	changeDoc          jsonview.Doc // an unchanged check's change record
 	cel                celScratch
+	turnIndex          int // the index of s.cel.turn, when it exists
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-// newGrader returns the Grade function of a verifier with these checks.
-func newGrader(checks []*check, lets *letSet) func(*verifiers.Rollout, *verifiers.Checks) error {
+// newGrader returns the Grade function of a verifier with these checks
+// (flags among them) and turn checks: the checks in order, each credited
+// to the turn its turn: names, then each agent turn's turn checks, turn by
+// turn, those whose when: holds.
+func newGrader(checks, turnChecks []*check, lets *letSet) func(*verifiers.Rollout, *verifiers.Checks) error {
 	return func(r *verifiers.Rollout, out *verifiers.Checks) error {
 		s := scratchPool.Get().(*scratch)
 		defer scratchPool.Put(s)
@@ -45,10 +49,86 @@ func newGrader(checks []*check, lets *letSet) func(*verifiers.Rollout, *verifier
 		for _, c := range checks {
 			ch := c.grade(r, s)
 			ch.Flag = c.flag
+			if c.turnOf != nil {
+				c.credit(r, s, &ch)
+			}
 			out.Add(ch)
 		}
+		if len(turnChecks) == 0 {
+			return nil
+		}
+		i := 0
+		for t := r.Turns.First(); t.Exists(); t = t.Next() {
+			s.cel.turn, s.turnIndex = t, i
+			for _, c := range turnChecks {
+				if c.when != nil {
+					applies, err := c.when.evalBool(r, s)
+					if err != nil {
+						out.Add(verifiers.Check{ID: c.id, Label: c.label, Required: c.required, Status: verifiers.Error,
+							Detail: "when: " + err.Error(), Turn: i, OnTurn: true})
+						continue
+					}
+					if !applies {
+						continue
+					}
+				}
+				ch := c.grade(r, s)
+				ch.Turn, ch.OnTurn = i, true
+				out.Add(ch)
+			}
+			i++
+		}
+		s.cel.turn = jsonview.Value{}
 		return nil
 	}
+}
+
+// credit credits the graded check ch to the turn its turn: expression
+// names: an integer index, or null for none. Any other value, or an
+// evaluation error, makes the check an error.
+func (c *check) credit(r *verifiers.Rollout, s *scratch, ch *verifiers.Check) {
+	err := c.turnOf.eval(r, s, func(v ref.Val) error {
+		switch x := v.(type) {
+		case types.Null:
+			return nil
+		case types.Int:
+			ch.Turn, ch.OnTurn = int(x), true
+			return nil
+		case types.Double:
+			if f := float64(x); f == math.Trunc(f) && math.Abs(f) < 1<<31 {
+				ch.Turn, ch.OnTurn = int(f), true
+				return nil
+			}
+		}
+		return fmt.Errorf("gave %s, not a turn's index or null", celText(v))
+	})
+	if err != nil {
+		ch.Status, ch.Detail = verifiers.Error, "turn: "+err.Error()
+		ch.Turn, ch.OnTurn = 0, false
+	}
+}
+
+// evalBool evaluates a condition.
+func (p *program) evalBool(r *verifiers.Rollout, s *scratch) (bool, error) {
+	var ok bool
+	err := p.eval(r, s, func(v ref.Val) error {
+		b, isBool := v.(types.Bool)
+		if !isBool {
+			return fmt.Errorf("evaluated to %s, not a bool", v.Type().TypeName())
+		}
+		ok = bool(b)
+		return nil
+	})
+	return ok, err
+}
+
+// celText returns a CEL value as JSON text, or its type's name.
+func celText(v ref.Val) string {
+	b, err := appendCEL(nil, v)
+	if err != nil {
+		return v.Type().TypeName()
+	}
+	return string(b)
 }
 
 // table returns the value at the dotted path fields of state: an array or
@@ -197,8 +277,32 @@ func (c *check) rubricOf(r *verifiers.Rollout, s *scratch) (*verifiers.Rubric, v
 		}
 		rb.Context = append(rb.Context, verifiers.RubricContext{Name: ci.name, Value: text})
 	}
+	if s.cel.turn.Exists() {
+		// A turn check: the judge sees the conversation up to the turn,
+		// then the turn.
+		b := append(s.buf[:0], '[')
+		i := 0
+		for t := r.Turns.First(); t.Exists() && i < s.turnIndex; t = t.Next() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCompact(b, t.Raw())
+			i++
+		}
+		b = append(b, ']')
+		rb.Context = append(rb.Context, verifiers.RubricContext{Name: TurnsBeforeContext, Value: string(b)},
+			verifiers.RubricContext{Name: TurnContext, Value: compactJSON(s.cel.turn.Raw())})
+		s.buf = b[:0]
+	}
 	return rb, verifiers.Pending, c.rubric
 }
+
+// The names of the context a judge sees of a turn check's turn: the
+// agent's turns before it, then the turn.
+const (
+	TurnsBeforeContext = "agent turns before this turn"
+	TurnContext        = "the turn to judge"
+)
 
 // matchSteps matches the steps in order against the events, each event
 // matching at most one step, and returns how many steps matched; the

@@ -69,7 +69,7 @@ type letValues struct {
 
 var (
 	letName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	reserved = []string{"final", "initial", "output", "log", "task", "meta", "cel",
+	reserved = []string{"final", "initial", "output", "log", "task", "meta", "turns", "turn", "cel",
 		"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
 		"function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
 	letSeed = maphash.MakeSeed()

@@ -109,6 +109,9 @@ type check struct {
 	asserts []*assert
 
 	flag bool // a flag (flags:), not a check: an expr that raises it
+
+	when   *program // a turn check: the turns it applies to (nil: all)
+	turnOf *program // a trajectory check: the turn it is credited to (turn:)
 }
 
 // contextItem is one named CEL expression of a rubric's context.
@@ -139,6 +142,7 @@ type loader struct {
 	data     []byte // the file's text
 	problems Problems
 	env      *cel.Env // the verifier's CEL environment (with its lets); nil: celEnv
+	inTurn   bool     // compiling a turn check: turn is in scope
 }
 
 func (l *loader) problem(n *yaml.Node, hint, format string, args ...any) {
@@ -254,7 +258,8 @@ func parse(name string, data []byte) ([]*verifiers.Verifier, []position, error) 
 // verifier compiles one verifier node; nil when it has problems.
 func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 	before := len(l.problems)
-	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "flags", "description", "judge", "reward", "remote")
+	m, ok := l.fields(n, "a verifier", "id", "name", "task", "tasks", "let", "checks", "flags", "description", "judge", "reward", "remote",
+		"turn_checks", "turn_reward", "credit")
 	if !ok {
 		return nil
 	}
@@ -291,8 +296,9 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		if rs != nil {
 			rs.RewardSet = m["reward"] != nil
 		}
-	} else if cn == nil {
+	} else if cn == nil && m["turn_checks"] == nil {
 		l.problem(n, "add checks: [...]", "%s has no checks", what)
+	} else if cn == nil {
 	} else if cn.Kind != yaml.SequenceNode || len(cn.Content) == 0 {
 		l.problem(cn, "", "checks of %s must be a non-empty list, not %s", what, kindName(cn))
 	} else {
@@ -306,8 +312,34 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 			flags = l.flagList(fn, what, checks)
 		}
 	}
+	var turnChecks []*check
+	if tn := m["turn_checks"]; tn != nil {
+		switch {
+		case rs != nil:
+			l.problem(tn, "a remote verifier's checks are its service's answer: remove turn_checks:", "%s has both remote and turn_checks", what)
+		case tn.Kind != yaml.SequenceNode || len(tn.Content) == 0:
+			l.problem(tn, "", "turn_checks of %s must be a non-empty list, not %s", what, kindName(tn))
+		default:
+			l.inTurn = true
+			turnChecks = l.checkList(tn, what+" (turn checks)")
+			l.inTurn = false
+			for _, tc := range turnChecks {
+				if slices.ContainsFunc(checks, func(c *check) bool { return c.id == tc.id }) {
+					l.problem(tn, "give each check of a verifier its own id", "turn check id %q of %s is also a check's id", tc.id, what)
+				}
+			}
+		}
+	}
+	credit, turns := l.credit(m["credit"], what, checks, turnChecks)
 	js, templateSum := l.judge(m["judge"], what)
-	reward := l.reward(m["reward"], what, checks, rs != nil)
+	reward := l.reward(m["reward"], what, append(slices.Clip(checks), turnChecks...), rs != nil)
+	var turnReward verifiers.Formula
+	if trn := m["turn_reward"]; trn != nil {
+		if !turns {
+			l.problem(trn, "add turn_checks: [...], or turn: to a check", "%s has turn_reward but no turn is scored", what)
+		}
+		turnReward = l.reward(trn, what, append(slices.Clip(checks), turnChecks...), false)
+	}
 	if len(l.problems) > before {
 		return nil
 	}
@@ -317,14 +349,14 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		return nil
 	}
 	judged := false
-	for _, ch := range append(slices.Clip(checks), flags...) {
+	for _, ch := range slices.Concat(checks, flags, turnChecks) {
 		judged = judged || ch.kind == kindRubric
 	}
 	if templateSum != "" {
 		// The template file's content is part of the verifier's behaviour.
 		def = append(def, "\njudge template sha256:"+templateSum...)
 	}
-	grade := newGrader(append(checks, flags...), lets)
+	grade := newGrader(append(checks, flags...), turnChecks, lets)
 	if rs != nil {
 		grade = remoteGrade
 	}
@@ -340,6 +372,66 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		Flagged:    len(flags) > 0 || rs != nil && rs.Flags,
 		Judge:      js,
 		Reward:     reward,
+		Turns:      turns,
+		TurnReward: turnReward,
+		Credit:     credit,
+	}
+}
+
+// credit reads a verifier's credit: (attributed, last or none; absent:
+// attributed) and reports whether the verifier scores turns: it has turn
+// checks, a check with turn:, or credit: last.
+func (l *loader) credit(n *yaml.Node, what string, checks, turnChecks []*check) (string, bool) {
+	credited := slices.ContainsFunc(checks, func(c *check) bool { return c.turnOf != nil })
+	credit := verifiers.CreditAttributed
+	if n != nil {
+		switch {
+		case !isString(n):
+			l.problem(n, "credit: attributed, credit: last or credit: none", "credit of %s must be a string, not %s", what, kindName(n))
+		case n.Value == verifiers.CreditAttributed, n.Value == verifiers.CreditLast, n.Value == verifiers.CreditNone:
+			credit = n.Value
+		default:
+			l.problem(n, "credit: attributed, credit: last or credit: none", "unknown credit %q of %s", n.Value, what)
+		}
+	}
+	turns := len(turnChecks) > 0 || credited || credit == verifiers.CreditLast
+	switch {
+	case n != nil && !turns:
+		l.problem(n, "add turn_checks: [...], or turn: to a check", "%s has credit but no turn is scored", what)
+	case credit == verifiers.CreditNone && credited:
+		l.problem(n, "remove turn: from the checks, or credit: none", "%s credits checks to turns with turn:, but credit is none", what)
+	}
+	if credit == verifiers.CreditAttributed {
+		credit = "" // the default, as Verifier.Credit writes it
+	}
+	return credit, turns
+}
+
+// turnFields reads a check's when: (turn checks: the turns it applies to)
+// or turn: (trajectory checks: the turn it is credited to), and checks
+// that a turn check's type applies to a turn.
+func (l *loader) turnFields(c *check, m map[string]*yaml.Node, typ, what string) {
+	if l.inTurn {
+		switch c.kind {
+		case kindExpr, kindRubric, kindMath:
+		default:
+			if m["type"] != nil {
+				l.problem(m["type"], "a turn check is expr, rubric or math", "%s checks do not apply to a turn", typ)
+			}
+		}
+		if tn := m["turn"]; tn != nil {
+			l.problem(tn, "remove it: a turn check is credited to its own turn", "turn is not a field of turn checks")
+		}
+		if src, wn := l.str(m, nil, "when", what, false); wn != nil {
+			c.when = l.compile(wn, src, true)
+		}
+		return
+	}
+	if wn := m["when"]; wn != nil {
+		l.problem(wn, "when: limits a turn check (turn_checks:) to some turns", "when is not a field of checks")
+	}
+	if src, tn := l.str(m, nil, "turn", what, false); tn != nil {
+		c.turnOf = l.compile(tn, src, false)
 	}
 }
 
@@ -488,7 +580,8 @@ func (l *loader) judge(n *yaml.Node, verifier string) (verifiers.JudgeSettings, 
 }
 
 var checkFields = []string{"id", "type", "label", "optional", "asserts", "table", "state",
-	"function", "function_args", "steps", "rubric", "query", "context", "expr", "detail", "allow", "keys", "gold", "answer", "precision", "description"}
+	"function", "function_args", "steps", "rubric", "query", "context", "expr", "detail", "allow", "keys", "gold", "answer", "precision", "description",
+	"when", "turn"}
 
 // check compiles one check node; nil when it has problems.
 func (l *loader) check(n *yaml.Node, verifier string) *check {
@@ -622,6 +715,7 @@ func (l *loader) check(n *yaml.Node, verifier string) *check {
 	case kindMath:
 		l.mathFields(c, m, n, what)
 	}
+	l.turnFields(c, m, typ, what)
 	an := m["asserts"]
 	switch {
 	case an == nil:
@@ -837,7 +931,7 @@ func (l *loader) checkList(cn *yaml.Node, what string) []*check {
 	for _, ch := range checks {
 		required = required || ch.required
 	}
-	if len(checks) > 0 && !required {
+	if len(checks) > 0 && !required && !l.inTurn { // turn checks may all be optional
 		l.problem(cn, "a verifier needs a check without optional: true", "%s has no required check", what)
 	}
 	return checks

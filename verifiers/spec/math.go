@@ -24,6 +24,9 @@ func (l *loader) mathFields(c *check, m map[string]*yaml.Node, n *yaml.Node, wha
 	src, an := l.str(m, n, "answer", what, false)
 	if an == nil {
 		src = "output"
+		if l.inTurn {
+			src = "turn.text" // a turn check reads its turn's text
+		}
 	}
 	c.answer = l.compile(an, src, false)
 	c.precision = mathanswer.DefaultPrecision
