@@ -72,7 +72,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var specs listFlag
 	fs.Var(&specs, "spec", "declarative verifier `FILE` (YAML or JSON) or directory of them; repeatable; added to the built-in verifiers")
 	tasks := fs.String("tasks", "", "tasks table `FILE` (task_id, initial_state, other fields)")
-	mapping := fs.String("map", "", "read fields from other columns: `K=COL[.PATH],...` (final_state=world_after; in JSON Lines and logs, PATH is a member path inside COL: output=response.text)")
+	mapping := fs.String("map", "", "read fields from other columns: `K=COL[.PATH],...` (final_state=world_after; in JSON Lines and logs, PATH is a member path inside COL: output=response.text; messages=COL names the chat messages turns are read from)")
 	from := fs.String("from", "", "read .json inputs as logs of this harness `FORMAT`: inspect, tau-bench, tau2, messages, nemo-gym or atif (messages and nemo-gym: JSON Lines inputs; atif: trajectory*.json and JSON Lines); .eval files are Inspect logs without it")
 	var sets listFlag
 	fs.Var(&sets, "set", "add constant metadata `K=V` to every row (a string); repeatable")
@@ -322,8 +322,10 @@ func parseMap(s string) (columnar.FieldNames, error) {
 			dst = &n.Output
 		case columnar.FieldLog:
 			dst = &n.Log
+		case columnar.FieldMessages:
+			dst = &n.Messages
 		default:
-			return n, usagef("--map final_state=world_after", "--map: unknown field %q (want rollout_id, task_id, final_state, initial_state, output or log)", k)
+			return n, usagef("--map final_state=world_after", "--map: unknown field %q (want rollout_id, task_id, final_state, initial_state, output, log or messages)", k)
 		}
 		if *dst != "" {
 			return n, usagef("", "--map: field %s mapped twice", k)

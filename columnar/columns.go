@@ -426,3 +426,92 @@ func columnNames[R any](cols []column[R]) []string {
 	}
 	return names
 }
+
+// nullInt32Col returns a nullable 32-bit integer column; at returns the
+// value's field and its validity's.
+func nullInt32Col[R any](name string, at func(*R) (*int32, *bool)) column[R] {
+	return column[R]{
+		name: name, typ: arrow.PrimitiveTypes.Int32, nullable: true,
+		bind: func(b columnBuilder) func(*R) {
+			ib := b.(*array.Int32Builder)
+			return func(r *R) {
+				if v, ok := at(r); *ok {
+					ib.Append(*v)
+				} else {
+					ib.AppendNull()
+				}
+			}
+		},
+		json: func(b []byte, r *R) []byte {
+			if v, ok := at(r); *ok {
+				return strconv.AppendInt(b, int64(*v), 10)
+			}
+			return append(b, "null"...)
+		},
+		decode: func(r *R, c Cell, _ *cellDecoding) error {
+			v, ok := at(r)
+			*v, *ok = 0, c.Kind != CellNull
+			if !*ok {
+				return nil
+			}
+			x, err := decodeInt(name, c, 32)
+			*v = int32(x)
+			return err
+		},
+	}
+}
+
+// nullFloatsCol returns a nullable column of lists of nullable doubles
+// (Arrow list<double>; a JSON array in JSON Lines), a NaN element written
+// as null; at returns the list's field and its validity's. A valid empty
+// list is written as an empty list, not as null.
+func nullFloatsCol[R any](name string, at func(*R) (*[]float64, *bool)) column[R] {
+	return column[R]{
+		name: name, typ: arrow.ListOf(arrow.PrimitiveTypes.Float64), nullable: true,
+		bind: func(b columnBuilder) func(*R) {
+			lb := b.(*array.ListBuilder)
+			vb := lb.ValueBuilder().(*array.Float64Builder)
+			return func(r *R) {
+				v, ok := at(r)
+				if !*ok {
+					lb.AppendNull()
+					return
+				}
+				lb.Append(true)
+				for _, f := range *v {
+					if math.IsNaN(f) {
+						vb.AppendNull()
+					} else {
+						vb.Append(f)
+					}
+				}
+			}
+		},
+		json: func(b []byte, r *R) []byte {
+			v, ok := at(r)
+			if !*ok {
+				return append(b, "null"...)
+			}
+			b = append(b, '[')
+			for i, f := range *v {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				if math.IsNaN(f) || math.IsInf(f, 0) {
+					b = append(b, "null"...)
+				} else {
+					b = strconv.AppendFloat(b, f, 'g', -1, 64)
+				}
+			}
+			return append(b, ']')
+		},
+		decode: func(r *R, c Cell, d *cellDecoding) (err error) {
+			v, ok := at(r)
+			*v, *ok = nil, c.Kind != CellNull
+			if *ok {
+				*v, err = d.floats(name, c)
+			}
+			return err
+		},
+	}
+}

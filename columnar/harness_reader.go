@@ -143,7 +143,12 @@ func (in *Input) openStream(opts Options) (Reader, error) {
 	case InputArrowStream:
 		return newArrowStreamReader(a, opts)
 	}
-	return NewHarnessReader(in.Path, s, in.Format)
+	h, err := NewHarnessReader(in.Path, s, in.Format)
+	if err != nil {
+		return nil, err
+	}
+	h.hr.SetTurns(opts.Turns)
+	return h, nil
 }
 
 // peekReader reads r, keeping what it reads in kept, and fails once kept
@@ -218,7 +223,7 @@ func (h *HarnessReader) getBatch() *Batch {
 	if b := popFree(&h.free); b != nil {
 		return b
 	}
-	return &Batch{JSONLines: true, release: h.put}
+	return &Batch{JSONLines: true, Mapped: true, release: h.put}
 }
 
 func (h *HarnessReader) put(b *Batch) {

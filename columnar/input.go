@@ -250,7 +250,7 @@ func (in *Input) Open(u InputUnit, opts Options) (Reader, error) {
 	chat := in.from == InputMessages && (in.Format == InputParquet || in.Format == InputArrow)
 	if chat {
 		// Fields are mapped in the rollouts the rows become.
-		opts = Options{StructNulls: opts.StructNulls}
+		opts = Options{StructNulls: opts.StructNulls, Turns: opts.Turns}
 	}
 	rd, err := newReader(in.Path, in.Format, f, opts)
 	if err == nil && chat {
@@ -260,7 +260,9 @@ func (in *Input) Open(u InputUnit, opts Options) (Reader, error) {
 				return nil, err
 			}
 		}
-		return newMessagesTableReader(in.Path, rd), nil
+		h := newMessagesTableReader(in.Path, rd)
+		h.hr.SetTurns(opts.Turns)
+		return h, nil
 	}
 	if err != nil || u.RowGroups == 0 {
 		return rd, err

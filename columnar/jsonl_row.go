@@ -12,8 +12,8 @@ type RowJSON struct {
 // NewRowJSON returns an encoder for rewards rows whose kept metadata
 // columns are keep, in that order, with the columns of a run with flags
 // when flags is set (PartOptions.Flags).
-func NewRowJSON(keep []string, flags bool) *RowJSON {
-	return &RowJSON{rewards: newJSONLTable(nil, rewardsTable(keep, flags)), checks: newJSONLTable(nil, checksTable(flags)),
+func NewRowJSON(keep []string, flags, turns bool) *RowJSON {
+	return &RowJSON{rewards: newJSONLTable(nil, rewardsTable(keep, flags, turns)), checks: newJSONLTable(nil, checksTable(flags, turns)),
 		judged: newJSONLTable(nil, judgementColumns)}
 }
 

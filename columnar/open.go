@@ -43,7 +43,12 @@ func newReader(path, format string, f File, opts Options) (Reader, error) {
 		}
 		return r, nil
 	case InputInspect, InputTauBench, InputTau2, InputMessages, InputNemoGym, InputATIF:
-		return newHarnessFileReader(path, format, f)
+		r, err := newHarnessFileReader(path, format, f)
+		if err != nil {
+			return nil, err
+		}
+		r.hr.SetTurns(opts.Turns)
+		return r, nil
 	}
 	r, err := NewJSONLReader(path, f, opts)
 	if err != nil {

@@ -35,6 +35,10 @@ type PartOptions struct {
 	// Flags adds the columns of a run with flags: the rewards' flags
 	// after input_hash, the checks' kind last.
 	Flags bool
+	// Turns adds the columns of a run that scores turns: the rewards'
+	// turn_rewards and turns after those of flags, the checks' turn
+	// last.
+	Turns bool
 	// RowGroupRows is the number of rows per Parquet row group and per
 	// Arrow record batch; the last one of a file may be shorter
 	// (0: 16384). It does not apply to JSON Lines.
@@ -117,7 +121,7 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 	if opts.Judgements && opts.RewardsOnly {
 		return nil, fmt.Errorf("create part %d: judgements with rewards only", index)
 	}
-	if err := checkKeep(opts.Keep, opts.Flags); err != nil {
+	if err := checkKeep(opts.Keep, opts.Flags, opts.Turns); err != nil {
 		return nil, fmt.Errorf("create part %d: %w", index, err)
 	}
 
@@ -141,12 +145,12 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 		}
 	}
 
-	rewards := rewardsTable(opts.Keep, opts.Flags)
+	rewards := rewardsTable(opts.Keep, opts.Flags, opts.Turns)
 	switch opts.Format {
 	case FormatJSONL:
 		p.rw = newJSONLTable(p.rewards.bw, rewards)
 		if p.checks != nil {
-			p.cw = newJSONLTable(p.checks.bw, checksTable(opts.Flags))
+			p.cw = newJSONLTable(p.checks.bw, checksTable(opts.Flags, opts.Turns))
 		}
 		if p.judgements != nil {
 			p.jw = newJSONLTable(p.judgements.bw, judgementColumns)
@@ -154,7 +158,7 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 	default:
 		p.rw, err = newArrowTable(p.rewards.bw, rewards, opts)
 		if err == nil && p.checks != nil {
-			p.cw, err = newArrowTable(p.checks.bw, checksTable(opts.Flags), opts)
+			p.cw, err = newArrowTable(p.checks.bw, checksTable(opts.Flags, opts.Turns), opts)
 		}
 		if err == nil && p.judgements != nil {
 			p.jw, err = newArrowTable(p.judgements.bw, judgementColumns, opts)
@@ -170,12 +174,13 @@ func CreatePart(dir string, index int, opts PartOptions) (*Part, error) {
 // checkKeep reports an error when a keep column name is empty, repeated or
 // the name of a fixed rewards column (flags among them in a run with
 // flags).
-func checkKeep(keep []string, flags bool) error {
+func checkKeep(keep []string, flags, turns bool) error {
 	seen := make(map[string]bool, len(rewardColumns)+len(keep)+1)
 	for _, c := range rewardColumns {
 		seen[c.name] = true
 	}
 	seen[ColumnFlags], seen[ColumnOutputHash] = flags, flags
+	seen[ColumnTurnRewards], seen[ColumnTurns] = turns, turns
 	for _, k := range keep {
 		if k == "" {
 			return errors.New("empty keep column name")

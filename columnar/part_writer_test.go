@@ -930,7 +930,7 @@ func TestJSONLReward(t *testing.T) {
 		{math.NaN(), true, `null`},
 		{math.Inf(1), true, `null`},
 	}
-	j := newJSONLTable(nil, rewardsTable(nil, false))
+	j := newJSONLTable(nil, rewardsTable(nil, false, false))
 	for _, tt := range tests {
 		line := j.appendRow(nil, &RewardRow{Reward: tt.reward, RewardValid: tt.valid})
 		var obj map[string]json.RawMessage

@@ -55,6 +55,10 @@ type Options struct {
 	// Parquet or Arrow column is in the JSON value verifiers see: a
 	// member with value null (the zero value) or no member at all.
 	StructNulls StructNulls
+	// Turns asks the readers of harnesses' logs (and of chat datasets
+	// read in the messages format) to give each rollout its agent turns,
+	// a member turns of its metadata (harness.Reader.SetTurns).
+	Turns bool
 }
 
 // errReaderClosed is what Next returns after Close.

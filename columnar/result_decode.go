@@ -2,6 +2,7 @@ package columnar
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"unsafe"
 
@@ -63,6 +64,30 @@ func (d *cellDecoding) strings(name string, c Cell) ([]string, error) {
 	return out, nil
 }
 
+// floats decodes a list of nullable numbers (a null element is NaN).
+func (d *cellDecoding) floats(name string, c Cell) ([]float64, error) {
+	if c.Kind != CellJSON {
+		return nil, fmt.Errorf("%s: want a list, got a %s", name, c.Kind)
+	}
+	arr, err := d.doc.Parse(c.Data)
+	if err != nil || arr.Kind() != jsonview.Array {
+		return nil, fmt.Errorf("%s: want a list of numbers", name)
+	}
+	out := make([]float64, 0, arr.Len())
+	for e := arr.First(); e.Exists(); e = e.Next() {
+		if e.IsNull() {
+			out = append(out, math.NaN())
+			continue
+		}
+		f, ok := e.Float()
+		if !ok {
+			return nil, fmt.Errorf("%s: want a list of numbers or nulls", name)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
 // decodeInt parses an integer cell of bits bits.
 func decodeInt(name string, c Cell, bits int) (int64, error) {
 	v, err := strconv.ParseInt(unsafeString(c.Data), 10, bits)
@@ -88,7 +113,7 @@ func decodeFloat(name string, c Cell) (float64, bool, error) {
 // cols, some of rewards' own and the kept metadata columns keep, in the
 // order they were asked for; strs interns categorical strings.
 func NewRewardDecoder(cols, keep []string, strs Interner) (*ResultDecoder[RewardRow], error) {
-	d, err := newResultDecoder(rewardsTable(keep, true), cols, strs)
+	d, err := newResultDecoder(rewardsTable(keep, true, true), cols, strs)
 	if d != nil {
 		d.keep = len(keep)
 	}
@@ -98,7 +123,7 @@ func NewRewardDecoder(cols, keep []string, strs Interner) (*ResultDecoder[Reward
 // NewCheckDecoder returns a decoder of checks rows read as the columns
 // cols; strs interns categorical strings.
 func NewCheckDecoder(cols []string, strs Interner) (*ResultDecoder[CheckRow], error) {
-	return newResultDecoder(checksTable(true), cols, strs)
+	return newResultDecoder(checksTable(true, true), cols, strs)
 }
 
 // NewJudgementDecoder returns a decoder of judgements rows read as the

@@ -2,12 +2,15 @@ package columnar
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestResultDecoderRoundTrip writes rewards, checks and judgements parts
@@ -141,5 +144,82 @@ func TestResultDecoderErrors(t *testing.T) {
 	err = rd.Decode([]Cell{{Kind: CellNumber, Data: []byte("2")}, {Kind: CellString, Data: []byte("abc")}}, &rw)
 	if want := `input_hash "abc": not 16 hex digits`; err == nil || err.Error() != want {
 		t.Errorf("Decode = %v, want %s", err, want)
+	}
+}
+
+// TestResultDecoderRoundTripTurns: the columns of a run that scores turns
+// read back as written, in every format: a list of turn rewards with
+// unscored (null) turns, an empty list, a null list; a null turn count;
+// a check's turn, and a trajectory check's null one.
+func TestResultDecoderRoundTripTurns(t *testing.T) {
+	rewards := []RewardRow{
+		{RolloutID: "r1", TaskID: "T1", Status: "passed", PassedValid: true, Passed: true, Reward: 1, RewardValid: true,
+			SourceFile: "in.jsonl", TurnRewards: []float64{1, math.NaN(), 0.25}, TurnRewardsValid: true, Turns: 3, TurnsValid: true},
+		{RolloutID: "r2", TaskID: "T1", Status: "passed", PassedValid: true, Passed: true, Reward: 1, RewardValid: true,
+			SourceFile: "in.jsonl", TurnRewards: []float64{}, TurnRewardsValid: true, TurnsValid: true},
+		{RolloutID: "r3", TaskID: "T1", Status: "error", ErrorKind: Str("input"), Error: Str("bad"), SourceFile: "in.jsonl"},
+	}
+	checks := []CheckRow{
+		{RolloutID: "r1", TaskID: "T1", CheckID: "a", Label: "a", Status: "pass", Kind: KindCheck},
+		{RolloutID: "r1", TaskID: "T1", CheckIndex: 1, CheckID: "t", Label: "t", Status: "pass", Kind: KindCheck, Turn: 2, TurnValid: true},
+	}
+	for _, flags := range []bool{false, true} {
+		for _, format := range []string{FormatParquet, FormatArrow, FormatJSONL} {
+			t.Run(fmt.Sprintf("%s/flags=%v", format, flags), func(t *testing.T) {
+				dir := t.TempDir()
+				p, err := CreatePart(dir, 0, PartOptions{Format: format, Flags: flags, Turns: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.WriteRewards(rewards); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.WriteChecks(checks); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Close(); err != nil {
+					t.Fatal(err)
+				}
+				rcols := columnNames(rewardsTable(nil, flags, true))
+				if !slices.Contains(rcols, ColumnTurnRewards) || rcols[len(rcols)-1] != ColumnTurns {
+					t.Fatalf("rewards columns %v", rcols)
+				}
+				rd, err := NewRewardDecoder(rcols, nil, Interner{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readDecoded(t, filepath.Join(dir, "rewards", PartName(0, format)), rcols, rd.Decode)
+				want := slices.Clone(rewards)
+				if flags {
+					for i := range want {
+						want[i].Flags = []string{}
+					}
+				}
+				if diff := cmp.Diff(want, got, cmpopts.EquateNaNs(), cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("rewards (-want +got):\n%s", diff)
+				}
+				if got[1].TurnRewards == nil || got[2].TurnRewardsValid {
+					t.Errorf("an empty list read as %v (valid %v), a null one as valid %v", got[1].TurnRewards, got[1].TurnRewardsValid, got[2].TurnRewardsValid)
+				}
+				ccols := columnNames(checksTable(flags, true))
+				if ccols[len(ccols)-1] != ColumnTurn {
+					t.Fatalf("checks columns %v", ccols)
+				}
+				cd, err := NewCheckDecoder(ccols, Interner{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				gotChecks := readDecoded(t, filepath.Join(dir, "checks", PartName(0, format)), ccols, cd.Decode)
+				wantChecks := slices.Clone(checks)
+				if !flags {
+					for i := range wantChecks {
+						wantChecks[i].Kind = ""
+					}
+				}
+				if diff := cmp.Diff(wantChecks, gotChecks); diff != "" {
+					t.Errorf("checks (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }

@@ -29,6 +29,9 @@ type StreamOptions struct {
 	// Flags adds the columns of a run with flags, as PartOptions.Flags
 	// does.
 	Flags bool
+	// Turns adds the columns of a run that scores turns, as
+	// PartOptions.Turns does.
+	Turns bool
 	// BatchRows is the most rows of a rewards record batch (0:
 	// DefaultStreamBatchRows).
 	BatchRows int
@@ -84,7 +87,7 @@ func NewResultStream(w io.Writer, opts StreamOptions) (*ResultStream, error) {
 	if opts.alloc == nil {
 		opts.alloc = memory.DefaultAllocator
 	}
-	if err := checkKeep(opts.Keep, opts.Flags); err != nil {
+	if err := checkKeep(opts.Keep, opts.Flags, opts.Turns); err != nil {
 		return nil, fmt.Errorf("stream to %s: %w", opts.Name, err)
 	}
 	s := &ResultStream{name: opts.Name, keep: len(opts.Keep)}
@@ -98,13 +101,13 @@ func NewResultStream(w io.Writer, opts StreamOptions) (*ResultStream, error) {
 			return nil, err
 		}
 		// The checks file is the checks part of --format arrow.
-		if s.cw, err = newArrowTable(s.checks.bw, checksTable(opts.Flags), PartOptions{Format: FormatArrow, RowGroupRows: defaultRowGroupRows, alloc: opts.alloc}); err != nil {
+		if s.cw, err = newArrowTable(s.checks.bw, checksTable(opts.Flags, opts.Turns), PartOptions{Format: FormatArrow, RowGroupRows: defaultRowGroupRows, alloc: opts.alloc}); err != nil {
 			s.checks.remove()
 			return nil, fmt.Errorf("create %s: %w", opts.ChecksPath, err)
 		}
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
-	s.rw, err = newArrowTable(bw, rewardsTable(opts.Keep, opts.Flags), PartOptions{Format: formatArrowStream, RowGroupRows: opts.BatchRows, alloc: opts.alloc})
+	s.rw, err = newArrowTable(bw, rewardsTable(opts.Keep, opts.Flags, opts.Turns), PartOptions{Format: formatArrowStream, RowGroupRows: opts.BatchRows, alloc: opts.alloc})
 	if err != nil {
 		s.Abort()
 		return nil, fmt.Errorf("stream to %s: %w", opts.Name, err)

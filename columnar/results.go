@@ -50,6 +50,16 @@ type RewardRow struct {
 	// the row's input could not be read.
 	OutputHash      uint64
 	OutputHashValid bool
+	// TurnRewards holds the reward of each agent turn, NaN (null) for a
+	// turn not scored; the list is null (TurnRewardsValid false) for a
+	// rollout whose verifier scores no turns or that has no reward. Turns
+	// is the number of agent turns, null when the rollout has no
+	// conversation. Both are written only in a run that scores turns
+	// (PartOptions.Turns).
+	TurnRewards      []float64
+	TurnRewardsValid bool
+	Turns            int32
+	TurnsValid       bool
 	// FlagRows is the number of flag rows (KindFlag) that follow the
 	// rollout's ChecksTotal check rows in the checks table; not a column.
 	// Writers of rows set it; a row read back from a part has 0.
@@ -96,6 +106,15 @@ const (
 	ColumnKind       = "kind"
 )
 
+// ColumnTurnRewards, ColumnTurns and ColumnTurn name the columns a run
+// that scores turns adds: the rewards' reward of each agent turn and
+// number of agent turns, and the checks' turn a check is credited to.
+const (
+	ColumnTurnRewards = "turn_rewards"
+	ColumnTurns       = "turns"
+	ColumnTurn        = "turn"
+)
+
 // Kinds of rows of the checks table, in its kind column.
 const (
 	KindCheck = "check"
@@ -106,28 +125,43 @@ var (
 	flagsColumn      = stringsCol(ColumnFlags, func(r *RewardRow) *[]string { return &r.Flags })
 	outputHashColumn = nullHashCol(ColumnOutputHash, func(r *RewardRow) (*uint64, *bool) { return &r.OutputHash, &r.OutputHashValid })
 	kindColumn       = stringColOr(ColumnKind, pqCategorical, KindCheck, func(r *CheckRow) *string { return &r.Kind })
+
+	turnRewardsColumn = nullFloatsCol(ColumnTurnRewards, func(r *RewardRow) (*[]float64, *bool) { return &r.TurnRewards, &r.TurnRewardsValid })
+	turnsColumn       = nullInt32Col(ColumnTurns, func(r *RewardRow) (*int32, *bool) { return &r.Turns, &r.TurnsValid })
+	turnColumn        = nullInt32Col(ColumnTurn, func(r *CheckRow) (*int32, *bool) { return &r.Turn, &r.TurnValid })
 )
 
 // checksTable returns the columns of a checks part: checkColumns, then
-// kind in a run with flags.
-func checksTable(flags bool) []column[CheckRow] {
-	if !flags {
+// kind in a run with flags, then turn in a run that scores turns.
+func checksTable(flags, turns bool) []column[CheckRow] {
+	if !flags && !turns {
 		return checkColumns
 	}
-	return append(slices.Clip(checkColumns), kindColumn)
+	cols := slices.Clip(checkColumns)
+	if flags {
+		cols = append(cols, kindColumn)
+	}
+	if turns {
+		cols = append(cols, turnColumn)
+	}
+	return cols
 }
 
 // noKeep is the null value of a kept column a row has no Keep value for.
 var noKeep NullString
 
 // rewardsTable returns the columns of a rewards part: rewardColumns, flags
-// in a run with flags, then a nullable string column for each kept
+// and output_hash in a run with flags, turn_rewards and turns in a run
+// that scores turns, then a nullable string column for each kept
 // metadata name. A row with fewer Keep values than keep columns has nulls
 // in the rest.
-func rewardsTable(keep []string, flags bool) []column[RewardRow] {
+func rewardsTable(keep []string, flags, turns bool) []column[RewardRow] {
 	cols := slices.Clip(rewardColumns)
 	if flags {
 		cols = append(cols, flagsColumn, outputHashColumn)
+	}
+	if turns {
+		cols = append(cols, turnRewardsColumn, turnsColumn)
 	}
 	for i, k := range keep {
 		cols = append(cols, nullStringCol(k, pqDefault, func(r *RewardRow) *NullString {
@@ -165,6 +199,11 @@ type CheckRow struct {
 	// in a run with flags (PartOptions.Flags); a row read from a part
 	// without the column has "", a check.
 	Kind string
+	// Turn is the index of the agent turn the check is credited to, null
+	// (not TurnValid) for a trajectory check credited to none; written
+	// only in a run that scores turns (PartOptions.Turns).
+	Turn      int32
+	TurnValid bool
 }
 
 // checkColumns are the columns of the checks table (SPEC 6), in order.
@@ -256,20 +295,20 @@ type ColumnInfo struct {
 }
 
 // TableColumns returns the columns of the result table named table
-// (rewards, checks or judgements) of a run with flags or without, the
-// kept metadata columns aside.
-func TableColumns(table string, flags bool) []ColumnInfo {
+// (rewards, checks or judgements) of a run with flags or without, and
+// that scores turns or not, the kept metadata columns aside.
+func TableColumns(table string, flags, turns bool) []ColumnInfo {
 	var out []ColumnInfo
 	add := func(name string, typ arrow.DataType, nullable bool) {
 		out = append(out, ColumnInfo{Name: name, Type: typ.String(), Nullable: nullable})
 	}
 	switch table {
 	case "rewards":
-		for _, c := range rewardsTable(nil, flags) {
+		for _, c := range rewardsTable(nil, flags, turns) {
 			add(c.name, c.typ, c.nullable)
 		}
 	case "checks":
-		for _, c := range checksTable(flags) {
+		for _, c := range checksTable(flags, turns) {
 			add(c.name, c.typ, c.nullable)
 		}
 	case "judgements":

@@ -102,6 +102,10 @@ type Batch struct {
 	// JSONLines is true when rows carry raw lines to be decoded with
 	// DecodeLine.
 	JSONLines bool
+	// Mapped is true when the rows are rollouts mapped from a harness's
+	// log or a chat dataset (HarnessReader): read with Options.Turns,
+	// their agent turns are their metadata's member turns.
+	Mapped bool
 	// EndsRecordBatch is set when the batch's last row is the last of a
 	// record batch of an Arrow IPC stream read as it arrives (standard
 	// input): results streamed out end a record batch there too, so that
@@ -127,6 +131,9 @@ func (b *Batch) Release() {
 // name.
 type FieldNames struct {
 	ID, Task, Final, Initial, Output, Log string
+	// Messages names the column of a row's chat messages, read for its
+	// agent turns in a run that scores turns; it stays in the metadata.
+	Messages string
 }
 
 // Standard field names (SPEC section 3.2).
@@ -137,6 +144,12 @@ const (
 	FieldInitial = "initial_state"
 	FieldOutput  = "output"
 	FieldLog     = "log"
+	// FieldMessages is the column of a row's chat messages (OpenAI
+	// chat format), from which its agent turns are read.
+	FieldMessages = "messages"
+	// FieldTurns is the member of a mapped rollout (a harness's log, a
+	// chat dataset) that holds its agent turns.
+	FieldTurns = "turns"
 )
 
 // WithDefaults returns n with every empty name replaced by the standard one.
@@ -154,6 +167,8 @@ func (n FieldNames) WithDefaults() FieldNames {
 		Initial: def(n.Initial, FieldInitial),
 		Output:  def(n.Output, FieldOutput),
 		Log:     def(n.Log, FieldLog),
+
+		Messages: def(n.Messages, FieldMessages),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/harness"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/health"
 	"github.com/gavelhq/gavel/inputs"
@@ -48,6 +49,10 @@ type plan struct {
 	flags bool
 	// health computes the health flags of every rollout (Config.Health).
 	health bool
+	// turns is set when some verifier scores turns (Verifier.Turns): the
+	// rollouts' turns are read, and the run writes the rewards'
+	// turn_rewards and turns and the checks' turn.
+	turns bool
 }
 
 // planConfig is what every entry that reads rollouts (a run, a row grader,
@@ -77,6 +82,7 @@ func newPlan(pc planConfig) (*plan, error) {
 	p := &plan{fields: pc.fields.WithDefaults(), tasks: pc.tasks, initials: jsonview.NewCache(initialCacheBytes)}
 	for _, v := range pc.verifiers {
 		p.flags = p.flags || v.Flagged
+		p.turns = p.turns || v.Turns
 	}
 	var err error
 	if pc.bind {
@@ -150,6 +156,9 @@ type grader struct {
 	rescoreBuf                      []verifiers.Check
 	remoteBody                      []byte            // a remote verifier's request body
 	remoteChecks                    []verifiers.Check // a remote verifier's checks
+	turnsDoc                        jsonview.Doc      // the turns of a row's messages
+	turnsBuf                        []byte
+	turnBuf                         []verifiers.Check // scratch of turn rewards
 	keepIdx                         []int             // per batch: index of each keep column in MetaNames, or -1
 	// prev are the earlier run's rows of the batch, aligned with its rows
 	// (see reuseSource; nil: none).
@@ -273,6 +282,8 @@ func (g *grader) gradeRow(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, 
 			Required:   c.Required,
 			Status:     c.StatusText(),
 			Detail:     c.Detail,
+			Turn:       int32(c.Turn),
+			TurnValid:  c.OnTurn,
 		}
 		if c.Flag {
 			cr.Kind = columnar.KindFlag
@@ -295,10 +306,20 @@ func (g *grader) gradeRow(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, 
 	if g.plan.health && verdict.ErrorKind != verifiers.KindInput {
 		rw.Flags = health.Flags(&g.rollout, rw.Flags)
 	}
+	if g.plan.turns && verdict.ErrorKind != verifiers.KindInput && g.rollout.Turns.Kind() == jsonview.Array {
+		rw.Turns, rw.TurnsValid = int32(g.rollout.Turns.Len()), true
+	}
+	turns := v != nil && v.Turns && g.plan.turns
+	if turns {
+		g.turnBuf = results.SetTurnRewards(&rw, checks, v.TurnReward, g.turnBuf)
+	}
 	if g.plan.judging != nil && v != nil && v.Judged && len(checks) > 0 {
 		if g.judgeRow(v, checks, out, len(out.rewards), from) {
 			g.rescoreBuf = results.Score(&rw, out.checks[from:], v.Reward, g.rescoreBuf)
 			results.SetFlags(&rw, out.checks[from:])
+			if turns {
+				g.turnBuf = results.SetTurnRewards(&rw, g.rescoreBuf, v.TurnReward, g.turnBuf)
+			}
 		}
 	}
 	out.rewards = append(out.rewards, rw)
@@ -478,6 +499,11 @@ func (g *grader) decode(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, rw
 	if t != nil {
 		r.Task = t.Fields
 	}
+	if g.plan.turns {
+		if msg := g.turns(b); msg != "" {
+			return nil, msg
+		}
+	}
 	if r.Final.Kind() == jsonview.Null {
 		r.Final = jsonview.Value{}
 	}
@@ -490,6 +516,42 @@ func (g *grader) decode(u *inputs.Unit, b *columnar.Batch, row *columnar.Row, rw
 		rw.OutputHash, rw.OutputHashValid = xxhash.Sum64String(r.Output), true
 	}
 	return v, ""
+}
+
+// turns reads the agent's turns of the decoded rollout into g.rollout:
+// a mapped rollout's (a harness's log, a chat dataset) are its metadata's
+// member turns; those of a row of gavel's are read from its messages
+// (the column --map messages= names), when it has them. It returns why
+// the row is not a valid input, or "".
+func (g *grader) turns(b *columnar.Batch) string {
+	r := &g.rollout
+	if b.Mapped {
+		r.Turns = r.Meta.Get(columnar.FieldTurns)
+		return ""
+	}
+	msgs := r.Meta.Get(g.plan.fields.Messages)
+	switch msgs.Kind() {
+	case jsonview.Missing, jsonview.Null:
+		return ""
+	case jsonview.String:
+		// A chat held as JSON text in a string column.
+		s, _ := msgs.Str()
+		v, err := g.turnsDoc.Parse(s)
+		if err != nil || v.Kind() != jsonview.Array {
+			return g.plan.fields.Messages + ": not a JSON array of messages"
+		}
+		msgs = v
+	case jsonview.Array:
+	default:
+		return g.plan.fields.Messages + ": not a JSON array of messages"
+	}
+	g.turnsBuf = harness.ChatTurns(g.turnsBuf[:0], msgs)
+	v, err := g.turnsDoc.Parse(g.turnsBuf)
+	if err != nil { // cannot happen: ChatTurns writes valid JSON
+		panic(fmt.Sprintf("turns: %v", err))
+	}
+	r.Turns = v
+	return ""
 }
 
 // verify runs the verifier on the current row, timed by the watchdog when

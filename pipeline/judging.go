@@ -105,9 +105,9 @@ type call struct {
 type ask struct {
 	row, check int
 	from, n    int
-	jrow       int               // the index of its first row in the results' judgements; -1: none written
-	pending    bool              // left pending by the budget
-	reward     verifiers.Formula // the row's verifier's reward formula
+	jrow       int                 // the index of its first row in the results' judgements; -1: none written
+	pending    bool                // left pending by the budget
+	v          *verifiers.Verifier // the row's verifier, whose formulas score it again
 }
 
 // sub is one judgement of an ask.
@@ -354,7 +354,7 @@ func (g *grader) judgeRow(v *verifiers.Verifier, checks []verifiers.Check, out *
 		if cr.Status == verifiers.CheckError {
 			continue
 		}
-		a := ask{row: row, check: from + i, from: at, n: len(out.subs) - at, jrow: -1, reward: v.Reward}
+		a := ask{row: row, check: from + i, from: at, n: len(out.subs) - at, jrow: -1, v: v}
 		if js.multi {
 			a.jrow = len(out.judgements)
 			for k := 0; k < a.n; k++ {
@@ -663,18 +663,22 @@ func (js *judging) finish(res *batchResults, buf []verifiers.Check) ([]verifiers
 	// Rows are in order in the results; each row's checks follow the
 	// previous row's.
 	at := 0
-	rowsChanged := map[int]verifiers.Formula{}
+	rowsChanged := map[int]*verifiers.Verifier{}
 	for i := range res.asks {
 		if !res.asks[i].pending {
-			rowsChanged[res.asks[i].row] = res.asks[i].reward
+			rowsChanged[res.asks[i].row] = res.asks[i].v
 		}
 	}
+	var tbuf []verifiers.Check
 	for r := range res.rewards {
 		rw := &res.rewards[r]
 		n := rw.CheckRows()
-		if f, ok := rowsChanged[r]; ok {
-			buf = results.Score(rw, res.checks[at:at+n], f, buf)
+		if v, ok := rowsChanged[r]; ok {
+			buf = results.Score(rw, res.checks[at:at+n], v.Reward, buf)
 			results.SetFlags(rw, res.checks[at:at+n])
+			if v.Turns {
+				tbuf = results.SetTurnRewards(rw, buf, v.TurnReward, tbuf)
+			}
 		}
 		at += n
 	}

@@ -25,8 +25,12 @@ func runConfig(cfg Config, p *plan) results.RunConfig {
 		Keep:         append([]string{}, p.keep...),
 		Flags:        p.flags,
 		Health:       p.health,
+		Turns:        p.turns,
 		MaxLineBytes: cfg.MaxLineBytes,
 		Timeout:      "none",
+	}
+	if p.turns {
+		rc.Fields.Messages = f.Messages
 	}
 	if rc.MaxLineBytes <= 0 {
 		rc.MaxLineBytes = columnar.DefaultMaxLineBytes

@@ -367,6 +367,11 @@ func (g *RowGrader) Stuck() int {
 // then have the columns of a run with flags (columnar.PartOptions.Flags).
 func (g *RowGrader) Flags() bool { return g.base.flags }
 
+// Turns reports whether a verifier of the grader scores turns: its rows
+// then have the columns of a run that scores turns
+// (columnar.PartOptions.Turns).
+func (g *RowGrader) Turns() bool { return g.base.turns }
+
 // Verifiers describes the grader's verifiers as manifest.json does, in
 // the order they were given.
 func (g *RowGrader) Verifiers() []results.ManifestVerifier {

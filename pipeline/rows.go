@@ -109,7 +109,7 @@ func Scan(cfg ScanConfig, fn func(where string, v *verifiers.Verifier, r *verifi
 	units := inputs.Describe(files, inputs.DefaultRowGroupsPerUnit, nil, cfg.From, "", cfg.Stdin)
 	defer inputs.RemoveSpools(units)
 	g := &grader{plan: p, timedOut: -1}
-	return inputs.EachBatch(units, columnar.Options{Fields: p.fields}, func(u *inputs.Unit, b *columnar.Batch) error {
+	return inputs.EachBatch(units, columnar.Options{Fields: p.fields, Turns: p.turns}, func(u *inputs.Unit, b *columnar.Batch) error {
 		for i := range b.Rows {
 			row := &b.Rows[i]
 			var rw columnar.RewardRow

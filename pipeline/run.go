@@ -478,7 +478,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.start = time.Now()
 	if r.streaming() {
 		var err error
-		r.stream, err = columnar.NewResultStream(r.stdout(), columnar.StreamOptions{Name: "standard output", Keep: r.plan.keep, Flags: r.plan.flags, ChecksPath: r.cfg.ChecksOut})
+		r.stream, err = columnar.NewResultStream(r.stdout(), columnar.StreamOptions{Name: "standard output", Keep: r.plan.keep, Flags: r.plan.flags, Turns: r.plan.turns, ChecksPath: r.cfg.ChecksOut})
 		if err != nil {
 			return nil, err
 		}
@@ -680,7 +680,7 @@ func (r *runner) produce(ctx context.Context, units []*inputs.Unit, tokens chan 
 			return false
 		}
 	}
-	opts := columnar.Options{Fields: r.plan.fields, MaxLineBytes: r.cfg.MaxLineBytes, StructNulls: r.cfg.StructNulls}
+	opts := columnar.Options{Fields: r.plan.fields, MaxLineBytes: r.cfg.MaxLineBytes, StructNulls: r.cfg.StructNulls, Turns: r.plan.turns}
 	if r.cfg.Progress != nil {
 		r.cfg.Progress.SetTotal(inputs.TotalRows(units))
 	}
@@ -858,7 +858,7 @@ func (w *writer) writeJob(j *job) error {
 	}
 	var err error
 	if w.part == nil && j.kind != jobFailed {
-		w.part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, columnar.PartOptions{Format: r.cfg.Format, Keep: r.plan.keep, Flags: r.plan.flags,
+		w.part, err = columnar.CreatePart(r.cfg.Out, j.unit.Index, columnar.PartOptions{Format: r.cfg.Format, Keep: r.plan.keep, Flags: r.plan.flags, Turns: r.plan.turns,
 			Judgements: r.plan.judging != nil && r.plan.judging.multi})
 		if err != nil {
 			return err

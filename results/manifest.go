@@ -52,6 +52,9 @@ type RunConfig struct {
 	Flags bool `json:"flags,omitempty"`
 	// Health is set when the run computed the health flags (--health on).
 	Health bool `json:"health,omitempty"`
+	// Turns is set when the run wrote the columns of a run that scores
+	// turns (the rewards' turn_rewards and turns, the checks' turn).
+	Turns bool `json:"turns,omitempty"`
 	// TasksFile is the tasks table ("" when none).
 	TasksFile string `json:"tasks_file"`
 	// MaxLineBytes bounds one JSON Lines line.
@@ -113,6 +116,9 @@ type RunFields struct {
 	Initial string `json:"initial_state"`
 	Output  string `json:"output"`
 	Log     string `json:"log"`
+	// Messages is the column of rows' chat messages, read for their
+	// turns; set only in a run that scores turns.
+	Messages string `json:"messages,omitempty"`
 }
 
 // differences lists how o, written by an earlier run, differs from c, one
@@ -127,7 +133,7 @@ func (c *RunConfig) Differences(o *RunConfig) []string {
 	diff("format", c.Format, o.Format)
 	fields := func(f RunFields) [][2]string {
 		return [][2]string{{columnar.FieldID, f.ID}, {columnar.FieldTask, f.Task}, {columnar.FieldFinal, f.Final},
-			{columnar.FieldInitial, f.Initial}, {columnar.FieldOutput, f.Output}, {columnar.FieldLog, f.Log}}
+			{columnar.FieldInitial, f.Initial}, {columnar.FieldOutput, f.Output}, {columnar.FieldLog, f.Log}, {columnar.FieldMessages, f.Messages}}
 	}
 	mine, theirs := fields(c.Fields), fields(o.Fields)
 	for i := range mine {

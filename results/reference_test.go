@@ -37,6 +37,8 @@ var columnMeanings = map[string]string{
 	"rewards.input_hash":      "16 hex digits, XXH64 of the rollout's input as verifiers see it (ids, states, output, log, metadata, task row); null when its input could not be read",
 	"rewards.flags":           "run with flags: the ids of the flags raised, the verifier's in order, then the health flags; empty when none",
 	"rewards.output_hash":     "run with flags: 16 hex digits, XXH64 of the output's text; null when the input could not be read",
+	"rewards.turn_rewards":    "run that scores turns: the reward of each agent turn, in order, null for a turn no check is credited to (or with a check pending); the list is null when the rollout's verifier scores no turns or its status is error",
+	"rewards.turns":           "run that scores turns: the number of agent turns; null when the rollout has no conversation or its input could not be read",
 	"checks.rollout_id":       "the rollout's id, as in the rewards",
 	"checks.task_id":          "the rollout's task",
 	"checks.verifier_id":      "the verifier that ran the check",
@@ -52,6 +54,7 @@ var columnMeanings = map[string]string{
 	"checks.issues":           "a judged check's issues, as the judge listed them; null otherwise",
 	"checks.suggestion":       "a judged check's suggestion; null otherwise",
 	"checks.kind":             "run with flags: `check`, or `flag` for a flag's row",
+	"checks.turn":             "run that scores turns: the index of the agent turn the check is credited to (a turn check's turn, or the turn a check's `turn:` names); null for a check credited to none",
 	"judgements.rollout_id":   "the rollout's id",
 	"judgements.task_id":      "the rollout's task",
 	"judgements.verifier_id":  "the verifier of the judged check",
@@ -99,7 +102,7 @@ var keyMeanings = map[string]string{
 	"manifest.gavel_version":    "the gavel that wrote the run (gavel --version)",
 	"manifest.shard":            "a shard's manifest: which shard, I/N",
 	"manifest.verifiers":        "the verifiers: id, name, tasks, source, fingerprint",
-	"manifest.config":           "the configuration that decides the results: format, fields, kept columns, flags, health, tasks file, limits, judge, reward formulas",
+	"manifest.config":           "the configuration that decides the results: format, fields, kept columns, flags, health, turns, tasks file, limits, judge, reward formulas",
 	"manifest.inputs":           "the input units: path, size, digest, rows, part, complete",
 	"manifest.impure_verifiers": "as in summary.json",
 }
@@ -118,10 +121,12 @@ func TestReferenceOutputs(t *testing.T) {
 		"[Outputs](../outputs.md) shows them at work. Kept metadata columns\n" +
 		"(`--keep`, `--set`) follow the rewards columns, as nullable strings.\n" +
 		"The columns marked \"run with flags\" are written only by runs with flags:\n" +
-		"every run unless `--health off` and no verifier has flags.\n\n")
+		"every run unless `--health off` and no verifier has flags. The columns\n" +
+		"marked \"run that scores turns\" are written only by runs where a verifier\n" +
+		"scores turns ([Rewards per turn](../turns.md)).\n\n")
 	for _, table := range []string{"rewards", "checks", "judgements"} {
 		fmt.Fprintf(&b, "## %s\n\n| column | type | null | meaning |\n| --- | --- | --- | --- |\n", table)
-		for _, c := range columnar.TableColumns(table, true) {
+		for _, c := range columnar.TableColumns(table, true, true) {
 			m, ok := columnMeanings[table+"."+c.Name]
 			if !ok {
 				t.Errorf("%s.%s has no meaning in columnMeanings", table, c.Name)
@@ -152,7 +157,7 @@ func TestReferenceOutputs(t *testing.T) {
 	}
 	for k := range columnMeanings {
 		table, col, _ := strings.Cut(k, ".")
-		if !slices.ContainsFunc(columnar.TableColumns(table, true), func(c columnar.ColumnInfo) bool { return c.Name == col }) {
+		if !slices.ContainsFunc(columnar.TableColumns(table, true, true), func(c columnar.ColumnInfo) bool { return c.Name == col }) {
 			t.Errorf("columnMeanings names %s, which no table has", k)
 		}
 	}

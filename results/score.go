@@ -27,9 +27,37 @@ func Score(rw *columnar.RewardRow, crs []columnar.CheckRow, f verifiers.Formula,
 			st = verifiers.Error
 		}
 		buf = append(buf, verifiers.Check{ID: cr.CheckID, Label: cr.Label, Required: cr.Required, Status: st, Detail: cr.Detail,
-			Score: cr.Score, Scored: cr.ScoreValid, Flag: cr.Kind == columnar.KindFlag})
+			Score: cr.Score, Scored: cr.ScoreValid, Flag: cr.Kind == columnar.KindFlag, Turn: int(cr.Turn), OnTurn: cr.TurnValid})
 	}
 	SetVerdict(rw, verifiers.ScoreWith(f, buf, nil))
+	return buf
+}
+
+// SetTurnRewards sets the turn rewards of a reward row whose verdict is
+// set, from its checks (flags after them), for a verifier that scores
+// turns with the turn reward formula f: null when the rollout's status is
+// error, else one per agent turn (rw.Turns), a turn not scored NaN. A
+// formula that fails on a turn makes the row's status error (kind
+// verifier), counts kept: an error is never a reward. buf is scratch,
+// returned for reuse. The list is allocated anew: the row keeps it.
+func SetTurnRewards(rw *columnar.RewardRow, checks []verifiers.Check, f verifiers.Formula, buf []verifiers.Check) []verifiers.Check {
+	rw.TurnRewards, rw.TurnRewardsValid = nil, false
+	if rw.Status == verifiers.StatusError {
+		return buf
+	}
+	n := 0
+	if rw.TurnsValid {
+		n = int(rw.Turns)
+	}
+	tr, buf, err := verifiers.TurnRewards(f, checks, n, make([]float64, 0, n), buf)
+	if err != nil {
+		rw.Status = verifiers.StatusError
+		rw.Passed, rw.PassedValid = false, false
+		rw.Reward, rw.RewardValid = 0, false
+		rw.ErrorKind, rw.Error = columnar.Str(verifiers.KindVerifier), columnar.Str(err.Error())
+		return buf
+	}
+	rw.TurnRewards, rw.TurnRewardsValid = tr, true
 	return buf
 }
 

@@ -329,6 +329,7 @@ func (g *gradeReq) setKeep(b *columnar.Batch) {
 // grading a small rollout.
 type encoders struct {
 	flags  bool                      // the columns of a run with flags (pipeline.RowGrader.Flags)
+	turns  bool                      // the columns of a run that scores turns (pipeline.RowGrader.Turns)
 	probed [1 << 3]*columnar.RowJSON // by the bits of defaultKeep present
 	keeps  [1 << 3][]string
 	named  sync.Map // strings.Join(keep, "\x00"): *columnar.RowJSON
@@ -336,19 +337,24 @@ type encoders struct {
 }
 
 // encoders returns the encoders of the request's verifier set: with the
-// columns of a run with flags when a verifier of the set is flagged.
+// columns of a run with flags when a verifier of the set is flagged, and
+// those of a run that scores turns when one scores turns.
 func (g *gradeReq) encoders() *encoders {
+	i := 0
 	if g.set.grader.Flags() {
-		return g.s.encoders[1]
+		i |= 1
 	}
-	return g.s.encoders[0]
+	if g.set.grader.Turns() {
+		i |= 2
+	}
+	return g.s.encoders[i]
 }
 
 // maxNamedEncoders bounds the ?keep= sets kept.
 const maxNamedEncoders = 256
 
-func newEncoders(flags bool) *encoders {
-	e := &encoders{flags: flags}
+func newEncoders(flags, turns bool) *encoders {
+	e := &encoders{flags: flags, turns: turns}
 	for mask := range e.probed {
 		keep := []string{}
 		for i, k := range defaultKeep {
@@ -356,7 +362,7 @@ func newEncoders(flags bool) *encoders {
 				keep = append(keep, k)
 			}
 		}
-		e.keeps[mask], e.probed[mask] = keep, columnar.NewRowJSON(keep, e.flags)
+		e.keeps[mask], e.probed[mask] = keep, columnar.NewRowJSON(keep, e.flags, e.turns)
 	}
 	return e
 }
@@ -380,7 +386,7 @@ func (e *encoders) get(keep []string) *columnar.RowJSON {
 	if enc, ok := e.named.Load(key); ok {
 		return enc.(*columnar.RowJSON)
 	}
-	enc := columnar.NewRowJSON(keep, e.flags)
+	enc := columnar.NewRowJSON(keep, e.flags, e.turns)
 	if e.count.Load() < maxNamedEncoders {
 		if _, loaded := e.named.LoadOrStore(key, enc); !loaded {
 			e.count.Add(1)

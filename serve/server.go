@@ -121,7 +121,7 @@ type Server struct {
 	ready    atomic.Bool
 	gyms     *gymCache
 	mem      *memBudget        // request memory
-	encoders [2]*encoders      // without, with the columns of flags
+	encoders [4]*encoders      // by bits: 1 the columns of flags, 2 those of turns
 	tokenSum [sha256.Size]byte // of the token
 
 	// Set by New to admitWait; tests wait longer.
@@ -168,7 +168,7 @@ func New(cfg Config) *Server {
 		metrics:  newMetrics(cfg.Registry),
 		gyms:     newGymCache(cfg.MaxMemory / 16),
 		mem:      newMemBudget(cfg.MaxMemory / 8),
-		encoders: [2]*encoders{newEncoders(false), newEncoders(true)},
+		encoders: [4]*encoders{newEncoders(false, false), newEncoders(true, false), newEncoders(false, true), newEncoders(true, true)},
 
 		maxAdmitWait: admitWait,
 	}

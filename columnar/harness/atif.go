@@ -203,6 +203,7 @@ func (x *atif) firstHint(r *Reader, root jsonview.Value, index int, where string
 //	log         each step's tool_calls and observation results
 //	model       agent.model_name
 //	final_metrics, as it is
+//	turns       (Reader.SetTurns) a turn per step whose source is agent
 func (r *Reader) atifTrajectory(x *atif, t jsonview.Value, index int, where string) Item {
 	var o object
 	o.begin(r.out[:0])
@@ -243,14 +244,26 @@ func (r *Reader) atifTrajectory(x *atif, t jsonview.Value, index int, where stri
 	o.b, _ = appendText(o.b, last.Get("message"), "")
 	o.b = append(o.b, '"')
 
+	// Turns: a step whose source is agent is one, with its tool calls;
+	// results, the steps' observations, go to the turns of their calls.
 	r.log.reset()
+	r.turns.reset()
 	var none jsonview.Value
-	for st := steps.First(); st.Exists(); st = st.Next() {
+	i := 0
+	for st := steps.First(); st.Exists(); st, i = st.Next(), i+1 {
+		if st.Get("source").StrIs("agent") {
+			r.turns.agent(i, st.Get("message"))
+		} else {
+			r.turns.other()
+		}
 		for c := elems(st.Get("tool_calls")); c.Exists(); c = c.Next() {
 			r.log.call(c.Get("function_name"), c.Get("tool_call_id"), c.Get("arguments"), none, none)
+			r.turns.call()
 		}
 		for res := elems(st.Get("observation").Get("results")); res.Exists(); res = res.Next() {
-			r.log.result(none, res.Get("source_call_id"), res.Get("content"), false, none, res.Get("subagent_trajectory_ref"))
+			id := res.Get("source_call_id")
+			r.log.result(none, id, res.Get("content"), false, none, res.Get("subagent_trajectory_ref"))
+			r.turns.result(id)
 		}
 	}
 	o.key("log")
@@ -260,6 +273,7 @@ func (r *Reader) atifTrajectory(x *atif, t jsonview.Value, index int, where stri
 		o.raw("model", m)
 	}
 	o.rawIf("final_metrics", t.Get("final_metrics"))
+	r.appendTurns(&o)
 	r.out = o.end()
 	return Item{Rollout: r.out, Where: where}
 }

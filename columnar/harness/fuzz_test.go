@@ -36,7 +36,20 @@ func fuzzStream(f *testing.F, format Format, plain func(data []byte) (plainDoc, 
 		}
 		doc, valid := plain(data)
 		compareReader(t, r, doc, valid, strict)
+		fuzzTurns(t, func() *Reader {
+			r, _ := NewReader("fuzz", bytes.NewReader(data), format)
+			return r
+		})
 	})
+}
+
+// fuzzTurns reads the input of open twice, with turns off and on, and
+// compares them (compareTurns): turns are valid JSON on any input.
+func fuzzTurns(t *testing.T, open func() *Reader) {
+	t.Helper()
+	off, on := open(), open()
+	on.SetTurns(true)
+	compareTurns(t, off, on)
 }
 
 func FuzzTauBench(f *testing.F) {
@@ -57,6 +70,9 @@ func FuzzInspectJSON(f *testing.F) {
 }
 
 func FuzzMessages(f *testing.F) {
+	f.Add([]byte(`{"task_id": 1, "turns": 2, "messages": [{"role": "tool", "content": "r0"}, {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],` +
+		` "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{\"x\": 1}"}}, {"id": "c1", "function": {"name": 3, "arguments": 4}}]}, {"role": "assistant", "function_call": {"name": "g", "arguments": "{"}},` +
+		` {"role": "tool", "tool_call_id": "c1", "content": "r1"}, {"role": "function", "name": "g", "content": "r2"}]}`))
 	plain := func(data []byte) (plainDoc, bool) { return plainMessages("fuzz", data), true }
 	fuzzStream(f, Messages, plain, true, "\xef\xbb\xbf{\"rollout_id\": 5.0, \"output\": null, \"x\": 1, \"x\": 2}\r\n  \n[1]\n{\"rollout_id\": null, \"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"b\"}]}", "messages/chats.jsonl")
 }
@@ -66,6 +82,9 @@ func FuzzMessages(f *testing.F) {
 func FuzzNemoGym(f *testing.F) {
 	addSeeds(f, "nemo-gym/run/rollouts.jsonl", "nemo-gym/run/rollouts_failures.jsonl", "messages/chats.jsonl")
 	f.Add([]byte("\xef\xbb\xbf{\"responses_create_params\": {\"input\": [{\"role\": \"user\", \"content\": [{\"text\": \"q\"}, {\"text\": \"\"}]}]}, \"response\": {\"model\": 3, \"output\": [{\"type\": \"message\", \"content\": [{\"type\": \"output_text\", \"text\": \"\"}, {\"type\": \"output_text\", \"text\": \"a\\u00e9\"}]}, {\"type\": \"function_call\", \"call_id\": \"c\", \"name\": \"f\", \"arguments\": \"[1]\"}]}, \"_ng_task_index\": \"t\", \"_ng_rollout_index\": 1e2, \"_ng_attempt_index\": 2, \"_ng_failure_class\": {\"a\": 1}, \"error\": \"boom\", \"x\": 1, \"x\": 2}\r\n  \n[1]\n{\"response\": null, \"_ng_task_index\": 0, \"_ng_rollout_index\": 0, \"agent_ref\": {\"name\": \"\"}}"))
+	f.Add([]byte(`{"_ng_task_index": 0, "_ng_rollout_index": 0, "turns": 1, "response": {"output": [{"type": "function_call_output", "call_id": "x", "output": "o"}, {"type": "reasoning"},` +
+		` {"type": "message", "content": [{"type": "output_text", "text": "a"}]}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}, {"type": "web_search_call"},` +
+		` {"type": "function_call_output", "call_id": "c", "output": [{"type": "output_text", "text": "r"}]}, {"type": "message", "role": "user", "content": "u"}, {"type": "message", "role": "assistant", "content": []}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 200<<10 {
 			return
@@ -75,6 +94,10 @@ func FuzzNemoGym(f *testing.F) {
 			t.Fatal(err)
 		}
 		compareReader(t, r, plainNemoGym("fuzz", data), true, true)
+		fuzzTurns(t, func() *Reader {
+			r, _ := NewReader("fuzz", bytes.NewReader(data), NemoGym)
+			return r
+		})
 	})
 }
 
@@ -96,6 +119,10 @@ func FuzzATIF(f *testing.F) {
 		}
 		doc, valid := plainATIF(name, "t1", data)
 		compareReader(t, r, doc, valid, false)
+		fuzzTurns(t, func() *Reader {
+			r, _ := NewReader(name, bytes.NewReader(data), ATIF)
+			return r
+		})
 	})
 }
 
@@ -139,5 +166,9 @@ func FuzzInspectSample(f *testing.F) {
 			doc.items = []plainItem{plainSample(h, sample, &doc.tasks)}
 		}
 		compareReader(t, r, doc, valid, true)
+		fuzzTurns(t, func() *Reader {
+			r, _ := NewEvalReader("fuzz.eval", bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+			return r
+		})
 	})
 }

@@ -58,6 +58,36 @@
 // and "kwargs_error", what is wrong with them, in place of "kwargs". A
 // failed tool result has "is_error": true and, when recorded, "error".
 //
+// Turns: with Reader.SetTurns(true), a rollout has, as its last member,
+// "turns", the agent's turns in order (see turnWriter):
+//
+//	{"index":0,"text":"...","tool_calls":[{"name":N,"kwargs":{...},"id":I}],"tool_results":[<tool_result event>],"message_index":2}
+//
+// index counts the turns from 0; text is the turn's text, joined as
+// above; tool_calls are the log's tool_call events of the turn without
+// eventType (nor tau2's requestor); tool_results are the log's
+// tool_result events, as the log has them, that answer them (matched by
+// id; a result without one, or with an id no call made, goes to the
+// latest turn before it, and one before any turn to none);
+// message_index is the place of the turn in the format's list. A row
+// that could not be mapped (Item.Err) has no turns. Per format:
+//
+//   - Inspect, tau-bench, messages (and ChatTurns): each assistant message
+//     of the sample's messages, of traj, of the line's messages is a
+//     turn. A messages line's own "turns" is left out, and its turns are
+//     written even when it has its own log.
+//   - tau2: each assistant message; the tool calls of user messages (user
+//     tools) and the results with requestor "user" belong to no turn.
+//   - NeMo Gym: the agent's output items (reasoning, function_call, a
+//     message with role assistant) one after another in response.output
+//     are one turn, ended by a function_call_output or a message of
+//     another role (items of other types neither start nor end one);
+//     message_index is the turn's first item's. A row's own "turns" is
+//     left out.
+//   - ATIF: each step whose source is agent, with its observation's
+//     results; a result without source_call_id in a later step goes to
+//     the agent step before it.
+//
 // A harness's own record of a failure (recorded_error, a
 // termination_reason) is data: the rollout is mapped and the record kept
 // beside it, for the grader to decide.
@@ -162,10 +192,11 @@ type Reader struct {
 	src    source
 	closer io.Closer
 
-	doc jsonview.Doc
-	log logWriter
-	out []byte
-	buf []byte // scratch for texts built before the rollout
+	doc   jsonview.Doc
+	log   logWriter
+	turns turnWriter
+	out   []byte
+	buf   []byte // scratch for texts built before the rollout
 
 	tasks     map[string][]byte
 	taskOrder []string

@@ -560,14 +560,24 @@ func (r *Reader) inspectSample(h *evalHeader, smp jsonview.Value, where string) 
 	o.b = append(o.b, '"')
 
 	r.log.reset()
-	for m := elems(smp.Get("messages")); m.Exists(); m = m.Next() {
-		switch role := m.Get("role"); {
+	r.turns.reset()
+	i := 0
+	for m := elems(smp.Get("messages")); m.Exists(); m, i = m.Next(), i+1 {
+		role := m.Get("role")
+		if !role.StrIs("assistant") {
+			r.turns.other()
+		}
+		switch {
 		case role.StrIs("assistant"):
+			r.turns.agent(i, m.Get("content"))
 			for c := elems(m.Get("tool_calls")); c.Exists(); c = c.Next() {
 				r.log.call(c.Get("function"), c.Get("id"), c.Get("arguments"), c.Get("parse_error"), jsonview.Value{})
+				r.turns.call()
 			}
 		case role.StrIs("tool"):
-			r.log.result(m.Get("function"), m.Get("tool_call_id"), m.Get("content"), false, m.Get("error"), jsonview.Value{})
+			id := m.Get("tool_call_id")
+			r.log.result(m.Get("function"), id, m.Get("content"), false, m.Get("error"), jsonview.Value{})
+			r.turns.result(id)
 		}
 	}
 	o.key("log")
@@ -594,6 +604,7 @@ func (r *Reader) inspectSample(h *evalHeader, smp jsonview.Value, where string) 
 		o.raw("recorded_error", e)
 	}
 	o.rawIf("termination_reason", smp.Get("limit").Get("type"))
+	r.appendTurns(&o)
 	r.out = o.end()
 	return Item{Rollout: r.out, Where: where, Task: r.task(o.b[taskStart:taskEnd])}
 }

@@ -16,17 +16,35 @@ import (
 // id is the tool call's id when the format records one; is_error and
 // error only appear for a failed call. A result that does not name its
 // tool is given the name of the call with its id.
+//
+// The bytes of the last event written stay in b until reset, and their
+// place is recorded, so that a turnWriter copies tool calls and results
+// into the rollout's turns as the log has them.
 type logWriter struct {
 	b      []byte
 	n      int
-	names  map[string][]byte // tool call id -> the name's JSON text
+	calls  map[string]callRef // tool call id (the body of its JSON string) -> its call
 	argDoc jsonview.Doc
+
+	// turn is the agent turn the calls written now are made in (the
+	// turnWriter sets it), or -1 for none.
+	turn int
+	// The last event is b[evStart:evEnd]; of a tool call, b[callStart:callEnd]
+	// are its members after eventType, without the extra member.
+	evStart, evEnd, callStart, callEnd int
+}
+
+// callRef is what a tool result needs of the call with its id.
+type callRef struct {
+	name []byte // the name's JSON text, or nil when it is not a string
+	turn int    // the agent turn that made the call, or -1
 }
 
 func (l *logWriter) reset() {
 	l.b = append(l.b[:0], '[')
 	l.n = 0
-	clear(l.names)
+	l.turn = -1
+	clear(l.calls)
 }
 
 func (l *logWriter) done() []byte {
@@ -39,6 +57,7 @@ func (l *logWriter) event(typ string) *object {
 		l.b = append(l.b, ',')
 	}
 	l.n++
+	l.evStart = len(l.b)
 	o := &object{}
 	o.begin(l.b)
 	o.str("eventType", typ)
@@ -50,13 +69,19 @@ func (l *logWriter) event(typ string) *object {
 // parseErr is a parse error the harness itself recorded, or Missing.
 // extra, when it exists, is a member copied into the event as it is.
 func (l *logWriter) call(name, id, args, parseErr, extra jsonview.Value) {
-	if k, ok := body(id); ok && len(k) > 0 && name.Kind() == jsonview.String {
-		if l.names == nil {
-			l.names = make(map[string][]byte)
+	if k, ok := body(id); ok && len(k) > 0 {
+		if l.calls == nil {
+			l.calls = make(map[string]callRef)
 		}
-		l.names[string(k)] = name.Raw()
+		ref := l.calls[string(k)]
+		if name.Kind() == jsonview.String {
+			ref.name = name.Raw()
+		}
+		ref.turn = l.turn
+		l.calls[string(k)] = ref
 	}
 	o := l.event("tool_call")
+	l.callStart = len(o.b) + 1 // after the comma key writes
 	o.key("name")
 	o.b = appendNameOrNull(o.b, name)
 	switch args.Kind() {
@@ -80,10 +105,12 @@ func (l *logWriter) call(name, id, args, parseErr, extra jsonview.Value) {
 	if _, ok := body(id); ok {
 		o.raw("id", id)
 	}
+	l.callEnd = len(o.b)
 	if extra.Exists() {
 		o.member(extra)
 	}
 	l.b = o.end()
+	l.evEnd = len(l.b)
 }
 
 // stringArgs writes arguments given as a JSON string holding JSON text:
@@ -122,8 +149,8 @@ func (l *logWriter) result(name, id, content jsonview.Value, isErr bool, errMsg,
 		o.b = append(o.b, name.Raw()...)
 	default:
 		k, _ := body(id)
-		if n, ok := l.names[string(k)]; ok {
-			o.b = append(o.b, n...)
+		if c, ok := l.calls[string(k)]; ok && c.name != nil {
+			o.b = append(o.b, c.name...)
 		} else {
 			o.b = append(o.b, "null"...)
 		}
@@ -149,6 +176,7 @@ func (l *logWriter) result(name, id, content jsonview.Value, isErr bool, errMsg,
 		o.member(extra)
 	}
 	l.b = o.end()
+	l.evEnd = len(l.b)
 }
 
 func appendNameOrNull(b []byte, name jsonview.Value) []byte {

@@ -141,7 +141,9 @@ func (r *Reader) appendDefaultID(o *object, index int) {
 // messagesLine maps one line: its rollout fields as they are (a missing
 // rollout_id gets gavel's default, <name>#<line index>), the output and
 // log derived from its messages unless the line has its own, and its
-// other members as metadata.
+// other members as metadata. With turns on (Reader.SetTurns), the turns
+// of its messages come last, in place of a member turns of the line's
+// own, even when the line has its own log.
 func (r *Reader) messagesLine(line jsonview.Value, index int, where string) Item {
 	var o object
 	o.begin(r.out[:0])
@@ -168,6 +170,9 @@ func (r *Reader) messagesLine(line jsonview.Value, index int, where string) Item
 	}
 	if v := line.Get("log"); v.Exists() {
 		o.raw("log", v)
+		if r.turns.on {
+			chatEvents(&r.log, &r.turns, msgs)
+		}
 	} else {
 		r.chatLog(&o, msgs)
 	}
@@ -175,10 +180,13 @@ func (r *Reader) messagesLine(line jsonview.Value, index int, where string) Item
 		switch {
 		case mb.KeyIs("rollout_id"), mb.KeyIs("task_id"), mb.KeyIs("initial_state"),
 			mb.KeyIs("final_state"), mb.KeyIs("output"), mb.KeyIs("log"), mb.KeyIs("messages"):
+		case r.turns.on && mb.KeyIs("turns"):
+			// The turns are the messages'.
 		default:
 			o.member(mb)
 		}
 	}
+	r.appendTurns(&o)
 	r.out = o.end()
 	return Item{Rollout: r.out, Where: where}
 }

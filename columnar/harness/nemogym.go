@@ -97,6 +97,8 @@ var gymSkip = []string{nemogym.FieldParams, nemogym.FieldResponse, nemogym.Field
 //	recorded_error  _ng_failure_class[: its reason] (gymFailure)
 //	metadata        the row's other members, then the materialized
 //	                input's members the row lacks
+//	turns           (Reader.SetTurns) the agent's turns of response.output,
+//	                in place of a member turns of the row's or the input's
 //
 // The output, prompt and metadata are those POST /verify reads from a
 // verify request (serve/trainers.go), so that one spec reads both.
@@ -160,14 +162,37 @@ func (r *Reader) nemoGymRow(x *nemoGym, row jsonview.Value, where string) Item {
 	o.key("output")
 	o.b = jsonview.AppendJSONString(o.b, string(text))
 
+	// Turns: the agent's output items (reasoning, function_call, and
+	// message with role assistant, or none, as nemogym.ResponseText
+	// reads it) one after another are one turn, the model's output of one
+	// step, ended by an item the agent is given (function_call_output, a
+	// message of another role). Items of other types neither start nor
+	// end a turn. A turn's text is its messages' text; message_index is
+	// the index of its first item in response.output.
 	r.log.reset()
+	r.turns.reset()
 	var none jsonview.Value
-	for it := elems(resp.Get("output")); it.Exists(); it = it.Next() {
+	i := 0
+	for it := elems(resp.Get("output")); it.Exists(); it, i = it.Next(), i+1 {
 		switch typ := it.Get("type"); {
 		case typ.StrIs("function_call"):
+			r.turns.open(i)
 			r.log.call(it.Get("name"), it.Get("call_id"), it.Get("arguments"), none, none)
+			r.turns.call()
 		case typ.StrIs("function_call_output"):
-			r.log.result(none, it.Get("call_id"), it.Get("output"), false, none, none)
+			r.turns.other()
+			id := it.Get("call_id")
+			r.log.result(none, id, it.Get("output"), false, none, none)
+			r.turns.result(id)
+		case typ.StrIs("reasoning"):
+			r.turns.open(i)
+		case typ.StrIs("message"):
+			if role := it.Get("role"); role.Kind() == jsonview.String && !role.StrIs("assistant") {
+				r.turns.other()
+				break
+			}
+			r.turns.open(i)
+			r.turns.addText(it.Get("content"))
 		}
 	}
 	o.key("log")
@@ -181,8 +206,9 @@ func (r *Reader) nemoGymRow(x *nemoGym, row jsonview.Value, where string) Item {
 		o.key("recorded_error")
 		o.b = append(append(append(o.b, '"'), failure...), '"')
 	}
+	turns := r.turns.on
 	for m := row.First(); m.Exists(); m = m.Next() {
-		if !isAnyOf(m.Key(), gymSkip) {
+		if !isAnyOf(m.Key(), gymSkip) && !(turns && m.KeyIs("turns")) {
 			o.member(m)
 		}
 	}
@@ -190,12 +216,13 @@ func (r *Reader) nemoGymRow(x *nemoGym, row jsonview.Value, where string) Item {
 		in, err := x.joinDoc.Parse(joined)
 		if err == nil {
 			for m := in.First(); m.Exists(); m = m.Next() {
-				if !isAnyOf(m.Key(), gymSkip) && !row.GetBytes(m.Key()).Exists() {
+				if !isAnyOf(m.Key(), gymSkip) && !row.GetBytes(m.Key()).Exists() && !(turns && m.KeyIs("turns")) {
 					o.member(m)
 				}
 			}
 		}
 	}
+	r.appendTurns(&o)
 	r.out = o.end()
 	return Item{Rollout: r.out, Where: where}
 }

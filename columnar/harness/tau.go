@@ -79,6 +79,7 @@ func (r *Reader) tauBenchResult(stem string, res jsonview.Value, where string) I
 	o.rawIf("recorded_reward", res.Get("reward"))
 	o.rawIf("recorded_scores", info.Get("reward_info"))
 	o.rawIf("recorded_error", info.Get("error"))
+	r.appendTurns(&o)
 	r.out = o.end()
 	return Item{Rollout: r.out, Where: where, Task: r.task(o.b[idStart:idEnd])}
 }
@@ -133,24 +134,41 @@ func (r *Reader) chatOutput(o *object, msgs jsonview.Value, all bool) {
 // {name, arguments} counts as a call, a role "function" message as its
 // result.
 func (r *Reader) chatLog(o *object, msgs jsonview.Value) {
-	r.log.reset()
-	var none jsonview.Value
-	for m := elems(msgs); m.Exists(); m = m.Next() {
-		switch role := m.Get("role"); {
-		case role.StrIs("assistant"):
-			for c := elems(m.Get("tool_calls")); c.Exists(); c = c.Next() {
-				fn := c.Get("function")
-				r.log.call(fn.Get("name"), c.Get("id"), fn.Get("arguments"), none, none)
-			}
-			if fc := m.Get("function_call"); fc.Kind() == jsonview.Object {
-				r.log.call(fc.Get("name"), none, fc.Get("arguments"), none, none)
-			}
-		case role.StrIs("tool"), role.StrIs("function"):
-			r.log.result(m.Get("name"), m.Get("tool_call_id"), m.Get("content"), false, none, none)
-		}
-	}
+	chatEvents(&r.log, &r.turns, msgs)
 	o.key("log")
 	o.b = append(o.b, r.log.done()...)
+}
+
+// chatEvents writes the log of OpenAI chat messages (chatLog) into l, and
+// their turns into t: a turn per assistant message.
+func chatEvents(l *logWriter, t *turnWriter, msgs jsonview.Value) {
+	l.reset()
+	t.reset()
+	var none jsonview.Value
+	i := 0
+	for m := elems(msgs); m.Exists(); m, i = m.Next(), i+1 {
+		role := m.Get("role")
+		if !role.StrIs("assistant") {
+			t.other()
+		}
+		switch {
+		case role.StrIs("assistant"):
+			t.agent(i, m.Get("content"))
+			for c := elems(m.Get("tool_calls")); c.Exists(); c = c.Next() {
+				fn := c.Get("function")
+				l.call(fn.Get("name"), c.Get("id"), fn.Get("arguments"), none, none)
+				t.call()
+			}
+			if fc := m.Get("function_call"); fc.Kind() == jsonview.Object {
+				l.call(fc.Get("name"), none, fc.Get("arguments"), none, none)
+				t.call()
+			}
+		case role.StrIs("tool"), role.StrIs("function"):
+			id := m.Get("tool_call_id")
+			l.result(m.Get("name"), id, m.Get("content"), false, none, none)
+			t.result(id)
+		}
+	}
 }
 
 // tau2 streams a tau2-bench results file {timestamp, info, tasks,
@@ -286,14 +304,29 @@ func (r *Reader) tau2Simulation(model []byte, sim jsonview.Value, where string) 
 	msgs := sim.Get("messages")
 	r.chatOutput(&o, msgs, true)
 
+	// Turns: an assistant message is one; a user's tool calls (tau2's
+	// user tools, in user messages) and their results, requestor
+	// "user", are not the agent's.
 	r.log.reset()
+	r.turns.reset()
 	var none jsonview.Value
 	result := func(t jsonview.Value) {
 		isErr, _ := t.Get("error").Bool()
-		r.log.result(none, t.Get("id"), t.Get("content"), isErr, none, t.Get("requestor"))
+		id, req := t.Get("id"), t.Get("requestor")
+		r.log.result(none, id, t.Get("content"), isErr, none, req)
+		if req.Kind() != jsonview.String || req.StrIs("assistant") {
+			r.turns.result(id)
+		}
 	}
-	for m := elems(msgs); m.Exists(); m = m.Next() {
-		if m.Get("role").StrIs("tool") {
+	i := 0
+	for m := elems(msgs); m.Exists(); m, i = m.Next(), i+1 {
+		role := m.Get("role")
+		if role.StrIs("assistant") {
+			r.turns.agent(i, m.Get("content"))
+		} else {
+			r.turns.other()
+		}
+		if role.StrIs("tool") {
 			if tm := m.Get("tool_messages"); tm.Exists() {
 				for t := elems(tm); t.Exists(); t = t.Next() {
 					result(t)
@@ -305,6 +338,7 @@ func (r *Reader) tau2Simulation(model []byte, sim jsonview.Value, where string) 
 		}
 		for c := elems(m.Get("tool_calls")); c.Exists(); c = c.Next() {
 			r.log.call(c.Get("name"), c.Get("id"), c.Get("arguments"), none, c.Get("requestor"))
+			r.turns.call()
 		}
 	}
 	o.key("log")
@@ -319,6 +353,7 @@ func (r *Reader) tau2Simulation(model []byte, sim jsonview.Value, where string) 
 	o.rawIf("recorded_reward", ri.Get("reward"))
 	o.rawIf("recorded_scores", ri)
 	o.rawIf("termination_reason", sim.Get("termination_reason"))
+	r.appendTurns(&o)
 	r.out = o.end()
 	return Item{Rollout: r.out, Where: where, Task: r.task(o.b[taskStart:taskEnd])}
 }

@@ -400,6 +400,8 @@ func (l *loader) credit(n *yaml.Node, what string, checks, turnChecks []*check) 
 		l.problem(n, "add turn_checks: [...], or turn: to a check", "%s has credit but no turn is scored", what)
 	case credit == verifiers.CreditNone && credited:
 		l.problem(n, "remove turn: from the checks, or credit: none", "%s credits checks to turns with turn:, but credit is none", what)
+	case credit == verifiers.CreditLast && credited:
+		l.problem(n, "remove turn: from the checks, or credit: last", "%s credits checks to turns with turn:, but credit last puts every check on the last turn", what)
 	}
 	if credit == verifiers.CreditAttributed {
 		credit = "" // the default, as Verifier.Credit writes it

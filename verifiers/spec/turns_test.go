@@ -221,6 +221,7 @@ func TestTurnSpecProblems(t *testing.T) {
 		{"turn outside turn checks", "    checks: [{id: a, type: expr, expr: 'turn.index == 0'}]\n", "undeclared reference to 'turn'"},
 		{"credit without turns", "    credit: attributed\n    checks: [{id: a, type: expr, expr: 'true'}]\n", "has credit but no turn is scored"},
 		{"credit none with turn", "    credit: none\n    checks: [{id: a, type: expr, expr: 'true', turn: '0'}]\n", "credit is none"},
+		{"credit last with turn", "    credit: last\n    checks: [{id: a, type: expr, expr: 'true', turn: '0'}]\n", "credit last puts every check on the last turn"},
 		{"unknown credit", "    credit: first\n    turn_checks: [{id: a, type: expr, expr: 'true'}]\n", `unknown credit "first"`},
 		{"turn reward without turns", "    turn_reward: all\n    checks: [{id: a, type: expr, expr: 'true'}]\n", "has turn_reward but no turn is scored"},
 		{"same id", "    checks: [{id: a, type: expr, expr: 'true'}]\n    turn_checks: [{id: a, type: expr, expr: 'true'}]\n", `turn check id "a" of verifier "V" is also a check's id`},
