@@ -141,6 +141,13 @@ func openReuse(cfg Config, p *plan) (*reuseSource, error) {
 	}
 	allowImpure := cfg.Remote != nil && cfg.Remote.AllowImpure
 	for _, v := range cfg.Verifiers {
+		// A run that scores turns writes every rollout's number of
+		// turns, which an earlier run that did not has not: nothing is
+		// reused between the two.
+		if m.Config.Turns != p.turns {
+			rs.noWhole = true
+			break
+		}
 		if old[v.ID] == p.judging.fingerprint(v) && p.remoting.mayReuse(v, allowImpure) && !slices.Contains(m.ImpureVerifiers, v.ID) {
 			rs.reusable[v.ID] = true
 		}
@@ -287,7 +294,7 @@ func panicPrefix(vid string) string { return "verifier " + vid + " panicked: " }
 
 // rewardCols are the rewards columns read from the earlier run.
 func (rs *reuseSource) rewardCols(keep []string) []string {
-	return results.RolloutRewardColumns(rs.manifest.Config.Flags, keep)
+	return results.RolloutRewardColumns(rs.manifest.Config.Flags, rs.manifest.Config.Turns, keep)
 }
 
 // prevUnit reads the earlier run's part of one unit in step with its rows.
@@ -330,7 +337,7 @@ func (rs *reuseSource) open(u *inputs.Unit, cur *results.ManifestInput, keep []s
 	pu := &prevUnit{multi: rs.multi, ahead: make(chan []*prevRow, prevAheadChunks), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if part, ok := rs.parts[unitKey(u.Path, u.FirstRowGroup, u.RowGroups)]; ok {
 		var err error
-		if pu.part, err = results.OpenRollouts(rs.dir, part, rs.manifest.Config.Flags, keep, rs.multi); err != nil {
+		if pu.part, err = results.OpenRollouts(rs.dir, part, rs.manifest.Config.Flags, rs.manifest.Config.Turns, keep, rs.multi); err != nil {
 			return nil
 		}
 		pu.sameInput = rs.unchanged(u, cur) != nil
@@ -627,6 +634,8 @@ func (p *prevRow) fill(pl *plan, rw *columnar.RewardRow, out *batchResults, with
 	rw.ChecksTotal, rw.ChecksPassed = p.Reward.ChecksTotal, p.Reward.ChecksPassed
 	rw.RequiredTotal, rw.RequiredPassed = p.Reward.RequiredTotal, p.Reward.RequiredPassed
 	rw.ErrorKind, rw.Error = p.Reward.ErrorKind, p.Reward.Error
+	rw.TurnRewards, rw.TurnRewardsValid = p.Reward.TurnRewards, p.Reward.TurnRewardsValid
+	rw.Turns, rw.TurnsValid = p.Reward.Turns, p.Reward.TurnsValid
 	rw.Flags, rw.FlagRows = rw.Flags[:0], 0
 	if pl.flags {
 		for _, f := range p.Reward.Flags {

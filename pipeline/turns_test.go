@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gavelhq/gavel/columnar"
@@ -161,4 +162,56 @@ func TestNoTurnsNoColumns(t *testing.T) {
 			t.Errorf("%s: a turn column", id)
 		}
 	}
+}
+
+// TestReuseWithTurns: a run that scores turns reuses the rows of an
+// earlier one, its turn rewards, turn counts and the checks' turns, and
+// writes the bytes of a fresh run; an earlier run that did not score
+// turns lends it nothing.
+func TestReuseWithTurns(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	writeChats(t, in, 9, true)
+	spec := strings.Replace(turnsTestSpec, `      - id: says-pass
+        type: rubric
+        rubric: The answer says PASS.`, `      - id: says-pass
+        type: expr
+        expr: turn.text.contains("PASS")`, 1)
+	for _, format := range []string{columnar.FormatJSONL, columnar.FormatParquet} {
+		run := func(name, reuse, spec string) *Result {
+			return grade(t, Config{Inputs: []string{in}, Out: filepath.Join(dir, format+name), Format: format,
+				Verifiers: gaveltest.ParseSpec(t, spec), Workers: 2, BatchSize: 2, Reuse: reuse})
+		}
+		run("fresh", "", spec)
+		res := run("again", filepath.Join(dir, format+"fresh"), spec)
+		if ru := res.Summary.Reuse; ru.Reused != 9 {
+			t.Errorf("%s: reused %d rollouts of 9", format, ru.Reused)
+		}
+		sameParts(t, filepath.Join(dir, format+"fresh"), filepath.Join(dir, format+"again"))
+	}
+	// VER-P scores no turns, but a run with VER-J writes its rollouts'
+	// numbers of turns: an earlier run of VER-P alone lends it nothing.
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := filepath.Join(dir, "both.jsonl")
+	if err := os.WriteFile(both, append(data, bytes.ReplaceAll(bytes.ReplaceAll(data, []byte("TASK-J"), []byte("TASK-P")), []byte(`"r0`), []byte(`"p0`))...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := "\n  - id: VER-P\n    task: TASK-P\n    name: n\n    checks: [{id: answered, type: expr, expr: \"output != ''\"}]\n"
+	run := func(name, reuse, spec string) *Result {
+		return grade(t, Config{Inputs: []string{both}, Out: filepath.Join(dir, name), Format: columnar.FormatJSONL,
+			Verifiers: gaveltest.ParseSpec(t, spec), Workers: 2, BatchSize: 2, Reuse: reuse})
+	}
+	res := run("plain", "", "verifiers:"+plain)
+	if res.Summary.Counts.Error != 9 { // TASK-J has no verifier
+		t.Fatalf("plain run: %+v", res.Summary.Counts)
+	}
+	run("bothfresh", "", spec+strings.TrimPrefix(plain, "\n"))
+	res = run("fromplain", filepath.Join(dir, "plain"), spec+strings.TrimPrefix(plain, "\n"))
+	if ru := res.Summary.Reuse; ru.Reused != 0 {
+		t.Errorf("reused %d rollouts of a run that scored no turns", ru.Reused)
+	}
+	sameParts(t, filepath.Join(dir, "bothfresh"), filepath.Join(dir, "fromplain"))
 }

@@ -368,7 +368,7 @@ func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, fo
 	}
 
 	keep := m.Config.Keep
-	rewardCols := results.RolloutRewardColumns(m.Config.Flags, keep)
+	rewardCols := results.RolloutRewardColumns(m.Config.Flags, m.Config.Turns, keep)
 	rr, err := columnar.OpenResult(filepath.Join(cfg.Dir, "rewards", in.Part), rewardCols)
 	if err != nil {
 		return nil, err
@@ -394,7 +394,7 @@ func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, fo
 	if err != nil {
 		return nil, err
 	}
-	part, err := columnar.CreatePart(cfg.Out, i, columnar.PartOptions{Format: format, Keep: keep, Flags: m.Config.Flags, RewardsOnly: true})
+	part, err := columnar.CreatePart(cfg.Out, i, columnar.PartOptions{Format: format, Keep: keep, Flags: m.Config.Flags, Turns: m.Config.Turns, RewardsOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -436,6 +436,11 @@ func rescorePart(ctx context.Context, cfg Config, m *results.Manifest, i int, fo
 		if len(crs) > 0 && !checkErr {
 			old, oldValid, oldStatus := rw.Reward, rw.RewardValid, rw.Status
 			buf = results.Score(&rw, crs, formulas[rw.VerifierID.S], buf)
+			if rw.Status == verifiers.StatusError {
+				// A formula that failed: an error has no turn rewards
+				// either (the turn formulas are the run's, unchanged).
+				rw.TurnRewards, rw.TurnRewardsValid = nil, false
+			}
 			if oldValid != rw.RewardValid || oldValid && old != rw.Reward {
 				changes.n++
 				if len(changes.list) < cfg.Changes {

@@ -55,26 +55,30 @@ type Rollout struct {
 // without flags reads as checks only).
 var (
 	CheckRowColumns = []string{"check_index", "check_id", "label", "required", "status", "detail",
-		"actual", "expected", "score", "suggestion", "issues"}
+		"actual", "expected", "score", "suggestion", "issues", columnar.ColumnTurn}
 	RolloutCheckColumns = append(slices.Clip(CheckRowColumns), "rollout_id", columnar.ColumnKind)
 )
 
 // RolloutRewardColumns are the columns of the rewards table Rollouts
 // reads: every fixed column, flags and output_hash in a run with flags,
-// then the kept columns keep.
-func RolloutRewardColumns(flags bool, keep []string) []string {
+// turn_rewards and turns in a run that scores turns, then the kept
+// columns keep.
+func RolloutRewardColumns(flags, turns bool, keep []string) []string {
 	cols := columnar.RewardColumns()
 	if flags {
 		cols = append(cols, columnar.ColumnFlags, columnar.ColumnOutputHash)
+	}
+	if turns {
+		cols = append(cols, columnar.ColumnTurnRewards, columnar.ColumnTurns)
 	}
 	return append(cols, keep...)
 }
 
 // OpenRollouts opens part of the result directory dir, written by a run
-// with flags or not, keeping the columns keep, and its judgements when
-// judgements is set.
-func OpenRollouts(dir, part string, flags bool, keep []string, judgements bool) (*Rollouts, error) {
-	cols := RolloutRewardColumns(flags, keep)
+// with flags or not and that scores turns or not, keeping the columns
+// keep, and its judgements when judgements is set.
+func OpenRollouts(dir, part string, flags, turns bool, keep []string, judgements bool) (*Rollouts, error) {
+	cols := RolloutRewardColumns(flags, turns, keep)
 	r := &Rollouts{}
 	strs := columnar.Interner{}
 	var err error
