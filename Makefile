@@ -10,7 +10,7 @@ BIN     := bin/gavel
 DEMO    := demo
 ROLLOUTS ?= 20000
 
-.PHONY: build wheel dist image docs test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-flags bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
+.PHONY: build wheel dist image docs test-python test-python-ray demo doctest test test-slurm test-emulators vet fmt-check fuzz bench bench-reuse bench-flags bench-turns bench-module bench-math bench-python-fn bench-compare bench-s3 loadtest clean
 
 # The binary is static and stripped: no cgo, so no libc to match, and it
 # runs on any Linux of its architecture. Only this build: `make test` keeps
@@ -176,6 +176,18 @@ bench: build
 	$(MAKE) bench-math
 	$(MAKE) bench-python-fn
 	$(MAKE) bench-flags
+	$(MAKE) bench-turns
+
+# `make bench-turns` (part of `make bench`) grades $(BENCH_TURNS_CHATS)
+# generated chats of 6 to 20 agent turns with three expressions as
+# trajectory checks over the last agent turn, and as turn checks on every
+# agent turn, alternating, $(BENCH_TURNS_PAIRS) pairs: medians of wall and
+# CPU time and their ratio (target: CPU at most 1.5 x). Run it idle.
+BENCH_TURNS_CHATS ?= 200000
+BENCH_TURNS_PAIRS ?= 3
+bench-turns: build
+	$(GO) build -trimpath -o bin/bench-turnsgen ./bench/cmd/turnsgen
+	bench/turns.sh $(BIN) bin/bench-turnsgen $(BENCH_DATA)/turns $(BENCH_TURNS_CHATS) $(BENCH_TURNS_PAIRS)
 
 # `make bench-flags` (part of `make bench`) grades $(BENCH_ROLLOUTS)
 # generated rollouts with the CRM verifiers and --health off, and with the

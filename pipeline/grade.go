@@ -198,6 +198,36 @@ type batchResults struct {
 	reused int
 }
 
+// resultsFree keeps batches' results for reuse, at most max of them (the
+// batches in flight), with their storage: a sync.Pool would drop them at
+// every collection, and those of runs with many checks are megabytes.
+type resultsFree struct {
+	mu   sync.Mutex
+	list []*batchResults
+	max  int
+}
+
+// Get returns results kept, or new ones.
+func (f *resultsFree) Get() *batchResults {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := len(f.list); n > 0 {
+		r := f.list[n-1]
+		f.list = f.list[:n-1]
+		return r
+	}
+	return new(batchResults)
+}
+
+// Put keeps r for reuse, unless max are kept already.
+func (f *resultsFree) Put(r *batchResults) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.list) < f.max {
+		f.list = append(f.list, r)
+	}
+}
+
 func (r *batchResults) reset() {
 	clear(r.rewards)
 	r.rewards = r.rewards[:0]

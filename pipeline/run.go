@@ -525,7 +525,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	tokens := make(chan struct{}, workers+2)
 	jobs := make(chan *job, workers)
 	done := make(chan *job, workers+2)
-	resultPool := &sync.Pool{New: func() any { return new(batchResults) }}
+	resultPool := &resultsFree{max: workers + 2}
 
 	var readErr error
 	var wg sync.WaitGroup
@@ -748,7 +748,7 @@ func (r *runner) open(u *inputs.Unit, opts columnar.Options) (columnar.Reader, e
 // is rewritten. The rewards rename is the commit point: a part counts as
 // complete when both its files and its statistics file exist, so a crash
 // between any two steps leaves the unit either complete or to be redone.
-func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan struct{}, pool *sync.Pool) (err error) {
+func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan struct{}, pool *resultsFree) (err error) {
 	w := &writer{r: r, pool: pool}
 	defer func() {
 		if w.part != nil {
@@ -840,7 +840,7 @@ func (r *runner) write(ctx context.Context, done <-chan *job, tokens <-chan stru
 // counts.
 type writer struct {
 	r       *runner
-	pool    *sync.Pool
+	pool    *resultsFree
 	part    *columnar.Part
 	cur     *results.Summary // counts of the part being written
 	errRows int64

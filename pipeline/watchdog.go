@@ -49,7 +49,7 @@ type pool struct {
 	r        *runner
 	jobs     <-chan *job
 	done     chan<- *job
-	results  *sync.Pool
+	results  *resultsFree
 	timeout  time.Duration // 0: no watchdog
 	maxStuck int
 	base     time.Time
@@ -127,7 +127,7 @@ func (p *pool) work(w *worker, first *job, from int) {
 	}
 	for j := range p.jobs {
 		if j.kind == jobBatch {
-			j.res = p.results.Get().(*batchResults)
+			j.res = p.results.Get()
 			j.res.reset()
 			p.grade(w, j, 0)
 		}
