@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
@@ -135,7 +137,11 @@ func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool bool
 			return nil
 		}
 	}
-	prg, err := env.Program(ast, celProgramOptions...)
+	opts := celProgramOptions
+	if linear(ast) {
+		opts = celLinearOptions
+	}
+	prg, err := env.Program(ast, opts...)
 	if err != nil {
 		l.problem(n, "", "CEL expression: %v", err)
 		return nil
@@ -146,6 +152,47 @@ func (l *loader) compileIn(env *cel.Env, n *yaml.Node, src string, wantBool bool
 // celProgramOptions plan every spec program: the cost limit, and CEL's
 // evaluation-time optimizations.
 var celProgramOptions = []cel.ProgramOption{cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize)}
+
+// celLinearOptions plan a program that is linear in its input (linear):
+// no cost is tracked, which costs an allocation and a count per operation
+// and can stop nothing such a program does.
+var celLinearOptions = []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+
+// linearFunctions are the functions whose cost is at most linear in the
+// size of their arguments and whose result is at most as large as their
+// arguments together: operators, comparisons, conversions and the string
+// tests. replace (whose result may be the square of its input), split,
+// join, the comprehensions and gavel's own functions are not among them.
+var linearFunctions = map[string]bool{
+	operators.Add: true, operators.Subtract: true, operators.Multiply: true, operators.Divide: true, operators.Modulo: true,
+	operators.Less: true, operators.LessEquals: true, operators.Greater: true, operators.GreaterEquals: true,
+	operators.Equals: true, operators.NotEquals: true, operators.LogicalAnd: true, operators.LogicalOr: true,
+	operators.LogicalNot: true, operators.Negate: true, operators.Conditional: true, operators.Index: true,
+	operators.OptIndex: true, operators.OptSelect: true, operators.In: true, operators.NotStrictlyFalse: true,
+	"size": true, "contains": true, "startsWith": true, "endsWith": true, "matches": true,
+	"int": true, "uint": true, "double": true, "string": true, "bool": true, "type": true, "dyn": true,
+	"lowerAscii": true, "upperAscii": true, "trim": true, "indexOf": true, "lastIndexOf": true,
+	"charAt": true, "substring": true,
+}
+
+// linear reports whether a checked expression's cost is linear in the size
+// of the rollout it reads: it has no comprehension (all, exists, map,
+// filter, ...) and calls only linearFunctions. Such a program cannot run
+// away: CostLimit, which guards against what can, is not tracked for it.
+func linear(a *cel.Ast) bool {
+	ok := true
+	celast.PostOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.ComprehensionKind:
+			ok = false
+		case celast.CallKind:
+			if !linearFunctions[e.AsCall().FunctionName()] {
+				ok = false
+			}
+		}
+	}))
+	return ok
+}
 
 // costExceeded reports whether err is CEL's cost limit being exceeded.
 func costExceeded(err error) bool {

@@ -360,3 +360,35 @@ func TestStringsAreNotHTMLEscaped(t *testing.T) {
 		})
 	}
 }
+
+// TestLinearPrograms: an expression linear in its input runs without the
+// cost limit (a test of a long output is not an error); one with a
+// comprehension or a function that may outgrow its input keeps it.
+func TestLinearPrograms(t *testing.T) {
+	env, err := celEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for src, want := range map[string]bool{
+		`output.contains("x") && size(output) < 100`:      true,
+		`!turns[size(turns) - 1].text.startsWith("Sure")`: true,
+		`final.a.b == 1 ? output.matches("^a") : false`:   true,
+		`log.exists(e, e.name == "x")`:                    false,
+		`output.replace("a", output) != ""`:               false,
+		`numbers_in(output).size() > 0`:                   false,
+		`has(final.x)`:                                    true,
+	} {
+		ast, iss := env.Compile(src)
+		if iss.Err() != nil {
+			t.Fatalf("%s: %v", src, iss.Err())
+		}
+		if got := linear(ast); got != want {
+			t.Errorf("linear(%s) = %v, want %v", src, got, want)
+		}
+	}
+	long := strings.Repeat("a", 12<<20) + "x" // contains costs about a tenth of its length
+	got := grade(t, oneCheck("- id: c\n  type: expr\n  expr: 'output.contains(\"x\")'"), ro{output: long})
+	if got[0].Status != verifiers.Pass {
+		t.Errorf("a linear expression over a long output: %v %s", got[0].Status, got[0].Detail)
+	}
+}
