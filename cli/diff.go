@@ -32,6 +32,11 @@ verifier on the paired pass/fail outcomes.
 
 A regression is a rollout that passed in BASE and is failed or error in CUR.
 
+When both runs score turns, the paired rollouts whose turn rewards changed (a
+list of another length, another value, a null for a value) are counted and
+listed with both lists, whatever their status did; when only one does, a line
+says so.
+
 With --against-column, one result directory's verdicts are compared with a
 recorded reward kept in its rewards (a harness's recorded_reward: passed when
 numerically 1 or true): the rollouts where they disagree, with the checks that

@@ -20,7 +20,8 @@ const leaderboardExamples = `  gavel leaderboard gavel-out/
   gavel leaderboard --format html --out leaderboard.html gavel-out/
   gavel leaderboard --reward-column recorded_reward gavel-out/   # the harness's own rewards
   gavel leaderboard --flags --exclude-flagged=git-history gavel-out/
-  gavel leaderboard --expect tasks.jsonl --trials 5 gavel-out/      # fails on a missing cell`
+  gavel leaderboard --expect tasks.jsonl --trials 5 gavel-out/      # fails on a missing cell
+  gavel leaderboard --turn-rewards chats/                           # runs that score turns`
 
 const leaderboardSynopsis = `gavel leaderboard [flags] DIR...
 
@@ -53,7 +54,12 @@ task of FILE (a tasks table in any input format, or task ids one a line). Each
 group's expected, graded, errored, missing and duplicated cells are counted; a
 missing or duplicated cell exits 1, naming the first ten, unless
 --allow-incomplete, which ranks anyway with every rate marked incomplete.
-Without --expect, groups whose tasks have unequal numbers of rollouts get a note.`
+Without --expect, groups whose tasks have unequal numbers of rollouts get a note.
+
+--turn-rewards adds the mean turn reward of each group: the mean over the scored
+turns (the non-null elements of turn_rewards) of its rollouts, - when none (JSON:
+mean_turn_reward, null). Every directory must come from a run that scores turns;
+one that does not exits 1.`
 
 func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("leaderboard", leaderboardSynopsis, leaderboardExamples, stdout)
@@ -68,6 +74,7 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 	expect := fs.String("expect", "", "check that each group holds --trials rollouts of every task of `FILE` (a tasks table, or task ids one a line); exit 1 naming the first missing or duplicated cells")
 	trials := fs.Int("trials", 1, "rollouts expected of each task with --expect: `K`")
 	allowIncomplete := fs.Bool("allow-incomplete", false, "with --expect, rank groups that miss cells anyway, every rate marked incomplete")
+	turnRewards := fs.Bool("turn-rewards", false, "add the mean turn reward of each group: the mean over the scored turns of its rollouts (runs that score turns)")
 	var exclude excludeFlagged
 	fs.Var(&exclude, "exclude-flagged", "leave out the rollouts that raised a flag: any flag, or with =`ID,...` one of these")
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
@@ -133,7 +140,7 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 	setMemoryDefaults()
 	lb, err := report.BuildLeaderboard(dirs, report.LeaderboardConfig{By: byList, K: kList, Seed: *seed, Resamples: *resamples, RewardColumn: *rewardColumn,
 		FlagCounts: *flagCounts, ExcludeFlagged: exclude.ids, ExcludeAllFlagged: exclude.all,
-		Expect: expected, Trials: *trials, AllowIncomplete: *allowIncomplete})
+		Expect: expected, Trials: *trials, AllowIncomplete: *allowIncomplete, TurnRewards: *turnRewards})
 	if err != nil {
 		msg := err.Error()
 		for i, dir := range fs.Args() {

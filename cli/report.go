@@ -14,7 +14,8 @@ import (
 
 const reportExamples = `  gavel report gavel-out/ > report.html
   gavel report --baseline baseline/ --out report.html tonight/
-  gavel report --format markdown --baseline baseline/ tonight/ > report.md   # for a CI comment`
+  gavel report --format markdown --baseline baseline/ tonight/ > report.md   # for a CI comment
+  gavel report --format markdown --turns refund-a chats/   # a rollout's reward per turn`
 
 const reportSynopsis = `gavel report [flags] DIR
 
@@ -23,6 +24,11 @@ pass, fail, pending and error counts as bars; the most failed checks with
 example rollouts and their actual and expected values; the error kinds with
 example messages; and, with --baseline, the diff's flips per verifier and per
 check and the changed rollouts, regressions first (as gavel diff BASE DIR).
+
+--turns ROLLOUT_ID (repeatable) adds a section per rollout of a run that scores
+turns: a row per agent turn with its reward ("not scored" when null) and the
+checks credited to it. A run that scores no turns, or an id it does not hold,
+exits 1.
 
 The HTML page is self-contained: no script, nothing loaded from the network.
 The run is read once, row by row, keeping counts and a few examples per check.`
@@ -34,6 +40,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := fs.String("out", "", "write to `FILE` instead of standard output")
 	top := fs.Int("top", 10, "show the `N` most failed checks")
 	examples := fs.Int("examples", 3, "example rollouts per failed check and messages per error kind `N`")
+	var turns listFlag
+	fs.Var(&turns, "turns", "add a section with the turns of this `ROLLOUT_ID`: each agent turn's reward and the checks credited to it (a run that scores turns; repeatable)")
 	if err := parseFlags(fs, interleaved(fs, args)); err != nil {
 		return err
 	}
@@ -69,7 +77,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usagef("gavel report gavel-out/", "%s is not a result directory (no rewards/ in it)", store.Redact(dir))
 		}
 	}
-	cfg := report.RunConfig{TopChecks: *top, Examples: *examples}
+	cfg := report.RunConfig{TopChecks: *top, Examples: *examples, Turns: turns}
 	if len(local) > 1 {
 		cfg.Baseline = local[1]
 	}

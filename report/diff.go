@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,6 +129,16 @@ type Diff struct {
 	// id; both absent when neither run has flags.
 	Flags        []FlagDiff   `json:"flags,omitempty"`
 	FlagExamples []FlagChange `json:"flag_examples,omitempty"`
+	// TurnRewardsChanged counts, when both runs score turns, the paired
+	// rollouts whose turn rewards differ (another length, another value,
+	// null against a value; two nulls are equal), whatever their status
+	// and reward did; TurnExamples lists the first such rollouts by id.
+	// Both are absent unless both runs score turns. TurnsOnly names the
+	// one side that scores turns ("base" or "current") when the other
+	// does not: the turn rewards are then not compared.
+	TurnRewardsChanged *int64       `json:"turn_rewards_changed,omitempty"`
+	TurnExamples       []TurnChange `json:"turn_examples,omitempty"`
+	TurnsOnly          string       `json:"turns_only,omitempty"`
 
 	// Partitions and DiskBytes say how the comparison ran: the partitions
 	// spilled (0: the results lined up) and the bytes written to disk.
@@ -201,6 +212,58 @@ type FlagChange struct {
 	Cleared   []string `json:"cleared"`
 }
 
+// TurnChange is one paired rollout whose turn rewards changed: the base's
+// and the current list, a NaN element a turn not scored, a nil list null.
+type TurnChange struct {
+	RolloutID string      `json:"rollout_id"`
+	Verifier  string      `json:"verifier"`
+	Base      TurnRewards `json:"base"`
+	Current   TurnRewards `json:"current"`
+}
+
+// TurnRewards is a rollout's turn rewards: NaN for a turn not scored
+// (null in JSON), nil for a null list.
+type TurnRewards []float64
+
+// MarshalJSON writes the list as the rewards table does: null elements
+// for turns not scored, null for a nil list.
+func (tr TurnRewards) MarshalJSON() ([]byte, error) {
+	return []byte(tr.String()), nil
+}
+
+// String writes the list as JSON: [null,1], or null.
+func (tr TurnRewards) String() string {
+	if tr == nil {
+		return "null"
+	}
+	b := []byte{'['}
+	for i, f := range tr {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendFloat(b, f, 'g', -1, 64)
+		}
+	}
+	return string(append(b, ']'))
+}
+
+// sameTurnRewards reports whether two lists of turn rewards are equal,
+// NaN (not scored) equal to NaN and a nil (null) list only to another.
+func sameTurnRewards(a, b []float64) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
+			return false
+		}
+	}
+	return true
+}
+
 // Change is one rollout whose status changed.
 type Change struct {
 	RolloutID  string   `json:"rollout_id"`
@@ -245,6 +308,21 @@ func CompareContext(ctx context.Context, baseDir, curDir string, cfg DiffConfig)
 		rewards = append(rewards, columnar.ColumnFlags)
 		df.flags = map[[2]string]*FlagDiff{}
 		df.flagStrs = columnar.Interner{}
+	}
+	// Turn rewards are compared when both runs score turns (a column is
+	// read only where the run wrote it); when one does, the diff says so.
+	switch bt, ct := base.Manifest.Config.Turns, cur.Manifest.Config.Turns; {
+	case bt && ct:
+		df.turnCol = len(rewards)
+		rewards = append(rewards, columnar.ColumnTurnRewards)
+		df.d.TurnRewardsChanged = new(int64)
+		if df.turnDec, err = columnar.NewRewardDecoder([]string{columnar.ColumnTurnRewards}, nil, nil); err != nil {
+			return nil, err
+		}
+	case bt:
+		df.d.TurnsOnly = "base"
+	case ct:
+		df.d.TurnsOnly = "current"
 	}
 	jcfg := join.Config{
 		Rewards:      rewards,
@@ -336,6 +414,13 @@ type differ struct {
 	baseFlags, curFlags []string
 	flagDoc             jsonview.Doc
 	flagStrs            columnar.Interner
+	// turnCol is the index of turn_rewards in a joined rewards row and
+	// turnDec decodes it (nil unless both runs score turns); turnChanges
+	// holds the examples.
+	turnCol     int
+	turnDec     *columnar.ResultDecoder[columnar.RewardRow]
+	turnRow     columnar.RewardRow
+	turnChanges []TurnChange
 	// deltas keeps the reward deltas of the pairs joined in partitions,
 	// so that they are summed in base order as on the aligned path.
 	deltas deltaRuns
@@ -432,6 +517,11 @@ func (df *differ) pair(p *join.Pair) error {
 	}
 	if df.flags != nil {
 		if err := df.pairFlags(p.Left.ID, vid, b[rFlags], c[rFlags]); err != nil {
+			return err
+		}
+	}
+	if df.turnDec != nil {
+		if err := df.pairTurns(p.Left.ID, vid, b[df.turnCol], c[df.turnCol]); err != nil {
 			return err
 		}
 	}
@@ -609,6 +699,54 @@ func (df *differ) pairFlags(id []byte, vid string, bv, cv join.Value) error {
 	return nil
 }
 
+// pairTurns compares the turn rewards cells bv (base) and cv (current)
+// of the paired rollout id, bound to the verifier vid.
+func (df *differ) pairTurns(id []byte, vid string, bv, cv join.Value) error {
+	if bv.Kind == cv.Kind && bytes.Equal(bv.Data, cv.Data) {
+		return nil // the same cell: no list to decode
+	}
+	base, err := df.turnRewards(bv)
+	if err != nil {
+		return fmt.Errorf("base: %w", err)
+	}
+	cur, err := df.turnRewards(cv)
+	if err != nil {
+		return fmt.Errorf("current: %w", err)
+	}
+	if sameTurnRewards(base, cur) {
+		return nil
+	}
+	*df.d.TurnRewardsChanged++
+	if df.examples == 0 {
+		return nil
+	}
+	df.turnChanges = append(df.turnChanges, TurnChange{RolloutID: string(id), Verifier: vid, Base: base, Current: cur})
+	if len(df.turnChanges) >= 4*df.examples {
+		sortTurnChanges(df.turnChanges)
+		clear(df.turnChanges[df.examples:])
+		df.turnChanges = df.turnChanges[:df.examples]
+	}
+	return nil
+}
+
+// turnRewards decodes a turn_rewards cell: nil for null.
+func (df *differ) turnRewards(v join.Value) (TurnRewards, error) {
+	if err := df.turnDec.Decode([]columnar.Cell{{Kind: v.Kind, Data: v.Data}}, &df.turnRow); err != nil {
+		return nil, err
+	}
+	if !df.turnRow.TurnRewardsValid {
+		return nil, nil
+	}
+	if df.turnRow.TurnRewards == nil {
+		return TurnRewards{}, nil
+	}
+	return df.turnRow.TurnRewards, nil
+}
+
+func sortTurnChanges(cs []TurnChange) {
+	slices.SortFunc(cs, func(a, b TurnChange) int { return strings.Compare(a.RolloutID, b.RolloutID) })
+}
+
 func sortFlagChanges(cs []FlagChange) {
 	slices.SortFunc(cs, func(a, b FlagChange) int { return strings.Compare(a.RolloutID, b.RolloutID) })
 }
@@ -660,6 +798,13 @@ func (df *differ) finish(st *join.Stats) error {
 		d.FlagExamples = df.flagChanges[:min(df.examples, len(df.flagChanges))]
 		if d.FlagExamples == nil {
 			d.FlagExamples = []FlagChange{}
+		}
+	}
+	if d.TurnRewardsChanged != nil {
+		sortTurnChanges(df.turnChanges)
+		d.TurnExamples = df.turnChanges[:min(df.examples, len(df.turnChanges))]
+		if d.TurnExamples == nil {
+			d.TurnExamples = []TurnChange{}
 		}
 	}
 	sortChanges(df.changes)

@@ -153,7 +153,23 @@ func (d *Diff) header(arrow string) []string {
 	if d.BaseVersion != d.CurVersion {
 		lines = append(lines, fmt.Sprintf("gavel version changed: %s %s %s", d.BaseVersion, arrow, d.CurVersion))
 	}
+	if l := d.turnsLine(); l != "" {
+		lines = append(lines, l)
+	}
 	return append(lines, d.verdictLine())
+}
+
+// turnsLine says what the diff found of turn rewards: how many paired
+// rollouts' changed when both runs score turns, that they were not
+// compared when one does; "" when neither does.
+func (d *Diff) turnsLine() string {
+	switch {
+	case d.TurnRewardsChanged != nil:
+		return fmt.Sprintf("turn rewards changed: %d of %d paired rollouts", *d.TurnRewardsChanged, d.Paired)
+	case d.TurnsOnly != "":
+		return fmt.Sprintf("turn rewards: only the %s run scores turns; not compared", d.TurnsOnly)
+	}
+	return ""
 }
 
 const diffConventions = "McNemar p: exact two-sided binomial test on the rollouts that flipped between passed and failed. " +
@@ -190,6 +206,12 @@ func (d *Diff) WriteText(w io.Writer) error {
 				fmt.Fprintf(w, ": %s", strings.Join(c.Checks, "; "))
 			}
 			fmt.Fprintln(w)
+		}
+	}
+	if len(d.TurnExamples) > 0 {
+		fmt.Fprintln(w, "\nturn rewards changed (base -> current)")
+		for _, c := range d.TurnExamples {
+			fmt.Fprintf(w, "  %s  %s  %s -> %s\n", c.RolloutID, nonEmpty(c.Verifier), c.Base, c.Current)
 		}
 	}
 	if fs := d.changedFlags(); len(fs) > 0 {
@@ -281,6 +303,15 @@ func (d *Diff) WriteMarkdown(w io.Writer) error {
 		writeMDTable(w, []string{"rollout", "verifier", "from", "to", "cause", "checks"}, func(yield func([]string)) {
 			for _, c := range d.Examples {
 				yield([]string{c.RolloutID, c.Verifier, c.From, c.To, c.Cause, mdChecks(c.Checks)})
+			}
+		})
+	}
+	if len(d.TurnExamples) > 0 {
+		fmt.Fprintln(w, "\n#### Turn rewards changed")
+		fmt.Fprintln(w)
+		writeMDTable(w, []string{"rollout", "verifier", "base", "current"}, func(yield func([]string)) {
+			for _, c := range d.TurnExamples {
+				yield([]string{c.RolloutID, nonEmpty(c.Verifier), c.Base.String(), c.Current.String()})
 			}
 		})
 	}

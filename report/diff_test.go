@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -339,5 +340,36 @@ func TestCompareDuplicateIDs(t *testing.T) {
 	}
 	if flips["c1"] != 0 || flips["c2"] != 1 {
 		t.Errorf("check changes %v, want c2's one flip", flips)
+	}
+}
+
+// TestSameTurnRewards compares lists of turn rewards: a turn not scored
+// (NaN) equals another, a null list (nil) only another, and a list of
+// another length or value differs.
+func TestSameTurnRewards(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		a, b TurnRewards
+		same bool
+		text string
+	}{
+		{TurnRewards{nan, 1}, TurnRewards{nan, 1}, true, "[null,1]"},
+		{nil, nil, true, "null"},
+		{TurnRewards{}, TurnRewards{}, true, "[]"},
+		{nil, TurnRewards{}, false, "null"},
+		{TurnRewards{nan, 1}, TurnRewards{0, 1}, false, "[null,1]"},
+		{TurnRewards{0.5}, TurnRewards{0.5, nan}, false, "[0.5]"},
+		{TurnRewards{0, 0}, TurnRewards{0, 0.5}, false, "[0,0]"},
+	}
+	for _, tt := range tests {
+		if got := sameTurnRewards(tt.a, tt.b); got != tt.same {
+			t.Errorf("sameTurnRewards(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.same)
+		}
+		if got := sameTurnRewards(tt.b, tt.a); got != tt.same {
+			t.Errorf("sameTurnRewards(%s, %s) = %v, want %v", tt.b, tt.a, got, tt.same)
+		}
+		if got := tt.a.String(); got != tt.text {
+			t.Errorf("%v as text = %s, want %s", []float64(tt.a), got, tt.text)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -52,6 +53,10 @@ type LeaderboardConfig struct {
 	Expect          []string
 	Trials          int
 	AllowIncomplete bool
+	// TurnRewards adds, per group, the mean turn reward: the mean over
+	// the scored turns of its rollouts (--turn-rewards). Every result
+	// directory must score turns.
+	TurnRewards bool
 }
 
 // Leaderboard is one row per group of rollouts, best pass rate first.
@@ -79,9 +84,12 @@ type Leaderboard struct {
 	ExcludeFlags    []string `json:"exclude_flags,omitempty"`
 	// Coverage is the groups' coverage of the cells expected (absent
 	// without --expect).
-	Coverage    *Coverage `json:"coverage,omitempty"`
-	Entries     []Entry   `json:"entries"`
-	Conventions []string  `json:"conventions"`
+	Coverage *Coverage `json:"coverage,omitempty"`
+	// TurnRewards is set with LeaderboardConfig.TurnRewards: the entries
+	// then have a mean turn reward.
+	TurnRewards bool     `json:"-"`
+	Entries     []Entry  `json:"entries"`
+	Conventions []string `json:"conventions"`
 }
 
 // Entry is the statistics of one group.
@@ -110,8 +118,27 @@ type Entry struct {
 	FlagCounts   map[string]int64 `json:"flag_counts,omitempty"`
 	// Coverage counts the group's cells (absent without --expect).
 	Coverage *GroupCoverage `json:"coverage,omitempty"`
+	// MeanTurnReward is the mean over the scored turns (the non-null
+	// elements of turn_rewards) of the group's rollouts; nil when none.
+	// JSON has it as mean_turn_reward (null when none) only with
+	// LeaderboardConfig.TurnRewards.
+	MeanTurnReward *float64 `json:"-"`
 
-	agg *groupAgg
+	agg         *groupAgg
+	turnRewards bool
+}
+
+// MarshalJSON writes the entry with mean_turn_reward when the
+// leaderboard reads turn rewards.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	type plain Entry
+	if !e.turnRewards {
+		return json.Marshal(plain(e))
+	}
+	return json.Marshal(struct {
+		plain
+		MeanTurnReward *float64 `json:"mean_turn_reward"`
+	}{plain(e), e.MeanTurnReward})
 }
 
 // KStats is pass@k and pass^k for one k, averaged over the tasks with at
@@ -143,6 +170,9 @@ type groupAgg struct {
 	outHash  string
 	outRows  int64
 	outMixed bool
+	// turnSum and turnN sum the scored turns' rewards (TurnRewards).
+	turnSum float64
+	turnN   int64
 }
 
 // column maps a --by name to the rewards column that holds it.
@@ -197,6 +227,19 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 		withFlags[i] = hasFlags(dir)
 		anyFlags = anyFlags || withFlags[i]
 	}
+	var turnDec *columnar.ResultDecoder[columnar.RewardRow]
+	var turnRow columnar.RewardRow
+	if cfg.TurnRewards {
+		for _, dir := range dirs {
+			if !scoresTurns(dir) {
+				return nil, fmt.Errorf("--turn-rewards: the run in %s does not score turns (none of its verifiers has turn checks or credits checks to turns)", dir)
+			}
+		}
+		var err error
+		if turnDec, err = columnar.NewRewardDecoder([]string{columnar.ColumnTurnRewards}, nil, nil); err != nil {
+			return nil, err
+		}
+	}
 	exclude := cfg.ExcludeAllFlagged || len(cfg.ExcludeFlagged) > 0
 	if exclude && !anyFlags {
 		return nil, errors.New("--exclude-flagged: no result directory has flags (its run had no verifier with flags)")
@@ -209,6 +252,12 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 		dcols := cols
 		if withFlags[di] {
 			dcols = append(slices.Clip(cols), columnar.ColumnFlags, columnar.ColumnOutputHash)
+		}
+		turnAt := len(dcols)
+		if cfg.TurnRewards {
+			// Read only where the run wrote it: every directory scores
+			// turns (checked above).
+			dcols = append(slices.Clip(dcols), columnar.ColumnTurnRewards)
 		}
 		err := scanTable(dir, "rewards", dcols, func(v []value) error {
 			raised = raised[:0]
@@ -258,6 +307,17 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 			if withFlags[di] {
 				g.sameOutput(v[len(cols)+1])
 			}
+			if turnDec != nil {
+				if err := turnDec.Decode([]columnar.Cell{{Kind: v[turnAt].Kind, Data: v[turnAt].Data}}, &turnRow); err != nil {
+					return err
+				}
+				for _, r := range turnRow.TurnRewards {
+					if !math.IsNaN(r) {
+						g.turnSum += r
+						g.turnN++
+					}
+				}
+			}
 			if len(raised) > 0 {
 				g.flagged++
 				if cfg.FlagCounts {
@@ -303,7 +363,8 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 	if cfg.RewardColumn != "" && !recordedFound && len(groups) > 0 {
 		return nil, fmt.Errorf("--reward-column %s: no rollout has a number or boolean in column %s (kept columns: see --keep of gavel grade)", cfg.RewardColumn, cfg.RewardColumn)
 	}
-	lb := &Leaderboard{Dirs: dirs, By: by, K: ks, Seed: cfg.Seed, Resamples: cfg.Resamples, RewardColumn: cfg.RewardColumn, HasFlags: anyFlags}
+	lb := &Leaderboard{Dirs: dirs, By: by, K: ks, Seed: cfg.Seed, Resamples: cfg.Resamples, RewardColumn: cfg.RewardColumn, HasFlags: anyFlags,
+		TurnRewards: cfg.TurnRewards}
 	if exclude {
 		lb.ExcludedFlagged = &excluded
 		lb.ExcludeFlags = cfg.ExcludeFlagged
@@ -319,6 +380,11 @@ func BuildLeaderboard(dirs []string, cfg LeaderboardConfig) (*Leaderboard, error
 		e.agg = g
 		e.Group = g.key
 		e.Tasks = len(g.tasks)
+		e.turnRewards = cfg.TurnRewards
+		if g.turnN > 0 {
+			m := g.turnSum / float64(g.turnN)
+			e.MeanTurnReward = &m
+		}
 		if anyFlags {
 			n := g.flagged
 			share := 0.0
@@ -441,6 +507,9 @@ func conventions(lb *Leaderboard) []string {
 	var recorded []string
 	if lb.RewardColumn != "" {
 		recorded = []string{fmt.Sprintf("outcomes are read from column %s, not gavel's verdict: a row passed when its value is numerically 1 or boolean true (1, 1.0, true), failed for any other number or false, and is counted as error without one; the reward is the value (true 1, false 0).", lb.RewardColumn)}
+	}
+	if lb.TurnRewards {
+		recorded = append(recorded, "mean turn reward is the mean over the scored turns (the non-null elements of turn_rewards) of the group's rollouts, each scored turn weighing the same; a rollout whose turn rewards are null (its verifier scores no turns, or its status is error) adds none; - when the group has no scored turn.")
 	}
 	if lb.HasFlags {
 		recorded = append(recorded, "flagged counts the rollouts that raised at least one flag (a mark of the verifier, such as reward hacking; it never moves a reward), flagged share their share of the group's rollouts.")

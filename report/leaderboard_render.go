@@ -39,7 +39,11 @@ func ci(iv *stats.Interval) string {
 func (lb *Leaderboard) header() []string {
 	h := []string{"rank"}
 	h = append(h, lb.By...)
-	h = append(h, "rollouts", "passed", "failed", "pending", "error", "pass rate", "95% CI (Wilson)", "mean reward", "95% CI (bootstrap over tasks)", "tasks")
+	h = append(h, "rollouts", "passed", "failed", "pending", "error", "pass rate", "95% CI (Wilson)", "mean reward", "95% CI (bootstrap over tasks)")
+	if lb.TurnRewards {
+		h = append(h, "mean turn reward")
+	}
+	h = append(h, "tasks")
 	h = append(h, lb.flagHeader("flagged", "flagged share", "flag ")...)
 	for _, k := range lb.K {
 		h = append(h, fmt.Sprintf("pass@%d", k), fmt.Sprintf("pass^%d", k))
@@ -60,7 +64,11 @@ func (lb *Leaderboard) row(e *Entry) []string {
 		rate += " (incomplete)"
 	}
 	r = append(r, itoa(e.Rollouts), itoa(e.Passed), itoa(e.Failed), itoa(e.Pending), itoa(e.Error),
-		rate, ci(e.PassRateCI), f4(e.MeanReward), ci(e.MeanRewardCI), strconv.Itoa(e.Tasks))
+		rate, ci(e.PassRateCI), f4(e.MeanReward), ci(e.MeanRewardCI))
+	if lb.TurnRewards {
+		r = append(r, f4(e.MeanTurnReward))
+	}
+	r = append(r, strconv.Itoa(e.Tasks))
 	r = append(r, lb.flagCells(e, f4)...)
 	for _, k := range e.AtK {
 		r = append(r, f4(k.PassAtK), f4(k.PassHatK))
@@ -136,7 +144,11 @@ func (lb *Leaderboard) WriteCSV(w io.Writer) error {
 	h := []string{"rank"}
 	h = append(h, lb.By...)
 	h = append(h, "rollouts", "passed", "failed", "pending", "error", "pass_rate", "pass_rate_wilson95_lo", "pass_rate_wilson95_hi",
-		"mean_reward", "mean_reward_bootstrap95_lo", "mean_reward_bootstrap95_hi", "tasks")
+		"mean_reward", "mean_reward_bootstrap95_lo", "mean_reward_bootstrap95_hi")
+	if lb.TurnRewards {
+		h = append(h, "mean_turn_reward")
+	}
+	h = append(h, "tasks")
 	h = append(h, lb.flagHeader("flagged", "flagged_share", "flag_")...)
 	for _, k := range lb.K {
 		h = append(h, fmt.Sprintf("pass_at_%d", k), fmt.Sprintf("pass_hat_%d", k), fmt.Sprintf("tasks_at_%d", k))
@@ -161,6 +173,9 @@ func (lb *Leaderboard) WriteCSV(w io.Writer) error {
 		r = append(r, bounds(e.PassRateCI)...)
 		r = append(r, num(e.MeanReward))
 		r = append(r, bounds(e.MeanRewardCI)...)
+		if lb.TurnRewards {
+			r = append(r, num(e.MeanTurnReward))
+		}
 		r = append(r, strconv.Itoa(e.Tasks))
 		r = append(r, lb.flagCells(&e, num)...)
 		for _, k := range e.AtK {
@@ -476,6 +491,9 @@ func (lb *Leaderboard) WriteHTML(w io.Writer) error {
 	// pairs of many k would not fit a window beside the other columns.
 	header := lb.header()
 	split := 1 + len(lb.By) + 10 + len(lb.flagHeader("", "", "")) // rank, the groups, 10 columns up to tasks, the flags
+	if lb.TurnRewards {
+		split++ // mean turn reward
+	}
 	rows := make([][]string, len(lb.Entries))
 	kRows := make([][]string, 0, len(lb.Entries))
 	for i := range lb.Entries {

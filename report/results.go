@@ -79,6 +79,14 @@ func hasFlags(dir string) bool {
 	return err == nil && m.Config.Flags
 }
 
+// scoresTurns reports whether the run of the result directory dir scored
+// turns (its manifest says so; a directory without a readable manifest
+// did not).
+func scoresTurns(dir string) bool {
+	m, err := results.ReadManifest(filepath.Join(dir, results.ManifestFile))
+	return err == nil && m.Config.Turns
+}
+
 // scanJudgementRows reads the judgements rows of dir as the judgements
 // columns cols, decoded (see scanDecoded); strs interns the categorical
 // strings.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,11 @@ type RunConfig struct {
 	// Examples is how many example rollouts each of them, and each error
 	// kind, shows (0: 3).
 	Examples int
+	// Turns lists rollout ids whose turns the report shows, each in a
+	// section of its own (--turns): a row per agent turn with its reward
+	// and the checks credited to it. The run must score turns, and have
+	// every one of them.
+	Turns []string
 }
 
 // RunReport is what one run's results say: the summary, the outcome counts
@@ -61,6 +67,9 @@ type RunReport struct {
 	// Flags counts the flags raised and lists the first flagged
 	// rollouts with their evidence (absent in a run without flags).
 	Flags *FlagReport `json:"flags,omitempty"`
+	// Turns shows the turns of the rollouts RunConfig.Turns asks for, in
+	// that order (absent without it).
+	Turns []TurnsReport `json:"turns,omitempty"`
 	// Diff compares the run with the baseline (nil without one).
 	Diff *Diff `json:"diff,omitempty"`
 	// Agreement is the agreement of the judges, as gavel judge agreement
@@ -97,6 +106,96 @@ type FlagEvidence struct {
 	Flag   string `json:"flag"`
 	Detail string `json:"detail"`
 	Actual string `json:"actual,omitempty"`
+}
+
+// TurnsReport is one rollout's turns, as a run that scores turns wrote
+// them: a row per agent turn with the turn's reward and the checks
+// credited to it, and the rollout's checks credited to no turn.
+type TurnsReport struct {
+	RolloutID string   `json:"rollout_id"`
+	Verifier  string   `json:"verifier"`
+	Status    string   `json:"status"`
+	Reward    *float64 `json:"reward"`
+	// Scored is false when the rollout's turn rewards are null (its
+	// verifier scores no turns, or its status is error): no turn has a
+	// reward then.
+	Scored bool `json:"scored"`
+	// Turns has a row per agent turn: as many as the rewards' turns
+	// column counts (or turn_rewards holds, or a check is credited to,
+	// when more).
+	Turns []TurnRow `json:"turns"`
+	// Uncredited are the rollout's checks credited to no turn.
+	Uncredited []TurnCheck `json:"uncredited"`
+
+	found               bool
+	checksTotal, checks int32
+}
+
+// TurnRow is one agent turn of a rollout.
+type TurnRow struct {
+	Turn int `json:"turn"`
+	// Reward is the turn's reward; nil when the turn is not scored.
+	Reward *float64    `json:"reward"`
+	Checks []TurnCheck `json:"checks"`
+}
+
+// TurnCheck is a check of a rollout, its detail cut to MaxExampleText
+// bytes.
+type TurnCheck struct {
+	Check  string `json:"check"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// turnsOf returns the TurnsReport of the rollout id asked for, nil for
+// any other.
+func (rep *RunReport) turnsOf(byID map[string]int, id string) *TurnsReport {
+	i, ok := byID[id]
+	if !ok {
+		return nil
+	}
+	return &rep.Turns[i]
+}
+
+// setTurns fills t from the rollout's rewards row r, the first of its id.
+func (t *TurnsReport) setTurns(r *columnar.RewardRow) {
+	t.found = true
+	t.Verifier, t.Status, t.checksTotal = strings.Clone(r.VerifierID.S), strings.Clone(r.Status), r.ChecksTotal
+	if r.RewardValid {
+		reward := r.Reward
+		t.Reward = &reward
+	}
+	t.Scored = r.TurnRewardsValid
+	n := len(r.TurnRewards)
+	if r.TurnsValid {
+		n = max(n, int(r.Turns))
+	}
+	t.Turns = make([]TurnRow, n)
+	for i := range t.Turns {
+		t.Turns[i].Turn = i
+		if i < len(r.TurnRewards) && !math.IsNaN(r.TurnRewards[i]) {
+			reward := r.TurnRewards[i]
+			t.Turns[i].Reward = &reward
+		}
+	}
+}
+
+// addCheck adds one of the rollout's check rows: its first checks_total
+// rows are its own (rows of the same id that follow are another row's).
+func (t *TurnsReport) addCheck(c *columnar.CheckRow) {
+	if !t.found || t.checks >= t.checksTotal {
+		return
+	}
+	t.checks++
+	tc := TurnCheck{Check: strings.Clone(c.CheckID), Status: strings.Clone(c.Status), Detail: cut(c.Detail)}
+	if !c.TurnValid || c.Turn < 0 {
+		t.Uncredited = append(t.Uncredited, tc)
+		return
+	}
+	for int(c.Turn) >= len(t.Turns) { // a turn the rewards do not count
+		t.Turns = append(t.Turns, TurnRow{Turn: len(t.Turns)})
+	}
+	t.Turns[c.Turn].Checks = append(t.Turns[c.Turn].Checks, tc)
 }
 
 // maxFlagged bounds the flagged rollouts a report lists.
@@ -268,10 +367,28 @@ func BuildRunReport(dir string, cfg RunConfig) (*RunReport, error) {
 		return nil, err
 	}
 	rep := &RunReport{Dir: dir, Version: d.Manifest.Version}
-	if err := rep.readRewards(cfg.Examples); err != nil {
+	var turns map[string]int
+	if len(cfg.Turns) > 0 {
+		if !d.Manifest.Config.Turns {
+			return nil, fmt.Errorf("--turns %s: the run in %s does not score turns (none of its verifiers has turn checks or credits checks to turns)", cfg.Turns[0], dir)
+		}
+		turns = map[string]int{}
+		for _, id := range cfg.Turns {
+			if _, dup := turns[id]; !dup {
+				turns[id] = len(rep.Turns)
+				rep.Turns = append(rep.Turns, TurnsReport{RolloutID: id})
+			}
+		}
+	}
+	if err := rep.readRewards(cfg.Examples, turns); err != nil {
 		return nil, err
 	}
-	if err := rep.readChecks(cfg.TopChecks, cfg.Examples); err != nil {
+	for _, t := range rep.Turns {
+		if !t.found {
+			return nil, fmt.Errorf("--turns %s: no rollout %s in %s", t.RolloutID, t.RolloutID, dir)
+		}
+	}
+	if err := rep.readChecks(cfg.TopChecks, cfg.Examples, turns); err != nil {
 		return nil, err
 	}
 	if err := rep.readFlags(); err != nil {
@@ -299,13 +416,20 @@ func BuildRunReport(dir string, cfg RunConfig) (*RunReport, error) {
 }
 
 // readRewards counts the rollouts overall and per verifier, and the error
-// kinds with their first examples.
-func (rep *RunReport) readRewards(examples int) error {
+// kinds with their first examples; with turns (the rollouts of --turns,
+// by id, in a run that scores turns), it reads their turn rewards.
+func (rep *RunReport) readRewards(examples int, turns map[string]int) error {
 	byVerifier := map[string]*OutcomeCounts{}
 	kinds := map[string]*ErrorKind{}
 	s := &rep.Summary
 	cols := []string{"rollout_id", "verifier_id", "status", "reward", "error_kind", "error"}
+	if turns != nil {
+		cols = append(cols, "checks_total", columnar.ColumnTurnRewards, columnar.ColumnTurns)
+	}
 	err := scanRewards(rep.Dir, cols, columnar.Interner{}, func(r *columnar.RewardRow) error {
+		if t := rep.turnsOf(turns, r.RolloutID); t != nil && !t.found {
+			t.setTurns(r)
+		}
 		status := r.Status
 		s.add(status)
 		vc := byVerifier[r.VerifierID.S]
@@ -357,13 +481,20 @@ func (rep *RunReport) readRewards(examples int) error {
 }
 
 // readChecks counts the checks and keeps each check's first failing
-// rollouts; the top most failed keep theirs.
-func (rep *RunReport) readChecks(top, examples int) error {
+// rollouts; the top most failed keep theirs. With turns (see
+// readRewards), it gives the rollouts of --turns their checks.
+func (rep *RunReport) readChecks(top, examples int, turns map[string]int) error {
 	type key struct{ verifier, check string }
 	checks := map[key]*CheckCounts{}
 	failed := map[key][]Example{}
 	cols := []string{"rollout_id", "verifier_id", "check_id", "check_index", "required", "status", "detail", "actual", "expected"}
+	if turns != nil {
+		cols = append(cols, columnar.ColumnTurn)
+	}
 	err := scanChecks(rep.Dir, cols, columnar.Interner{}, func(r *columnar.CheckRow) error {
+		if t := rep.turnsOf(turns, r.RolloutID); t != nil {
+			t.addCheck(r)
+		}
 		k := key{r.VerifierID.S, r.CheckID}
 		c := checks[k]
 		index := int64(r.CheckIndex)

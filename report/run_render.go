@@ -69,11 +69,67 @@ var runFuncs = template.FuncMap{
 	"width": func(w float64) template.CSS {
 		return template.CSS("width: " + strconv.FormatFloat(w, 'f', 4, 64) + "%")
 	},
-	"rate":     rate,
-	"none":     nonEmpty,
-	"statuses": formatStatusChanges,
-	"join":     strings.Join,
-	"pct":      pct,
+	"rate":          rate,
+	"none":          nonEmpty,
+	"statuses":      formatStatusChanges,
+	"turnsHeading":  turnsHeading,
+	"turnsSentence": turnsSentence,
+	"join":          strings.Join,
+	"pct":           pct,
+	"turnReward":    turnReward,
+	"turnCheck":     turnCheck,
+}
+
+// turnReward writes a turn's reward, or "not scored".
+func turnReward(r *float64) string {
+	if r == nil {
+		return "not scored"
+	}
+	return f4(r)
+}
+
+// turnCheck writes a check of a turn: its id, status and detail.
+func turnCheck(c TurnCheck) string {
+	s := c.Check + ": " + c.Status
+	if c.Detail != "" {
+		s += " (" + c.Detail + ")"
+	}
+	return s
+}
+
+// turnChecks joins the checks of a turn for a Markdown cell.
+func turnChecks(cs []TurnCheck) string {
+	if len(cs) == 0 {
+		return "(none)"
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = turnCheck(c)
+	}
+	return strings.Join(parts, " / ")
+}
+
+// turnsSentence is the diff's line on turn rewards as a sentence, "" when
+// neither run scores turns.
+func turnsSentence(d *Diff) string {
+	l := d.turnsLine()
+	if l == "" {
+		return ""
+	}
+	return strings.ToUpper(l[:1]) + l[1:] + "."
+}
+
+// turnsHeading is the sentence under a rollout's turns heading.
+func turnsHeading(t *TurnsReport) string {
+	turns := "turns"
+	if len(t.Turns) == 1 {
+		turns = "turn"
+	}
+	s := fmt.Sprintf("Verifier %s, status %s, reward %s; %d agent %s.", nonEmpty(t.Verifier), t.Status, rate(t.Reward), len(t.Turns), turns)
+	if !t.Scored {
+		s += " Its turn rewards are null: its verifier scores no turns, or its status is error."
+	}
+	return s
 }
 
 var runPage = template.Must(template.New("run").Funcs(runFuncs).Parse(`<!DOCTYPE html>
@@ -194,6 +250,20 @@ p.note { max-width: 60em; }
 </table>{{end}}
 </section>
 
+{{end}}{{range .R.Turns}}<section class="turns">
+<h2>Turns of <code>{{.RolloutID}}</code></h2>
+<p>{{turnsHeading .}}</p>
+{{if .Turns}}<table>
+<colgroup><col style="width: 8%"><col style="width: 12%"><col style="width: 80%"></colgroup>
+<thead><tr><th>turn</th><th>reward</th><th class="name">checks credited to the turn</th></tr></thead>
+<tbody>
+{{range .Turns}}<tr class="turn"><td>{{.Turn}}</td><td>{{turnReward .Reward}}</td><td class="name">{{range .Checks}}<p>{{turnCheck .}}</p>{{else}}(none){{end}}</td></tr>
+{{end}}</tbody>
+</table>{{end}}
+{{if .Uncredited}}<p>Credited to no turn:</p>
+<ul>{{range .Uncredited}}<li>{{turnCheck .}}</li>{{end}}</ul>{{end}}
+</section>
+
 {{end}}{{with .Agreement}}<section id="judge-agreement">
 <h2>Judge agreement</h2>
 <p>{{.Heading}}.</p>
@@ -216,7 +286,7 @@ p.note { max-width: 60em; }
 {{end}}
 {{with .R.Diff}}<section id="baseline">
 <h2>Against the baseline</h2>
-<p>Baseline <code>{{.Base}}</code> ({{.BaseRollouts}} rollouts), this run {{.CurRollouts}} rollouts: {{.Paired}} paired, {{.BaseOnly}} in the baseline only, {{.CurOnly}} in this run only. <strong>{{.Regressions}} regressions</strong> ({{pct .RegressionRate}} of the paired rollouts): passed in the baseline, failed or error now.</p>
+<p>Baseline <code>{{.Base}}</code> ({{.BaseRollouts}} rollouts), this run {{.CurRollouts}} rollouts: {{.Paired}} paired, {{.BaseOnly}} in the baseline only, {{.CurOnly}} in this run only. <strong>{{.Regressions}} regressions</strong> ({{pct .RegressionRate}} of the paired rollouts): passed in the baseline, failed or error now.{{with turnsSentence .}} {{.}}{{end}}</p>
 <h3>Verifiers</h3>
 <table>
 <thead><tr><th class="name">verifier</th><th>paired</th><th>pass → fail</th><th>fail → pass</th><th>regressions</th><th class="name">other status changes</th><th>reward changed</th><th class="name">fingerprint</th></tr></thead>
@@ -427,6 +497,22 @@ func (rep *RunReport) WriteMarkdown(w io.Writer) error {
 		}
 	}
 
+	for i := range rep.Turns {
+		t := &rep.Turns[i]
+		fmt.Fprintf(w, "\n## Turns of %s\n\n%s\n", mdEscape(t.RolloutID), mdEscape(turnsHeading(t)))
+		if len(t.Turns) > 0 {
+			fmt.Fprintln(w)
+			writeMDTable(w, []string{"turn", "reward", "checks credited to the turn"}, func(yield func([]string)) {
+				for _, row := range t.Turns {
+					yield([]string{strconv.Itoa(row.Turn), turnReward(row.Reward), turnChecks(row.Checks)})
+				}
+			})
+		}
+		if len(t.Uncredited) > 0 {
+			fmt.Fprintf(w, "\nCredited to no turn: %s\n", mdEscape(turnChecks(t.Uncredited)))
+		}
+	}
+
 	if rep.Agreement != nil {
 		fmt.Fprintln(w)
 		rep.Agreement.writeMarkdown(w, "##")
@@ -439,6 +525,9 @@ func (rep *RunReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprint(w, "\n## Against the baseline\n\n")
 	fmt.Fprintf(w, "Baseline `%s` (%d rollouts), this run %d rollouts: %d paired, %d in the baseline only, %d in this run only. **%d regressions** (%s of the paired rollouts): passed in the baseline, failed or error now.\n\n",
 		d.Base, d.BaseRollouts, d.CurRollouts, d.Paired, d.BaseOnly, d.CurOnly, d.Regressions, pct(d.RegressionRate))
+	if l := turnsSentence(d); l != "" {
+		fmt.Fprintf(w, "%s\n\n", mdEscape(l))
+	}
 	fmt.Fprint(w, "### Verifiers\n\n")
 	writeMDTable(w, []string{"verifier", "paired", "pass → fail", "fail → pass", "regressions", "other status changes", "reward changed", "fingerprint"}, func(yield func([]string)) {
 		for _, v := range d.Verifiers {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -230,6 +231,36 @@ func TestTurnSpecProblems(t *testing.T) {
 		_, err := Parse("test.yaml", []byte(head+tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestCreditKeepsTurnChecks: credit: last and credit: none decide where
+// the trajectory checks go; a turn check stays on its own turn.
+func TestCreditKeepsTurnChecks(t *testing.T) {
+	for credit, want := range map[string][]int{
+		"last": {2, 0, 1, 2}, // a on the last turn, then each turn's check
+		"none": {-1, 0, 1, 2},
+	} {
+		spec := "verifiers:\n  - id: V\n    task: T\n    name: n\n    credit: " + credit +
+			"\n    checks: [{id: a, type: expr, expr: 'true'}]\n    turn_checks: [{id: t, type: expr, expr: 'turn.index < 2'}]\n"
+		v := mustParse(t, spec)[0]
+		var c verifiers.Checks
+		verifiers.Run(v, turnRollout(t), &c)
+		var got []int
+		for _, ch := range c.List() {
+			if ch.OnTurn {
+				got = append(got, ch.Turn)
+			} else {
+				got = append(got, -1)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("credit %s: turns %v, want %v", credit, got, want)
+		}
+		rewards, _, _ := verifiers.TurnRewards(v.TurnReward, c.List(), 3, nil, nil)
+		if credit == "none" && (rewards[0] != 1 || rewards[2] != 0) {
+			t.Errorf("credit none: turn rewards %v, want [1 1 0]", rewards)
 		}
 	}
 }
