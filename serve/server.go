@@ -135,6 +135,8 @@ type Server struct {
 type verifierSet struct {
 	grader *pipeline.RowGrader
 	list   []results.ManifestVerifier
+	// turns holds the ids of the verifiers that score turns.
+	turns map[string]bool
 }
 
 // New returns a server with cfg's defaults applied. It serves no verifier
@@ -191,7 +193,16 @@ func (s *Server) Reload(vs []*verifiers.Verifier) error {
 	if err != nil {
 		return err
 	}
-	s.set.Store(&verifierSet{grader: g, list: g.Verifiers()})
+	set := &verifierSet{grader: g, list: g.Verifiers()}
+	for _, v := range vs {
+		if v.Turns {
+			if set.turns == nil {
+				set.turns = map[string]bool{}
+			}
+			set.turns[v.ID] = true
+		}
+	}
+	s.set.Store(set)
 	s.ready.Store(true)
 	return nil
 }

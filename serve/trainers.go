@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"github.com/gavelhq/gavel/columnar"
+	"github.com/gavelhq/gavel/columnar/harness"
 	"github.com/gavelhq/gavel/columnar/jsonview"
 	"github.com/gavelhq/gavel/columnar/nemogym"
 	"github.com/gavelhq/gavel/verifiers"
@@ -31,6 +33,10 @@ import (
 //     with one task per query), else ?task= on the URL, else the server's
 //     DefaultTask. A rollout whose task binds no verifier fails the whole
 //     request with a 422 naming the task.
+//   - turns, when a verifier of the set scores turns: a NeMo Gym
+//     response's agent turns, as the nemo-gym format reads them
+//     (harness.ResponseTurns), as the metadata member turns of a mapped
+//     rollout. OpenRLHF's text has none.
 //
 // The rollouts are graded as /v1/grade grades them (judge included).
 
@@ -41,6 +47,9 @@ type trainerReq struct {
 	rows []columnar.Row
 	line []byte // the rollouts' JSON text, rows' lines point into it
 	res  []trainerResult
+	// mapped says the rollouts carry their turns as the metadata member
+	// turns, as a harness's mapped rollouts do (columnar.Batch.Mapped).
+	mapped bool
 }
 
 // trainerResult is what a protocol answers of one graded rollout.
@@ -51,6 +60,12 @@ type trainerResult struct {
 	components        []component
 	// checksPassed and checksTotal are the reward row's.
 	checksPassed, checksTotal int32
+	// scoresTurns says the rollout's verifier scores turns; turnRewards
+	// are then the reward row's turn_rewards, NaN for a turn not scored,
+	// valid when the list is not null.
+	scoresTurns      bool
+	turnRewards      []float64
+	turnRewardsValid bool
 }
 
 // component is one check's score, for NeMo Gym's reward_components.
@@ -94,11 +109,17 @@ func (t *trainerReq) grade(w http.ResponseWriter, starts []int) bool {
 		}
 		t.rows = append(t.rows, columnar.Row{Index: int64(i), Line: t.line[from:end]})
 	}
-	b := columnar.Batch{JSONLines: true, Rows: t.rows}
+	b := columnar.Batch{JSONLines: true, Mapped: t.mapped, Rows: t.rows}
 	t.res = t.res[:0]
 	err := g.set.grader.GradeJudged(g.ctx, &b, []string{}, func(rw *columnar.RewardRow, checks []columnar.CheckRow, _ []columnar.JudgementRow) error {
 		r := trainerResult{status: rw.Status, kind: rw.ErrorKind.S, err: rw.Error.S, reward: rw.Reward, rewardValid: rw.RewardValid,
 			checksPassed: rw.ChecksPassed, checksTotal: rw.ChecksTotal}
+		if rw.VerifierID.Valid && g.set.turns[rw.VerifierID.S] {
+			r.scoresTurns = true
+			if rw.TurnRewardsValid {
+				r.turnRewards, r.turnRewardsValid = append([]float64(nil), rw.TurnRewards...), true
+			}
+		}
 		for i := range checks {
 			c := &checks[i]
 			switch {
@@ -324,7 +345,10 @@ var nemoGymRequest = []string{nemogym.FieldParams, nemogym.FieldResponse, "task"
 // request is the task row's fields with responses_create_params and
 // response; the answer is the request with reward (gavel's reward) and
 // reward_components (each check's score: its score, else 1 for pass and 0
-// for fail). A rollout gavel could not grade is answered in NeMo Gym's
+// for fail), and, when the bound verifier scores turns, step_rewards:
+// the reward of each agent turn of the response, null for a turn not
+// scored (an extension: the shape NeMo Gym issue 1298 proposes, not yet
+// NeMo Gym's), in place of the request's. A rollout gavel could not grade is answered in NeMo Gym's
 // failure shape, reward 0.0 with _ng_failure_class "gavel_error" and
 // error, which NeMo Gym routes to its failures file, never a bare 0;
 // _ng_failure_terminal is set when grading it again cannot help (an input
@@ -373,22 +397,31 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, st *reqSta
 	t.line = appendRollout(t.line, "verify", task, output)
 	t.line = append(t.line, `,"prompt":`...)
 	t.line = jsonview.AppendJSONString(t.line, prompt)
+	// With turns, the response's turns are the rollout's, in place of a
+	// task row's member turns (as the nemo-gym format reads a rollout).
+	t.mapped = t.g.set.grader.Turns()
 	for m := root.First(); m.Exists(); m = m.Next() {
-		if k := m.Key(); isAnyOf(k, nemoGymRequest) || gymFields.Is(string(k)) {
+		if k := m.Key(); isAnyOf(k, nemoGymRequest) || gymFields.Is(string(k)) || t.mapped && string(k) == columnar.FieldTurns {
 			continue // a rollout field or the response: not the task row's
 		}
 		t.line = append(t.line, ',')
 		t.line = append(t.line, m.RawMember()...)
+	}
+	if t.mapped {
+		t.line = append(t.line, `,"`+columnar.FieldTurns+`":`...)
+		t.line = harness.ResponseTurns(t.line, resp)
 	}
 	t.line = append(t.line, '}')
 	if !t.grade(w, []int{0}) {
 		return
 	}
 	res := &t.res[0]
-	// The answer is the request's members, but those gavel sets.
+	// The answer is the request's members, but those gavel sets
+	// (step_rewards too when the verifier scores turns, even when the
+	// answer has none: a failure).
 	out := append(t.g.body[:0], '{')
 	for m := root.First(); m.Exists(); m = m.Next() {
-		if isAnyOf(m.Key(), nemogym.AnswerFields) {
+		if isAnyOf(m.Key(), nemogym.AnswerFields) || res.scoresTurns && m.KeyIs(nemogym.FieldStepRewards) {
 			continue
 		}
 		out = append(out, m.RawMember()...)
@@ -413,6 +446,20 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, st *reqSta
 			out = appendFloat(out, c.score)
 		}
 		out = append(out, '}')
+		if res.turnRewardsValid {
+			out = append(out, `,"`+nemogym.FieldStepRewards+`":[`...)
+			for i, v := range res.turnRewards {
+				if i > 0 {
+					out = append(out, ',')
+				}
+				if math.IsNaN(v) {
+					out = append(out, "null"...)
+				} else {
+					out = appendFloat(out, v)
+				}
+			}
+			out = append(out, ']')
+		}
 	}
 	out = append(out, "}\n"...)
 	t.g.body = out

@@ -97,11 +97,13 @@ var gymSkip = []string{nemogym.FieldParams, nemogym.FieldResponse, nemogym.Field
 //	recorded_error  _ng_failure_class[: its reason] (gymFailure)
 //	metadata        the row's other members, then the materialized
 //	                input's members the row lacks
-//	turns           (Reader.SetTurns) the agent's turns of response.output,
-//	                in place of a member turns of the row's or the input's
+//	turns           (Reader.SetTurns) the agent's turns of response.output
+//	                (responseEvents), in place of a member turns of the
+//	                row's or the input's
 //
-// The output, prompt and metadata are those POST /verify reads from a
-// verify request (serve/trainers.go), so that one spec reads both.
+// The output, prompt, metadata and turns are those POST /verify reads
+// from a verify request (serve/trainers.go; ResponseTurns), so that one
+// spec reads both.
 func (r *Reader) nemoGymRow(x *nemoGym, row jsonview.Value, where string) Item {
 	taskIdx, rollIdx := row.Get(gymTaskIndex), row.Get(gymRolloutIndex)
 	if _, ok := appendIDBody(nil, taskIdx); !ok {
@@ -162,39 +164,7 @@ func (r *Reader) nemoGymRow(x *nemoGym, row jsonview.Value, where string) Item {
 	o.key("output")
 	o.b = jsonview.AppendJSONString(o.b, string(text))
 
-	// Turns: the agent's output items (reasoning, function_call, and
-	// message with role assistant, or none, as nemogym.ResponseText
-	// reads it) one after another are one turn, the model's output of one
-	// step, ended by an item the agent is given (function_call_output, a
-	// message of another role). Items of other types neither start nor
-	// end a turn. A turn's text is its messages' text; message_index is
-	// the index of its first item in response.output.
-	r.log.reset()
-	r.turns.reset()
-	var none jsonview.Value
-	i := 0
-	for it := elems(resp.Get("output")); it.Exists(); it, i = it.Next(), i+1 {
-		switch typ := it.Get("type"); {
-		case typ.StrIs("function_call"):
-			r.turns.open(i)
-			r.log.call(it.Get("name"), it.Get("call_id"), it.Get("arguments"), none, none)
-			r.turns.call()
-		case typ.StrIs("function_call_output"):
-			r.turns.other()
-			id := it.Get("call_id")
-			r.log.result(none, id, it.Get("output"), false, none, none)
-			r.turns.result(id)
-		case typ.StrIs("reasoning"):
-			r.turns.open(i)
-		case typ.StrIs("message"):
-			if role := it.Get("role"); role.Kind() == jsonview.String && !role.StrIs("assistant") {
-				r.turns.other()
-				break
-			}
-			r.turns.open(i)
-			r.turns.addText(it.Get("content"))
-		}
-	}
+	responseEvents(&r.log, &r.turns, resp.Get("output"))
 	o.key("log")
 	o.b = append(o.b, r.log.done()...)
 
@@ -225,6 +195,44 @@ func (r *Reader) nemoGymRow(x *nemoGym, row jsonview.Value, where string) Item {
 	r.appendTurns(&o)
 	r.out = o.end()
 	return Item{Rollout: r.out, Where: where}
+}
+
+// responseEvents writes the log events and the turns of a Responses API
+// response's output items: the function_call and function_call_output
+// items are the log's tool calls and results. The agent's output items
+// (reasoning, function_call, and message with role assistant, or none,
+// as nemogym.ResponseText reads it) one after another are one turn, the
+// model's output of one step, ended by an item the agent is given
+// (function_call_output, a message of another role). Items of other
+// types neither start nor end a turn. A turn's text is its messages'
+// text; message_index is the index of its first item in output.
+func responseEvents(l *logWriter, t *turnWriter, output jsonview.Value) {
+	l.reset()
+	t.reset()
+	var none jsonview.Value
+	i := 0
+	for it := elems(output); it.Exists(); it, i = it.Next(), i+1 {
+		switch typ := it.Get("type"); {
+		case typ.StrIs("function_call"):
+			t.open(i)
+			l.call(it.Get("name"), it.Get("call_id"), it.Get("arguments"), none, none)
+			t.call()
+		case typ.StrIs("function_call_output"):
+			t.other()
+			id := it.Get("call_id")
+			l.result(none, id, it.Get("output"), false, none, none)
+			t.result(id)
+		case typ.StrIs("reasoning"):
+			t.open(i)
+		case typ.StrIs("message"):
+			if role := it.Get("role"); role.Kind() == jsonview.String && !role.StrIs("assistant") {
+				t.other()
+				break
+			}
+			t.open(i)
+			t.addText(it.Get("content"))
+		}
+	}
 }
 
 // gymJudgeError is the failure member NeMo Gym records a judge's error

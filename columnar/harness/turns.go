@@ -215,7 +215,7 @@ func (r *Reader) appendTurns(o *object) {
 	}
 }
 
-// chatTurns is the state of ChatTurns, pooled.
+// chatTurns is the state of ChatTurns and ResponseTurns, pooled.
 type chatTurns struct {
 	log   logWriter
 	turns turnWriter
@@ -237,6 +237,21 @@ func ChatTurns(dst []byte, msgs jsonview.Value) []byte {
 	chatEvents(&c.log, &c.turns, msgs)
 	dst = c.turns.appendTo(dst)
 	// Keep nothing of msgs in the pool.
+	c.log.reset()
+	c.log.argDoc.Reset()
+	chatTurnsPool.Put(c)
+	return dst
+}
+
+// ResponseTurns appends to dst the JSON array of the agent's turns of a
+// Responses API response (its output items), as the nemo-gym format
+// writes a rollout's member "turns": a run of consecutive agent items is
+// one turn (responseEvents). A response whose output is not an array
+// gives []. It is safe for concurrent use.
+func ResponseTurns(dst []byte, resp jsonview.Value) []byte {
+	c := chatTurnsPool.Get().(*chatTurns)
+	responseEvents(&c.log, &c.turns, resp.Get("output"))
+	dst = c.turns.appendTo(dst)
 	c.log.reset()
 	c.log.argDoc.Reset()
 	chatTurnsPool.Put(c)

@@ -730,6 +730,75 @@ func TestChatTurns(t *testing.T) {
 	}
 }
 
+// TestResponseTurns: ResponseTurns writes the turns the nemo-gym format
+// does, line by line of its fixtures and of the groups of
+// TestTurnsNemoGymGroups.
+func TestResponseTurns(t *testing.T) {
+	if got := ResponseTurns([]byte("x"), parseJSON(t, `{"output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "4"}]}]}`)); string(got) != `x[{"index":0,"text":"4","tool_calls":[],"tool_results":[],"message_index":0}]` {
+		t.Errorf("ResponseTurns = %s", got)
+	}
+	for _, resp := range []string{`{}`, `{"output": []}`, `{"output": 1}`, `null`,
+		`{"output": [{"type": "function_call_output", "call_id": "c", "output": "r"}, {"type": "message", "role": "user", "content": "u"}]}`} {
+		if got := ResponseTurns(nil, parseJSON(t, resp)); string(got) != "[]" {
+			t.Errorf("ResponseTurns(%s) = %s, want []", resp, got)
+		}
+	}
+	groups := `{"_ng_task_index": 0, "_ng_rollout_index": 0, "response": {"output": [` +
+		`{"type": "function_call_output", "call_id": "early", "output": "before any turn"},` +
+		`{"type": "reasoning", "summary": []},` +
+		`{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{\"x\": 1}"},` +
+		`{"type": "function_call", "call_id": "c2", "name": "g", "arguments": "oops"},` +
+		`{"type": "function_call_output", "call_id": "c2", "output": "r2"},` +
+		`{"type": "function_call_output", "call_id": "c1", "output": "r1"},` +
+		`{"type": "web_search_call", "id": "ws"},` +
+		`{"type": "message", "content": [{"type": "output_text", "text": "b"}]},` +
+		`{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "u"}]},` +
+		`{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "d"}]}` +
+		`]}}`
+	dir := t.TempDir()
+	compared := 0
+	for _, src := range []string{"testdata/nemo-gym/run/rollouts.jsonl", "testdata/nemo-gym/run/rollouts_failures.jsonl", ""} {
+		var text string
+		path := src
+		if src == "" {
+			path = filepath.Join(dir, "groups.jsonl")
+			text = groups + "\n"
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			data, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text = string(data)
+		}
+		r, err := Open(path, NemoGym)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.SetTurns(true)
+		for i, line := range strings.Split(strings.TrimSpace(text), "\n") {
+			it, err := r.Next()
+			if err != nil {
+				t.Fatalf("%s line %d: %v", src, i+1, err)
+			}
+			if it.Err != nil {
+				continue
+			}
+			resp := parseJSON(t, line).Get("response")
+			if got, want := ResponseTurns(nil, resp), members(it.Rollout)["turns"]; !bytes.Equal(got, want) {
+				t.Errorf("%s line %d: ResponseTurns = %s\nthe nemo-gym format's: %s", src, i+1, got, want)
+			}
+			compared++
+		}
+		r.Close()
+	}
+	if compared < 5 {
+		t.Errorf("%d rollouts compared, want every mapped line of the fixtures", compared)
+	}
+}
+
 func mustRead(t *testing.T, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)

@@ -27,10 +27,15 @@ const (
 // The fields of a verify answer gavel sets, and NeMo Gym's failure
 // fields (nemo_gym/rollout_collection.py): a row with FailureClass set
 // goes to the failures file instead of the rollouts, and one with
-// FailureTerminal is never retried.
+// FailureTerminal is never retried. FieldStepRewards is not yet NeMo
+// Gym's: the reward of each agent turn, in the shape its issue 1298
+// proposes (step_rewards: list[float], aligned with assistant turns),
+// null for a turn not scored; gavel sets it only when its verifiers
+// score turns, so it is not among AnswerFields.
 const (
 	FieldReward          = "reward"
 	FieldComponents      = "reward_components"
+	FieldStepRewards     = "step_rewards"
 	FieldFailureClass    = "_ng_failure_class"
 	FieldFailureTerminal = "_ng_failure_terminal"
 	FieldError           = "error"

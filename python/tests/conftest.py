@@ -44,6 +44,59 @@ def rows(rollouts: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in rollouts.read_text().splitlines() if line.strip()]
 
 
+TURNS_SPEC = """verifiers:
+  - id: WEATHER-TURNS
+    task: weather
+    name: the weather in Oslo, turn by turn
+    checks:
+      - {id: answered, type: expr, expr: 'output.contains("Oslo")'}
+    turn_checks:
+      - id: asks-for-oslo
+        type: expr
+        when: size(turn.tool_calls) > 0
+        expr: turn.tool_calls.all(c, c.kwargs.city == "Oslo")
+  - id: PLAIN
+    task: plain
+    name: no turns scored
+    checks:
+      - {id: answered, type: expr, expr: 'output != ""'}
+"""
+"""A verifier that scores turns (a turn that calls a tool asks for Oslo;
+a turn that calls none is not scored) and one that scores none."""
+
+
+def _chat(rollout_id: str, task_id: str, city: str) -> dict[str, Any]:
+    return {
+        "rollout_id": rollout_id,
+        "task_id": task_id,
+        "messages": [
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps({"city": city})}}]},
+            {"role": "tool", "tool_call_id": "c1", "name": "get_weather", "content": "4C"},
+            {"role": "assistant", "content": f"It is 4C in {city}."},
+        ],
+    }
+
+
+CHATS = [_chat("oslo", "weather", "Oslo"), _chat("bergen", "weather", "Bergen"), _chat("plain", "plain", "Oslo")]
+"""Three chats (gavel grade --from messages): two graded turn by turn, one
+by a verifier that scores no turns."""
+
+CHATS_TURN_REWARDS = {"oslo": [1.0, None], "bergen": [0.0, None], "plain": None}
+"""The turn_rewards of CHATS by rollout_id: the second turn calls no tool,
+so it is not scored."""
+
+
+@pytest.fixture(scope="session")
+def chats(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """CHATS as a messages file, and TURNS_SPEC as a spec file."""
+    d = tmp_path_factory.mktemp("turns")
+    (d / "chats.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CHATS))
+    (d / "turns.yaml").write_text(TURNS_SPEC)
+    return d / "chats.jsonl", d / "turns.yaml"
+
+
 def free_port() -> int:
     """Returns a TCP port free on 127.0.0.1 at the time of asking."""
     with socket.socket() as s:

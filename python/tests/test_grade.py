@@ -127,11 +127,21 @@ def test_read_not_a_result(tmp_path: Path) -> None:
     assert "no summary.json" in str(e.value)
 
 
-def test_schemas_match_the_binary(rollouts: Path, tmp_path: Path) -> None:
+def test_schemas_match_the_binary(rollouts: Path, chats: tuple[Path, Path], tmp_path: Path) -> None:
     """The package's table schemas are those the binary writes: with the
     columns of a run with flags (health flags are on by default), and
-    without them with --health off."""
-    from gavel._results import CHECKS_SCHEMA, FLAGS_FIELD, KIND_FIELD, OUTPUT_HASH_FIELD, REWARDS_SCHEMA
+    without them with --health off; in a run that scores turns, with the
+    turn columns after them."""
+    from gavel._results import (
+        CHECKS_SCHEMA,
+        FLAGS_FIELD,
+        KIND_FIELD,
+        OUTPUT_HASH_FIELD,
+        REWARDS_SCHEMA,
+        TURN_FIELD,
+        TURN_REWARDS_FIELD,
+        TURNS_FIELD,
+    )
 
     model = pa.field("model", pa.string())
     for fmt in ("arrow", "jsonl", "parquet"):
@@ -143,6 +153,19 @@ def test_schemas_match_the_binary(rollouts: Path, tmp_path: Path) -> None:
     res = gavel.read(tmp_path / "plain")
     assert res.rewards.schema.equals(REWARDS_SCHEMA.append(model))
     assert res.checks.schema.equals(CHECKS_SCHEMA)
+
+    messages, spec = chats
+    for fmt in ("arrow", "jsonl", "parquet"):
+        out = tmp_path / f"turns-{fmt}"
+        assert binary_run([messages], out, "--from", "messages", "--spec", str(spec), "--format", fmt, "--set", "model=m", "--keep", "model") == 0
+        res = gavel.read(out)
+        flags = REWARDS_SCHEMA.append(FLAGS_FIELD).append(OUTPUT_HASH_FIELD)
+        assert res.rewards.schema.equals(flags.append(TURN_REWARDS_FIELD).append(TURNS_FIELD).append(model)), fmt
+        assert res.checks.schema.equals(CHECKS_SCHEMA.append(KIND_FIELD).append(TURN_FIELD)), fmt
+    assert binary_run([messages], tmp_path / "turns-plain", "--from", "messages", "--spec", str(spec), "--format", "jsonl", "--health", "off") == 0
+    res = gavel.read(tmp_path / "turns-plain")
+    assert res.rewards.schema.equals(REWARDS_SCHEMA.append(TURN_REWARDS_FIELD).append(TURNS_FIELD))
+    assert res.checks.schema.equals(CHECKS_SCHEMA.append(TURN_FIELD))
 
 
 def test_binary_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

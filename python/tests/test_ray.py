@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import gavel
-from conftest import _gen
+from conftest import CHATS, CHATS_TURN_REWARDS, _gen
 
 if os.environ.get("GAVEL_REQUIRE_RAY") == "1":
     import ray
@@ -221,6 +221,25 @@ def test_grade_in_one_process(ray_cluster: None, parquet: Path, want: gavel.Resu
     assert got.exit_status == want.exit_status == 3
     assert got.rewards.drop_columns(["source_file"]).to_pylist() == want.rewards.drop_columns(["source_file"]).to_pylist()
     assert _sorted_checks(got.checks) == _sorted_checks(want.checks)
+
+
+def test_turns(ray_cluster: None, chats: tuple[Path, Path]) -> None:
+    """A run that scores turns: the rewards carry turn_rewards and turns,
+    the checks turn, with the types of gavel.grade's."""
+    _, spec = chats
+    rows = [{**c, "output": c["messages"][-1]["content"]} for c in CHATS]
+    # As a table (the messages' members in its structs' order, which the
+    # input hash sees), as Ray holds the rows.
+    want = gavel.grade(pa.Table.from_pylist(rows), spec=[spec])
+    got = _collect(gavel.ray.grade(ray.data.from_items(rows), spec=[spec]))
+    assert got.schema == want.rewards.schema
+    assert {r["rollout_id"]: r["turn_rewards"] for r in got.to_pylist()} == CHATS_TURN_REWARDS
+    assert _sorted_rewards(got) == _sorted_rewards(want.rewards)
+    rewards, checks = gavel.ray.grade(ray.data.from_items(rows), spec=[spec], checks=True)
+    got_checks = _collect(checks)
+    assert got_checks.schema == want.checks.schema
+    assert _sorted_checks(got_checks) == _sorted_checks(want.checks)
+    assert _sorted_rewards(_collect(rewards)) == _sorted_rewards(want.rewards)
 
 
 def test_functions(ray_cluster: None, parquet: Path) -> None:

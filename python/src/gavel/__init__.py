@@ -9,6 +9,8 @@ beside the binary's verifiers); :func:`read` reads a result directory;
 needs Ray Data), grades a Ray Dataset in Ray's tasks.
 :func:`gavel.remote.serve` (``import gavel.remote``) serves a Python reward
 function over HTTP as a remote verifier that gavel's specs can call.
+:func:`turn_rewards_to_steps` and :func:`turn_rewards_to_tokens` put a
+run's ``turn_rewards`` in the shapes trainers take.
 """
 
 import importlib.metadata
@@ -19,8 +21,21 @@ from ._errors import GavelError
 from ._grade import Data, grade
 from ._options import GradeOptions
 from ._results import Results, read
+from ._turns import turn_rewards_to_steps, turn_rewards_to_tokens
 
-__all__ = ["grade", "read", "Client", "Results", "ServedResults", "GavelError", "GradeOptions", "Data", "binary"]
+__all__ = [
+    "grade",
+    "read",
+    "Client",
+    "Results",
+    "ServedResults",
+    "GavelError",
+    "GradeOptions",
+    "Data",
+    "binary",
+    "turn_rewards_to_steps",
+    "turn_rewards_to_tokens",
+]
 
 try:
     # The installed package's version: its binary's (gavel --version).

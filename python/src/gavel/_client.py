@@ -284,7 +284,8 @@ def _answer(data: bytes, n: int) -> list[dict[str, Any]]:
 
 def _table(rows: list[dict[str, Any]], schema: pa.Schema, *, metadata: bool = False) -> pa.Table:
     """Returns rows as a table with the columns of schema and those of a run
-    with flags the rows have, then (rewards) the kept metadata."""
+    with flags and of a run that scores turns the rows have (``turn_rewards``
+    and ``turns``, ``turn``), then (rewards) the kept metadata."""
     fields = flag_fields(schema, rows[0] if rows else ())
     if metadata:
         known = {f.name for f in fields}

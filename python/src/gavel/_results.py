@@ -19,7 +19,19 @@ import pyarrow.parquet as pq
 from ._errors import GavelError
 from ._options import PathArg
 
-__all__ = ["Results", "read", "REWARDS_SCHEMA", "CHECKS_SCHEMA", "JUDGEMENTS_SCHEMA", "FLAGS_FIELD", "OUTPUT_HASH_FIELD", "KIND_FIELD"]
+__all__ = [
+    "Results",
+    "read",
+    "REWARDS_SCHEMA",
+    "CHECKS_SCHEMA",
+    "JUDGEMENTS_SCHEMA",
+    "FLAGS_FIELD",
+    "OUTPUT_HASH_FIELD",
+    "KIND_FIELD",
+    "TURN_REWARDS_FIELD",
+    "TURNS_FIELD",
+    "TURN_FIELD",
+]
 
 
 def _fields(*fields: pa.Field[Any]) -> list[pa.Field[Any]]:
@@ -46,8 +58,9 @@ REWARDS_SCHEMA = pa.schema(
     )
 )
 """The fixed columns of the rewards table; in a run with flags
-:data:`FLAGS_FIELD` and :data:`OUTPUT_HASH_FIELD` follow them, then the
-kept metadata columns (nullable strings)."""
+:data:`FLAGS_FIELD` and :data:`OUTPUT_HASH_FIELD` follow them, in a run
+that scores turns :data:`TURN_REWARDS_FIELD` and :data:`TURNS_FIELD`, then
+the kept metadata columns (nullable strings)."""
 
 FLAGS_FIELD: pa.Field[Any] = pa.field("flags", pa.list_(pa.field("item", pa.string(), nullable=False)), nullable=False)
 """The rewards' ``flags`` column of a run with flags (health flags are on by
@@ -59,21 +72,45 @@ OUTPUT_HASH_FIELD: pa.Field[Any] = pa.field("output_hash", pa.string())
 be read)."""
 
 KIND_FIELD: pa.Field[Any] = pa.field("kind", pa.string(), nullable=False)
-"""The checks' ``kind`` column of a run with flags, last: ``check`` or
+"""The checks' ``kind`` column of a run with flags: ``check`` or
 ``flag``."""
+
+TURN_REWARDS_FIELD: pa.Field[Any] = pa.field("turn_rewards", pa.list_(pa.field("item", pa.float64())))
+"""The rewards' ``turn_rewards`` column of a run that scores turns
+(docs/turns.md), after those of flags: the reward of each agent turn, in
+order, ``None`` for a turn not scored; the list is ``None`` when the
+rollout's verifier scores no turns or its status is ``error``."""
+
+TURNS_FIELD: pa.Field[Any] = pa.field("turns", pa.int32())
+"""The rewards' ``turns`` column of a run that scores turns, after
+``turn_rewards``: the number of agent turns, ``None`` when the rollout has
+no conversation."""
+
+TURN_FIELD: pa.Field[Any] = pa.field("turn", pa.int32())
+"""The checks' ``turn`` column of a run that scores turns, last: the index
+of the agent turn the check is credited to, ``None`` for none."""
 
 
 def flag_fields(schema: pa.Schema, names: Iterable[str]) -> list[pa.Field[Any]]:
-    """Returns the fields of schema, then those of a run with flags that
-    names holds (the flags of the rewards, the kind of the checks)."""
+    """Returns the fields of schema, then those of a run with flags and of
+    a run that scores turns that names holds (the rewards' flags and turn
+    rewards, the checks' kind and turn), in the binary's order."""
     fields = list(schema)
     present = set(names)
-    if schema.equals(REWARDS_SCHEMA) and FLAGS_FIELD.name in present:
-        fields.append(FLAGS_FIELD)
-        if OUTPUT_HASH_FIELD.name in present:
-            fields.append(OUTPUT_HASH_FIELD)
-    if schema.equals(CHECKS_SCHEMA) and KIND_FIELD.name in present:
-        fields.append(KIND_FIELD)
+    if schema.equals(REWARDS_SCHEMA):
+        if FLAGS_FIELD.name in present:
+            fields.append(FLAGS_FIELD)
+            if OUTPUT_HASH_FIELD.name in present:
+                fields.append(OUTPUT_HASH_FIELD)
+        if TURN_REWARDS_FIELD.name in present:
+            fields.append(TURN_REWARDS_FIELD)
+            if TURNS_FIELD.name in present:
+                fields.append(TURNS_FIELD)
+    if schema.equals(CHECKS_SCHEMA):
+        if KIND_FIELD.name in present:
+            fields.append(KIND_FIELD)
+        if TURN_FIELD.name in present:
+            fields.append(TURN_FIELD)
     return fields
 
 CHECKS_SCHEMA = pa.schema(
