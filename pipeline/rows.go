@@ -51,6 +51,9 @@ func (d *RowDecoder) Decode(name string, text []byte) (*verifiers.Rollout, error
 	if err != nil {
 		return nil, err
 	}
+	// A fixture of a verifier that scores turns has its turns, read from
+	// its messages, as a row graded in a run that scores turns.
+	p.turns = true
 	rd, err := columnar.NewJSONLReader(name, &line, columnar.Options{Fields: p.fields})
 	if err != nil {
 		return nil, err

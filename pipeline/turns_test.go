@@ -215,3 +215,22 @@ func TestReuseWithTurns(t *testing.T) {
 	}
 	sameParts(t, filepath.Join(dir, "bothfresh"), filepath.Join(dir, "fromplain"))
 }
+
+// TestRowDecoderTurns: a fixture (RowDecoder) with messages has its turns,
+// as the row graded in a run that scores turns.
+func TestRowDecoderTurns(t *testing.T) {
+	d, err := NewRowDecoder(columnar.FieldNames{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.Decode("fixture.json", []byte(`{"rollout_id":"f","task_id":"T","output":"done","messages":[{"role":"user","content":"go"},{"role":"assistant","content":"ok","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"1","content":"r"},{"role":"assistant","content":"done"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Turns.Len(); n != 2 {
+		t.Fatalf("%d turns, want 2: %s", n, r.Turns.Raw())
+	}
+	if s, _ := r.Turns.Index(1).Get("text").Str(); string(s) != "done" {
+		t.Errorf("turn 1 text %q", s)
+	}
+}
