@@ -282,11 +282,17 @@ image: build
 
 # `make docs` rewrites the pages of docs/reference generated from the code
 # (the command-line reference, from every command's help; the outputs
-# reference, from the result tables' columns and the JSON files' types);
-# make test fails when they drift.
+# reference, from the result tables' columns and the JSON files' types; the
+# spec reference, from the fields the spec loader accepts and the CEL
+# environments; the inputs reference, from the rollout fields and what
+# gavel grade does with --map, --set and --keep; the HTTP reference, from
+# the routes gavel serve registers); make test fails when they drift.
 docs:
-	GAVEL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestReferenceCLI$$' ./cli
+	GAVEL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestReference(CLI|Inputs)$$' ./cli
 	GAVEL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestReferenceOutputs$$' ./results
+	GAVEL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestReferenceSpec$$' ./verifiers/spec
+	GAVEL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestReferenceHTTP$$' ./serve
+	GAVEL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestReferencePairs$$' ./pairwise
 
 # `make dist` builds what a release ships into $(DIST): the static gavel
 # binary for linux/amd64 and linux/arm64 (gavel-VERSION-linux-ARCH,

@@ -126,7 +126,8 @@ func JSONLFloor(path string) (Report, error) {
 	}
 }
 
-// The two tasks the peers grade, and what they state (SPEC 7.1).
+// The two tasks the peers grade, and what they state (as verifiers/crm
+// has them).
 const (
 	taskMoveDeals   = "TASK-002" // VER-002
 	taskWeighted    = "TASK-004" // VER-004
@@ -136,7 +137,7 @@ const (
 )
 
 // numberPattern is what a stated number looks like once "$" and "," are
-// removed from the answer (SPEC 5.5).
+// removed from the answer (as verifiers.NumbersIn reads it).
 var numberPattern = regexp.MustCompile(`-?[0-9]+(\.[0-9]+)?`)
 
 // GradeMaps is the idiomatic Go peer: it reads the Parquet dataset at path

@@ -17,7 +17,7 @@ import (
 )
 
 // DatasetFormat is a file format in which a DatasetWriter writes an input
-// dataset (SPEC section 3.1).
+// dataset (one of the input formats gavel grade reads by file name).
 type DatasetFormat string
 
 // Formats a DatasetWriter writes.

@@ -13,7 +13,7 @@ import (
 // each. Adding a format means a name here, its case in Resolve and its
 // reader.
 const (
-	// Files typed by their names (SPEC 3.1).
+	// Files typed by their names (formatOfExt).
 	InputParquet = "parquet"
 	InputJSONL   = "jsonl"
 	InputArrow   = "arrow"
@@ -136,7 +136,7 @@ func formatOfName(name, from string) (format string, ok bool) {
 	return format, ok
 }
 
-// formatOfExt returns the format of a file by its name alone (SPEC 3.1):
+// formatOfExt returns the format of a file by its name alone:
 // .parquet; .jsonl and .ndjson, plain or with .zst or .gz; .arrow and
 // .feather. ok is false for any other name.
 func formatOfExt(name string) (format string, ok bool) {

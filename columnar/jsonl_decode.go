@@ -58,8 +58,8 @@ func StateSkips(fields *FieldNames, cache *jsonview.Cache) jsonview.Skips {
 // is the cached index or initDoc's.
 //
 // It also appends the row's metadata to meta, as the text of a JSON
-// object: the line's members other than the rollout fields (SPEC 3.1:
-// "anything else"), as they are written, in order.
+// object: the line's members other than the rollout fields (every other
+// member is metadata), as they are written, in order.
 //
 // Errors are DecodeLine's: a line that fails a step is decoded again by
 // DecodeLine, which reports its first error. A row with Err is that

@@ -21,13 +21,15 @@ import (
 // it is encoded) or as one Arrow IPC record batch. The last batch of a file
 // holds the remaining rows. Row group boundaries therefore depend only on
 // the row sequence, which keeps the files byte-identical however the rows
-// were split across Write calls (SPEC 4.4).
+// were split across Write calls (results are byte-identical whatever
+// --workers or --batch-size).
 //
-// Nullability: a column that SPEC section 6 never allows to be null is
-// declared non-nullable in Arrow and REQUIRED in Parquet; the nullable ones
-// and the keep columns are nullable / OPTIONAL. Strings are Arrow utf8 and
-// Parquet BYTE_ARRAY annotated STRING. Both, and each column's Parquet
-// encoding, are set by the tables' column lists (results.go).
+// Nullability: a column that docs/reference/outputs.md marks as never
+// null is declared non-nullable in Arrow and REQUIRED in Parquet; the
+// nullable ones and the keep columns are nullable / OPTIONAL. Strings are
+// Arrow utf8 and Parquet BYTE_ARRAY annotated STRING. Both, and each
+// column's Parquet encoding, are set by the tables' column lists
+// (results.go).
 //
 // Parquet dictionary encoding is kept for the categorical columns (task,
 // verifier, status, error kind, source file, check id, label, kept

@@ -59,8 +59,8 @@ type PartOptions struct {
 }
 
 // A Part writes one input unit's results: rewards/part-NNNNN.<ext> and
-// checks/part-NNNNN.<ext>, with the columns of SPEC section 6 in order. A
-// column the SPEC never allows to be null is non-nullable in Arrow and
+// checks/part-NNNNN.<ext>, with the columns of docs/reference/outputs.md
+// in order. A column never null there is non-nullable in Arrow and
 // REQUIRED in Parquet; the others, and every keep column, are nullable.
 //
 // Both files are written under temporary names in their final directories

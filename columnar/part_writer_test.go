@@ -878,7 +878,8 @@ func partRows(n int, keep int) ([]RewardRow, []CheckRow) {
 }
 
 // TestWritePartsDeterministic checks that a part's bytes do not depend on
-// how the rows were split across Write calls (SPEC 4.4).
+// how the rows were split across Write calls, as results must be
+// byte-identical whatever --workers or --batch-size.
 func TestWritePartsDeterministic(t *testing.T) {
 	// Few Parquet column chunks: each costs tens of milliseconds under the
 	// race detector, which defeats arrow-go's zstd encoder pool.

@@ -15,9 +15,9 @@ type NullString struct {
 // Str returns a valid NullString.
 func Str(s string) NullString { return NullString{S: s, Valid: true} }
 
-// RewardRow is one row of rewards/part-NNNNN (SPEC section 6), one per
-// rollout. Its columns are rewardColumns, then one per kept metadata
-// value.
+// RewardRow is one row of rewards/part-NNNNN (docs/reference/outputs.md,
+// "rewards"), one per rollout. Its columns are rewardColumns, then one per
+// kept metadata value.
 type RewardRow struct {
 	RolloutID      string
 	TaskID         string
@@ -69,8 +69,8 @@ type RewardRow struct {
 	Keep []NullString
 }
 
-// rewardColumns are the fixed columns of the rewards table (SPEC 6), in
-// order; the keep columns follow them (rewardsTable).
+// rewardColumns are the fixed columns of the rewards table, in order; the
+// keep columns follow them (rewardsTable).
 var rewardColumns = []column[RewardRow]{
 	stringCol("rollout_id", pqPlain, func(r *RewardRow) *string { return &r.RolloutID }),
 	stringCol("task_id", pqCategorical, func(r *RewardRow) *string { return &r.TaskID }),
@@ -206,7 +206,7 @@ type CheckRow struct {
 	TurnValid bool
 }
 
-// checkColumns are the columns of the checks table (SPEC 6), in order.
+// checkColumns are the columns of the checks table, in order.
 var checkColumns = []column[CheckRow]{
 	stringCol("rollout_id", pqPlain, func(r *CheckRow) *string { return &r.RolloutID }),
 	stringCol("task_id", pqCategorical, func(r *CheckRow) *string { return &r.TaskID }),

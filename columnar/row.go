@@ -136,7 +136,7 @@ type FieldNames struct {
 	Messages string
 }
 
-// Standard field names (SPEC section 3.2).
+// Standard field names of a rollout (docs/grading.md, "Input").
 const (
 	FieldID      = "rollout_id"
 	FieldTask    = "task_id"

@@ -11,7 +11,7 @@ import (
 
 // Behaviour is what the simulated agent of a rollout did.
 //
-// How each behaviour maps to the checks of SPEC 7.1 (P pass, F fail, E
+// How each behaviour maps to the checks of verifiers/crm (P pass, F fail, E
 // error; required checks first, as the verifiers list them) and so to the
 // expected status:
 //

@@ -1,8 +1,9 @@
 package gen
 
-// The calendar reference environment (SPEC 7.2): rollouts of TASK-C01
-// ("create a Team Meeting on 2024-11-20 through the form"), graded by the
-// built-in spec verifier VER-C01, whose checks are, in order:
+// The calendar reference environment (verifiers/spec/calendar.yaml):
+// rollouts of TASK-C01 ("create a Team Meeting on 2024-11-20 through the
+// form"), graded by the built-in spec verifier VER-C01, whose checks are,
+// in order:
 //
 //	0 check-event-created             required  an event titled "Team Meeting"
 //	1 check-events-on-day             required  some event starts on 2024-11-20 (UTC)

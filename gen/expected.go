@@ -9,8 +9,8 @@ import (
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-// Statuses and error kinds of the expected verdicts (SPEC 4.3), those of
-// package verifiers.
+// Statuses and error kinds of the expected verdicts, those of package
+// verifiers.
 const (
 	// StatusPassed is a rollout whose required checks all pass.
 	StatusPassed = verifiers.StatusPassed
@@ -154,7 +154,9 @@ func (v *verdict) reward() float64 {
 	return float64(v.checksPassed) / float64(v.checksTotal)
 }
 
-// score applies SPEC 4.3 to the checks a construction is known to produce;
+// score applies the verdict rules to the checks a construction is known
+// to produce (error when a check is in error, else failed when a required
+// check failed, else passed; the reward is the fraction of checks passed);
 // required[i] says whether check i is required.
 func score(checks []checkStatus, required []bool) verdict {
 	v := verdict{checksTotal: len(checks)}

@@ -1,6 +1,7 @@
 // Package gen generates synthetic rollout datasets of the CRM reference
-// environment (SPEC 7.1) for the demo, the end-to-end tests and the
-// benchmarks, together with the verdicts that grading them must report.
+// environment (its verifiers and their rules: verifiers/crm) for the demo,
+// the end-to-end tests and the benchmarks, together with the verdicts that
+// grading them must report.
 //
 // Every rollout draws a task (TASK-001, -002, -003, -004 or -006, in equal
 // shares), a model, an initial world and an agent behaviour (correct,
@@ -8,7 +9,8 @@
 // the checks it is known to pass). The expected status of each rollout is
 // known by construction: the generator decides what the agent did and so
 // which checks pass, and never runs a verifier. A share of rows can be
-// replaced by bad rows (SPEC 3.2), expected to end in error.
+// replaced by bad rows (docs/grading.md, "Input"), expected to end in
+// error.
 //
 // The same Config always produces byte-identical files.
 //
@@ -126,8 +128,9 @@ type Outputs struct {
 	Rows io.Writer
 }
 
-// Bad-row kinds (SPEC 3.2). Every bad row is expected to have status
-// error, of kind no_verifier for BadUnknownTask and input for the others.
+// Bad-row kinds (docs/grading.md, "Input"). Every bad row is expected to
+// have status error, of kind no_verifier for BadUnknownTask and input for
+// the others.
 const (
 	// BadMissingTaskID is a row whose task_id is absent, null or empty.
 	BadMissingTaskID = "missing_task_id"
@@ -152,7 +155,7 @@ var BadKinds = []string{BadMissingTaskID, BadFinalState, BadLog, BadUnknownTask,
 const unknownTask = "TASK-999"
 
 // crmTasks are the tasks rollouts draw, with their verifier and which of
-// its checks are required (SPEC 7.1, in check order).
+// its checks are required (in check order, as verifiers/crm adds them).
 var crmTasks = []struct {
 	id, verifier string
 	required     []bool

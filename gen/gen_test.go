@@ -469,11 +469,11 @@ func TestGenBehaviours(t *testing.T) {
 	}
 }
 
-// TestGenExpectedMatchesSpecRules applies the rules of SPEC 7.1, written
-// here independently of the generator, to every generated rollout and
-// compares the outcome with the expected one. It also checks that the
-// constructions are far from the rules' edges (tolerances, ties), so that
-// floating-point sums cannot tip them.
+// TestGenExpectedMatchesSpecRules applies the rules of the CRM verifiers
+// (verifiers/crm), written here independently of the generator, to every
+// generated rollout and compares the outcome with the expected one. It
+// also checks that the constructions are far from the rules' edges
+// (tolerances, ties), so that floating-point sums cannot tip them.
 func TestGenExpectedMatchesSpecRules(t *testing.T) {
 	for _, cfg := range []Config{
 		{Rollouts: 800, Format: columnar.DatasetJSONL, Seed: 1},
@@ -607,8 +607,8 @@ func numbersIn(s string) []float64 {
 	return ns
 }
 
-// specChecks applies SPEC 7.1 and returns the check statuses and which
-// checks are required.
+// specChecks applies the CRM verifiers' rules and returns the check
+// statuses and which checks are required.
 func specChecks(t *testing.T, task string, final, initial *testState, finalRaw, initialRaw json.RawMessage, output string) ([]string, []bool) {
 	t.Helper()
 	st := func(ok bool) string {

@@ -10,8 +10,8 @@ import (
 	"github.com/gavelhq/gavel/columnar/jsonview"
 )
 
-// The user ids the CRM tasks name (SPEC 7.1), as indexes into world.users:
-// USR-001 is index 0.
+// The user ids the CRM tasks name (verifiers/crm), as indexes into
+// world.users: USR-001 is index 0.
 const (
 	usrACMEOwner = 1 // USR-002, owner of the deal TASK-001 creates
 	usrNewOwner  = 2 // USR-003, who takes over the departed rep's deals
@@ -64,7 +64,7 @@ type world struct {
 	stages []stage
 	opps   []opp
 
-	// won is the closed-won stage as SPEC 7.1 finds it (the first stage in
+	// won is the closed-won stage as VER-003 finds it (the first stage in
 	// document order with isClosed true and probability 100), -1 when the
 	// world has none (some TASK-003 worlds).
 	won int
@@ -178,7 +178,7 @@ func (w *world) drawStages(r *rand.Rand, noWon bool) {
 	won := stage{name: wonStageNames[r.IntN(len(wonStageNames))], prob: 100, closed: true}
 	if noWon {
 		// Misconfigured: named like the won stage, but either not closed or
-		// not at probability 100, so SPEC 7.1 finds no closed-won stage.
+		// not at probability 100, so VER-003 finds no closed-won stage.
 		if r.IntN(2) == 0 {
 			won.closed = false
 		} else {
@@ -368,7 +368,7 @@ func (w *world) pipelines() []int64 {
 
 // leaders returns the active user with the largest pipeline, the active
 // runner-up, and the inactive user with the largest pipeline (-1 when
-// none), ties going to the smaller id as in SPEC 7.1.
+// none), ties going to the smaller id as in VER-006.
 func (w *world) leaders(p []int64) (top, second, topInactive int) {
 	top, second, topInactive = -1, -1, -1
 	for i, u := range w.users {

@@ -21,7 +21,7 @@ import (
 //	t task_id   's' the id's text (a number in its decimal form)
 //	i initial   'j' the row's own initial_state, or '-' when absent or null
 //	f final     'j' final_state, or '-' when absent or null
-//	o output    's' output ("" when absent or null, SPEC 3.2)
+//	o output    's' output ("" when absent or null: one input)
 //	l log       'j' log, or '-' when absent or null
 //	m metadata  'j' the object of the row's other fields, as verifiers see it
 //	k task row  'j' the row of --tasks (or of a harness's log), or '-'
@@ -32,8 +32,8 @@ import (
 // string is the text it holds, so the same state in a Parquet string
 // column, an Arrow one, or a JSON Lines object or string hashes the same;
 // so does a task row's initial_state. Absent and null are one input for
-// the rollout fields (SPEC 3.2); in the metadata a member set to null is
-// kept (verifiers see it), as JSON Lines writes it, while a null Parquet or
+// the rollout fields; in the metadata a member set to null is kept
+// (verifiers see it), as JSON Lines writes it, while a null Parquet or
 // Arrow cell is no member. Each field's content is hashed on its own and
 // framed by its tag, so bytes moved from one field to another change the
 // hash.

@@ -26,7 +26,8 @@ type Task struct {
 // Tasks maps task ids to their rows.
 type Tasks map[string]*Task
 
-// LoadTasks reads a tasks table (SPEC 3.3) in any input format. Every row
+// LoadTasks reads a tasks table (the table of --tasks: task_id,
+// initial_state, other fields) in any input format. Every row
 // needs a task_id; a task id given twice, a row without one, or an
 // initial_state that is not valid JSON is an error naming the file and row.
 func LoadTasks(path string, fields columnar.FieldNames) (Tasks, error) {

@@ -419,8 +419,8 @@ func gzipWriter(w *bytes.Buffer) *gzip.Writer { return gzip.NewWriter(w) }
 
 // TestMetaAcrossFormats grades the same rows from Parquet and from JSON
 // Lines and checks that verifiers see the same metadata: the fields that
-// are not rollout fields (SPEC 3.1), whatever the states are and whether
-// or not they repeat.
+// are not rollout fields (task_id, rollout_id, the states, output, log),
+// whatever the states are and whether or not they repeat.
 func TestMetaAcrossFormats(t *testing.T) {
 	dir := t.TempDir()
 	cols := []columnar.DatasetColumn{

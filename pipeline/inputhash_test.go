@@ -278,8 +278,8 @@ func TestInputHashGenerated(t *testing.T) {
 
 // TestInputHashChanges: a change to any field changes the hash, bytes moved
 // from one field to the next too; whitespace outside strings does not, nor
-// does null for absent (SPEC 3.2). A row whose input is invalid has a null
-// hash.
+// does null for absent (absent and null are one input). A row whose input
+// is invalid has a null hash.
 func TestInputHashChanges(t *testing.T) {
 	const base = `"task_id":"TASK-001","initial_state":{"a":1},"final_state":{"a":2},"output":"ok","log":[{"t":1}],"model":"m"`
 	tests := []struct {

@@ -628,8 +628,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 }
 
 // probeFailed removes what the run wrote when the judge's probe failed
-// before any part was complete (SPEC 2: a configuration error writes
-// nothing), and returns the error as a ConfigError.
+// before any part was complete (a configuration error writes nothing:
+// exit status 2), and returns the error as a ConfigError.
 func (r *runner) probeFailed(pe *ProbeError) error {
 	if r.streaming() {
 		return &inputs.ConfigError{Field: "Judge", Msg: pe.Error()}

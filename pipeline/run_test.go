@@ -53,7 +53,8 @@ func grade(t *testing.T, cfg Config) *Result {
 	return res
 }
 
-// TestBadRows grades one row for every bad-row rule of SPEC 3.2 beside good
+// TestBadRows grades one row for every kind of bad row (docs/grading.md,
+// "Input": each gets status error, never stopping the run) beside good
 // rows, and compares the decoded results with goldens.
 func TestBadRows(t *testing.T) {
 	in := filepath.Join("..", "testdata", "badrows", "input.jsonl")

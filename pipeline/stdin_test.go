@@ -104,7 +104,7 @@ func TestStdinFrom(t *testing.T) {
 }
 
 // TestStdinJSONLIds reads gavel's own JSON Lines from standard input: a
-// row without rollout_id gets SPEC's default, <input path as given>#<row
+// row without rollout_id gets the default id, <input path as given>#<row
 // index>, with "-" as the path.
 func TestStdinJSONLIds(t *testing.T) {
 	out := t.TempDir()

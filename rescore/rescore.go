@@ -81,7 +81,8 @@ type partChanges struct {
 // Run computes the rewards of a graded run again from its check rows,
 // with other reward formulas, without running any verifier: the checks
 // parts (and the rollout id hashes) are copied byte for byte, the rewards
-// parts are written again with the verdict columns recomputed by SPEC 4.3
+// parts are written again with the verdict columns recomputed from the
+// check statuses (docs/verifiers.md, "Reward formulas and gavel rescore")
 // and each verifier's formula, and the manifest, part statistics and
 // summary are those a grade run with these formulas would write. Rows
 // without check rows (input errors, rollouts no verifier binds, verifiers

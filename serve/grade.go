@@ -22,8 +22,10 @@ import (
 
 // POST /v1/grade grades rollouts by the registered verifiers. The body is
 // one rollout object, a JSON array of them, or JSON Lines
-// (Content-Type: application/x-ndjson), with the fields of SPEC 3. The
-// response is JSON Lines, one line per rollout in request order:
+// (Content-Type: application/x-ndjson), with the input fields of
+// docs/grading.md, "Input" (task_id, rollout_id, the states, output, log,
+// metadata). The response is JSON Lines, one line per rollout in request
+// order:
 // {"rewards": <its rewards row>, "checks": [<its check rows>]}, the rows
 // as `gavel grade --format jsonl` writes them, with source_file "request";
 // when some rubric check gets more than one judgement (several judges or

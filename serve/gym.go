@@ -19,7 +19,7 @@ import (
 // The gym verifier API (POST /verifier). A request names its checks and
 // its session; the state to check is inline (gavel's extension fields
 // final_state, initial_state, log and output beside sessionId, decoded as
-// SPEC 3 decodes a JSON Lines row) or the session stored with PUT
+// grade decodes a JSON Lines row) or the session stored with PUT
 // /sessions/{id}. The checks are compiled by the spec engine (spec.Gym), so
 // that they load and grade as in a spec file.
 //

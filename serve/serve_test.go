@@ -875,8 +875,8 @@ func gymSuccess(o verifiers.Outcome) string {
 	return "false"
 }
 
-// plainState reads a state field as SPEC 3 has it: absent or null is no
-// state, a string holds JSON text, any other value is the state.
+// plainState reads a state field as a JSON Lines row has it: absent or
+// null is no state, a string holds JSON text, any other value is the state.
 func plainState(t *testing.T, d *jsonview.Doc, raw json.RawMessage) jsonview.Value {
 	t.Helper()
 	if isNullRaw(raw) {

@@ -7,9 +7,10 @@ import (
 	"strings"
 )
 
-// A verifier's Tasks are task patterns (SPEC 4.1): a task id, bound as
-// written; a prefix ending in "*" ("airline/*"), binding every task id that
-// starts with the text before the star; or AllTasks. A rollout's task is
+// A verifier's Tasks are task patterns (docs/verifiers.md, "Binding
+// tasks"): a task id, bound as written; a prefix ending in "*"
+// ("airline/*"), binding every task id that starts with the text before
+// the star; or AllTasks. A rollout's task is
 // bound by the verifier whose pattern is most specific: its id, else the
 // longest prefix it starts with, else AllTasks.
 

@@ -1,8 +1,8 @@
 package verifiers
 
 // Collateral damage: the rows an agent added, removed or updated anywhere
-// in the state, not only where its task sent it (SPEC 8, `changes` and the
-// spec check type `unchanged`).
+// in the state, not only where its task sent it (the CEL function `changes`
+// and the spec check type `unchanged`; docs/verifiers.md).
 
 import (
 	"strconv"
@@ -71,8 +71,8 @@ type ChangeOptions struct {
 const DefaultKey = "id"
 
 // Changes lists the rows added, removed and updated between the initial
-// and the final state, table by table, with values compared by SPEC 5.3
-// equality (jsonview.Equal).
+// and the final state, table by table, with values compared as JSON values
+// (jsonview.Equal).
 //
 // A table is a member of the state (or, for the paths of opts, a nested
 // member) whose value is an object, its rows being its members matched by
@@ -292,7 +292,7 @@ func (c *changer) objectRows(path string, a, b jsonview.Value) {
 func keyJSON(k []byte) string { return string(jsonview.AppendJSONString(nil, k)) }
 
 // arrayRows compares two array tables, rows matched by the key field:
-// rows with equal keys (SPEC 5.3) in order of appearance, rows without a
+// rows with equal keys (jsonview.Equal) in order of appearance, rows without a
 // string or number key by value.
 func (c *changer) arrayRows(path, key string, a, b jsonview.Value) {
 	before := rowsOf(a, key)

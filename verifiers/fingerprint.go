@@ -7,8 +7,8 @@ import (
 )
 
 // ScoringVersion is the version of what gavel does around every verifier:
-// the verdict and reward rules (SPEC 4.3), the check rows it writes, and
-// the form of a fingerprint. Every fingerprint covers it, so a gavel that
+// the verdict and reward rules (Score, Formula), the check rows it writes,
+// and the form of a fingerprint. Every fingerprint covers it, so a gavel that
 // scores differently changes every fingerprint once. Raise it with any
 // such change.
 const ScoringVersion = 1

@@ -33,7 +33,7 @@ type WorldMemo[T any] struct {
 }
 
 // worldMemoSize bounds the worlds a WorldMemo keeps; when full, it starts
-// over. Each entry keeps its world's shared documents alive.
+// over. Each entry keeps its world's shared jsonview Docs alive.
 const worldMemoSize = 1024
 
 // Get returns f(w), computed once per shared world.

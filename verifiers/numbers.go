@@ -6,10 +6,10 @@ import (
 )
 
 // DefaultTolerance is the tolerance of StatesNumber that answer checks use
-// unless their task says otherwise (SPEC 5.5).
+// unless their task says otherwise.
 const DefaultTolerance = 0.01
 
-// NumbersIn returns every number stated in text, in order (SPEC 5.5). The
+// NumbersIn returns every number stated in text, in order. The
 // text is read as if every '$' and ',' were removed, so "$1,234.50" reads
 // 1234.5 and "$-5" reads -5; in what remains, numbers are the leftmost,
 // non-overlapping matches of -?[0-9]+(?:\.[0-9]+)?, so "1.2.3" reads 1.2

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// numbersOracle is SPEC 5.5 written literally: remove every '$' and ',',
-// then take every match of the number pattern.
+// numbersOracle is NumbersIn's rule written literally: remove every '$'
+// and ',', then take every match of the number pattern.
 func numbersOracle(text string) []float64 {
 	clean := strings.NewReplacer("$", "", ",", "").Replace(text)
 	var out []float64

@@ -1,11 +1,13 @@
 package verifiers
 
 // Reward formulas: how a verifier's reward is computed from its checks.
-// The formula decides only the reward column; the status rules of SPEC 4.3
-// (error, failed, pending, passed) and the counts never depend on it. A
-// formula is evaluated only when the verdict has a reward at all: no check
-// pending and no error. A formula that cannot give a reward in [0, 1] makes
-// the rollout's status error (kind verifier): an error is never a reward.
+// The formula decides only the reward column; the status rules (error when
+// a check is in error or no check is required, else failed when a
+// required check failed, else pending when a check is pending, else
+// passed) and the counts never depend on it. A formula is evaluated only
+// when the verdict has a reward at all: no check pending and no error. A
+// formula that cannot give a reward in [0, 1] makes the rollout's status
+// error (kind verifier): an error is never a reward.
 
 import (
 	"encoding/json"
@@ -37,9 +39,9 @@ const (
 // expression; an evaluation that exceeds it is a verifier error.
 const FormulaCostLimit = 1_000_000
 
-// Formula is a verifier's reward formula. The zero value is fraction (SPEC
-// 4.3): checks passed / all checks. A Formula is immutable and safe for
-// concurrent use.
+// Formula is a verifier's reward formula. The zero value is fraction:
+// checks passed / all checks, required and optional together. A Formula
+// is immutable and safe for concurrent use.
 //
 // As data (a spec's reward:, a reward file, manifest.json) a formula is
 // "fraction", "all", {"weighted": {CHECK-ID: WEIGHT, ...}} or

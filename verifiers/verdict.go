@@ -5,7 +5,9 @@ import (
 	"math"
 )
 
-// Outcome is the status of a whole rollout (SPEC 4.3).
+// Outcome is the status of a whole rollout, from its checks: Errored when a
+// check is in error or none is required, else Failed when a required check
+// failed, else PendingOutcome when a check is pending, else Passed.
 type Outcome uint8
 
 // Rollout outcomes.
@@ -17,8 +19,8 @@ const (
 )
 
 // Statuses of rollouts as written in the rewards' status column, and of
-// checks as written in the checks' status column (SPEC 4.2, 4.3): the one
-// vocabulary every reader and writer of results uses.
+// checks as written in the checks' status column: the one vocabulary every
+// reader and writer of results uses.
 const (
 	StatusPassed  = "passed"
 	StatusFailed  = "failed"
@@ -78,10 +80,10 @@ func (v Verdict) Passed() (passed, ok bool) {
 	return false, false
 }
 
-// Score computes the verdict of a verifier's checks by SPEC 4.3, with the
-// default reward formula (fraction). gradeErr is the error the verifier
-// returned or its recovered panic; with it the verdict is an error and the
-// counts are zero.
+// Score computes the verdict of a verifier's checks by the rules of
+// Outcome, with the default reward formula (fraction). gradeErr is the
+// error the verifier returned or its recovered panic; with it the verdict
+// is an error and the counts are zero.
 func Score(checks []Check, gradeErr error) Verdict {
 	return ScoreWith(Formula{}, checks, gradeErr)
 }

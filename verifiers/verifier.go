@@ -57,7 +57,8 @@ type Rollout struct {
 // Status is the outcome of one check.
 type Status uint8
 
-// Check statuses (SPEC 4.2).
+// Check statuses, as the checks' status column writes them (CheckPass,
+// CheckFail, CheckPending, CheckError).
 const (
 	Pass Status = iota
 	Fail
@@ -350,7 +351,7 @@ type Verifier struct {
 	// settings replace these.
 	Judge JudgeSettings
 	// Reward is how the reward is computed from the checks; the zero value
-	// is fraction, SPEC 4.3. It never changes the status.
+	// is fraction (checks passed / all checks). It never changes the status.
 	Reward Formula
 	// Remote, when set, makes this a remote verifier: its checks are the
 	// answer of a service gavel asks over HTTP (package remote), and Grade

@@ -1,7 +1,8 @@
 // Command duckdb is the SQL peer of the benchmarks: it grades the required
-// checks of VER-002 and VER-004 (SPEC 7.1) over a Parquet rollout dataset
-// with DuckDB, in one query over read_parquet, and prints a report in the
-// shape of bench.Report as JSON: {"rows": N, "passed": {"TASK-002": ...}}.
+// checks of VER-002 and VER-004 (verifiers/crm) over a Parquet rollout
+// dataset with DuckDB, in one query over read_parquet, and prints a report
+// in the shape of bench.Report as JSON: {"rows": N, "passed": {"TASK-002":
+// ...}}.
 //
 // These are the only required checks of the two verifiers (VER-002's
 // "moved" and VER-004's "correct"; their other checks are optional and do

@@ -1,8 +1,9 @@
 """Standard-library Python peer of the gavel benchmarks.
 
-Grades the required checks of VER-002 and VER-004 (SPEC 7.1) over a plain
-JSON Lines rollout dataset with json.loads, the byte range of the file split
-between worker processes, and prints {"rows": N, "passed": {...}} as JSON.
+Grades the required checks of VER-002 and VER-004 (verifiers/crm) over a
+plain JSON Lines rollout dataset with json.loads, the byte range of the file
+split between worker processes, and prints {"rows": N, "passed": {...}} as
+JSON.
 
 Usage: python3 grade.py [--processes N] rollouts.jsonl
 """

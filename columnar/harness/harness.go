@@ -1,8 +1,9 @@
 // Package harness reads the trajectories other harnesses write and maps
 // each one to a gavel rollout: a JSON object in gavel's JSON Lines input
-// schema (SPEC 3.2), one line of text, which the JSON Lines decode path
-// grades as it grades any other line. The task definitions the files
-// carry are returned apart, as a tasks table (SPEC 3.3).
+// schema (docs/grading.md, "Input"), one line of text, which the JSON
+// Lines decode path grades as it grades any other line. The task
+// definitions the files carry are returned apart, as a tasks table (the
+// table of --tasks: task_id, initial_state, other fields).
 //
 // Formats:
 //
@@ -137,11 +138,15 @@ const (
 	ATIF Format = "atif"
 )
 
+// Formats lists every Format, as ParseFormat accepts them.
+var Formats = []Format{Inspect, TauBench, Tau2, Messages, NemoGym, ATIF}
+
 // ParseFormat returns the Format named s.
 func ParseFormat(s string) (Format, error) {
-	switch f := Format(s); f {
-	case Inspect, TauBench, Tau2, Messages, NemoGym, ATIF:
-		return f, nil
+	for _, f := range Formats {
+		if string(f) == s {
+			return f, nil
+		}
 	}
 	return "", fmt.Errorf("unknown harness format %q (want inspect, tau-bench, tau2, messages, nemo-gym or atif)", s)
 }

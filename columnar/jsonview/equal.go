@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Equal reports whether a and b are equal by SPEC 5.3: numbers by exact
+// Equal reports whether a and b are equal as JSON values: numbers by exact
 // value (1 equals 1.0), strings, booleans and null by identity, arrays by
 // length and element, objects by key set and value, key order ignored.
 // Missing equals only Missing.

@@ -632,7 +632,8 @@ func lowerASCII(c byte) byte {
 }
 
 // addUnchanged adds the optional check that the final state deep-equals the
-// initial state (SPEC 5.3 equality; a null state counts as missing). Equal
+// initial state (equal as JSON values, jsonview.Equal; a null state counts
+// as missing). Equal
 // texts are equal values, so an untouched state written back byte for byte
 // is recognised without walking it. Details:
 // "final state equals the initial state", "final state differs from the

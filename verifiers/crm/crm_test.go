@@ -480,8 +480,8 @@ func TestVER004(t *testing.T) {
 		unchanged = "The world was left unchanged"
 	)
 	same := wantOpt(unchanged, "pass", "final state equals the initial state")
-	// 507500: the SPEC's example total.
-	spec := setField(crmBase, "OPP-0007", "amount", "405000")
+	// A worked example: with OPP-0007 at 405000 the weighted total is 507500.
+	worked := setField(crmBase, "OPP-0007", "amount", "405000")
 	// The same world: members in another order, a number written otherwise.
 	reordered := setField(crmBase, "OPP-0001", "amount", "1.2e5")
 	reordered = addMember(removeMember(reordered, "OPP-0007"), "opportunities", strings.TrimSuffix(strings.TrimSpace(
@@ -491,11 +491,11 @@ func TestVER004(t *testing.T) {
 			wantReq(correct, "pass", "answered 457500, expected 457500"),
 			same,
 		}},
-		{name: "spec example", final: spec, initial: spec, output: "$507,500.00", want: []checkRow{
+		{name: "worked example", final: worked, initial: worked, output: "$507,500.00", want: []checkRow{
 			wantReq(correct, "pass", "answered 507500, expected 507500"),
 			same,
 		}},
-		{name: "off by one", final: spec, initial: spec, output: "507501", want: []checkRow{
+		{name: "off by one", final: worked, initial: worked, output: "507501", want: []checkRow{
 			wantReq(correct, "fail", "answered 507501, expected 507500"),
 			same,
 		}},

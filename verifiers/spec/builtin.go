@@ -8,7 +8,8 @@ import (
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-// calendarSpec is the calendar reference environment (SPEC 7.2).
+// calendarSpec is the calendar reference environment: VER-C01, grading
+// TASK-C01 (docs/verifiers.md, "Declarative verifiers (spec files)").
 //
 //go:embed calendar.yaml
 var calendarSpec []byte

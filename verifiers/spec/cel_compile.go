@@ -1,7 +1,7 @@
 package spec
 
-// The CEL environment of spec expressions (SPEC 5.2 `expr` checks,
-// `detail`, and `{expr: ...}` values), their compilation and evaluation.
+// The CEL environment of spec expressions (`expr` checks, `detail`, and
+// `{expr: ...}` values), their compilation and evaluation.
 //
 // Programs are compiled and planned once, at load, with a cost limit: an
 // evaluation whose cost exceeds it (a runaway comprehension) stops with an

@@ -13,7 +13,8 @@ import (
 
 // celObjectContains implements object_contains(x, pattern): when x is a
 // list, true when some element contains the pattern; otherwise whether x
-// contains it (SPEC 5.3 containment).
+// contains it (as contains: every key of an object pattern present with a
+// containing value, anything else equal).
 func celObjectContains(x, pattern ref.Val) ref.Val {
 	if l, ok := x.(traits.Lister); ok {
 		if cl, ok := l.(*celList); ok {

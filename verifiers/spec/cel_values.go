@@ -1,7 +1,7 @@
 package spec
 
-// CEL expressions (SPEC 5.2 `expr` checks, `detail`, and `{expr: ...}`
-// values) read the rollout through lazy wrappers over jsonview values, not
+// CEL expressions (`expr` checks, `detail`, and `{expr: ...}` values)
+// read the rollout through lazy wrappers over jsonview values, not
 // through maps built from whole states:
 //
 //   - An object is a *celObj, a CEL map (traits.Mapper) whose field access

@@ -327,9 +327,9 @@ func matchSteps(events, steps []jsonview.Value, matched *[]jsonview.Value) int {
 	return k
 }
 
-// contains reports whether v contains pattern (SPEC 5.3): every key of an
-// object pattern is present in v with a value that contains the pattern's
-// value; anything else (arrays included) must be equal.
+// contains reports whether v contains pattern (object_contains): every key
+// of an object pattern is present in v with a value that contains the
+// pattern's value; anything else (arrays included) must be equal.
 func contains(v, pattern jsonview.Value) bool {
 	if pattern.Kind() != jsonview.Object {
 		return jsonview.Equal(v, pattern)
@@ -557,8 +557,9 @@ func (a actual) equal(want jsonview.Value) bool {
 	return jsonview.Equal(a.value(), want)
 }
 
-// compare applies the comparator (SPEC 5.3). An error is a type mismatch
-// that the data caused: the check's status is then error.
+// compare applies the comparator (eq, neq, gt, ..., numbers by value). An
+// error is a type mismatch that the data caused: the check's status is
+// then error.
 func (a *assert) compare(act actual, want jsonview.Value, re *regexp.Regexp) (bool, error) {
 	switch a.cmp {
 	case cmpEq, cmpDeepEqual:

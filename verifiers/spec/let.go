@@ -16,8 +16,9 @@ package spec
 //	    checks:
 //	      - {id: moved, type: expr, expr: 'S.all(k, final.opportunities[k].ownerId == "USR-003")'}
 //
-// This is an extension of SPEC 5, which is silent on sharing work between
-// expressions.
+// `let` is gavel's own addition to the gym check objects, which have no
+// way to share work between expressions (docs/verifiers.md lists it with
+// the check types).
 //
 // Lets are the engine's one per-world memo. Rejected: hoisting, which
 // rewrote every expression at load so that its parts reading only initial
@@ -25,7 +26,7 @@ package spec
 // BenchmarkVER002 the same checks cost 239 allocations per rollout with
 // hoisting (848 without) and 131 with lets, which were also the fastest
 // (docs/verifiers.md, "Declarative verifiers"). Also rejected: keying the memo by the
-// identity of shared documents (verifiers.WorldMemo), which recomputes for
+// identity of shared jsonview Docs (verifiers.WorldMemo), which recomputes for
 // every rollout whose initial state was indexed on its own, such as the
 // first of each world in jsonview.Cache (192 allocations per rollout on the
 // same benchmark).

@@ -10,9 +10,9 @@ import (
 	"github.com/gavelhq/gavel/verifiers"
 )
 
-// The manual functions: Go functions that `manual` checks call by name
-// (SPEC 5.2). Like Go verifiers, a function is not callable from a spec
-// until manualRegistry names it.
+// The manual functions: Go functions that `manual` checks call by name,
+// their result checked by the check's asserts. Like Go verifiers, a
+// function is not callable from a spec until manualRegistry names it.
 func manualRegistry() []*ManualFunc {
 	return []*ManualFunc{
 		findEventsOnDay,

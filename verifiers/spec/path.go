@@ -17,8 +17,8 @@ const (
 	selIndex                 // "_result[N]": one row
 )
 
-// Path is a parsed path argument (SPEC 5.3): "_result", "_result[*]",
-// "_result[*].a.b", "_result[N]" or "_result[N].a.b".
+// Path is a parsed path argument of an assert function: "_result",
+// "_result[*]", "_result[*].a.b", "_result[N]" or "_result[N].a.b".
 type Path struct {
 	sel    selector
 	index  int

@@ -15,7 +15,7 @@ import (
 // with: yaml.Unmarshal into Go maps and lists (aliases followed, repeated
 // keys refused, as YAML has them), read for the fields that name things:
 // each verifier's id, name and tasks, and each check's id, label, type
-// and optional, with the rules SPEC states for them (known fields only,
+// and optional, with the loader's rules for them (known fields only,
 // ids and names non-empty strings, ids not repeated, a required check).
 //
 // Where the loader reads more leniently than this decode, the decode

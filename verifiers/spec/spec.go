@@ -1,8 +1,8 @@
 // Package spec loads declarative verifiers: spec files in YAML or JSON whose
 // checks are the check objects of the Scale gym verifier API plus
-// `optional`, `label`, `state` and the `expr` type (SPEC 5). Loading turns
-// each verifier of a spec file into a *verifiers.Verifier that grades like a
-// compiled-in one.
+// `optional`, `label`, `state` and the `expr` type (docs/verifiers.md,
+// "Declarative verifiers (spec files)"). Loading turns each verifier of a
+// spec file into a *verifiers.Verifier that grades like a compiled-in one.
 //
 // Everything that can be decided without data is decided at load: check and
 // comparator names, paths, patterns and literal values (parsed once into

@@ -2,9 +2,10 @@
 // tasks, for timing gavel leaderboard where gavel gen cannot go: its
 // datasets have five tasks, a leaderboard at archive scale has thousands.
 // Each row is one rollout of one of -tasks tasks by one of -models models,
-// in the columns and the JSON Lines form of gavel's rewards (SPEC 8);
-// statuses and rewards come from a seeded generator (a task difficulty
-// and a model strength), so the same flags write the same bytes.
+// in the columns and the JSON Lines form of gavel's rewards
+// (docs/reference/outputs.md); statuses and rewards come from a seeded
+// generator (a task difficulty and a model strength), so the same flags
+// write the same bytes.
 //
 // Usage:
 //
