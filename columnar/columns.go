@@ -492,18 +492,7 @@ func nullFloatsCol[R any](name string, at func(*R) (*[]float64, *bool)) column[R
 			if !*ok {
 				return append(b, "null"...)
 			}
-			b = append(b, '[')
-			for i, f := range *v {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				if math.IsNaN(f) || math.IsInf(f, 0) {
-					b = append(b, "null"...)
-				} else {
-					b = strconv.AppendFloat(b, f, 'g', -1, 64)
-				}
-			}
-			return append(b, ']')
+			return AppendFloatsJSON(b, *v)
 		},
 		decode: func(r *R, c Cell, d *cellDecoding) (err error) {
 			v, ok := at(r)
@@ -514,4 +503,21 @@ func nullFloatsCol[R any](name string, at func(*R) (*[]float64, *bool)) column[R
 			return err
 		},
 	}
+}
+
+// AppendFloatsJSON appends a list of nullable doubles as JSON Lines writes
+// it (a turn_rewards cell): [1,null,0.5], a NaN (or an infinity) as null.
+func AppendFloatsJSON(b []byte, v []float64) []byte {
+	b = append(b, '[')
+	for i, f := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendFloat(b, f, 'g', -1, 64)
+		}
+	}
+	return append(b, ']')
 }

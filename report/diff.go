@@ -236,18 +236,7 @@ func (tr TurnRewards) String() string {
 	if tr == nil {
 		return "null"
 	}
-	b := []byte{'['}
-	for i, f := range tr {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			b = append(b, "null"...)
-		} else {
-			b = strconv.AppendFloat(b, f, 'g', -1, 64)
-		}
-	}
-	return string(append(b, ']'))
+	return string(columnar.AppendFloatsJSON(nil, tr))
 }
 
 // sameTurnRewards reports whether two lists of turn rewards are equal,
