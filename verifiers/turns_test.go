@@ -118,3 +118,35 @@ func TestTurnRewardsPendingAndFormula(t *testing.T) {
 		t.Errorf("a formula that fails: %v", err)
 	}
 }
+
+// TestAddTurn: a turn check added inside Grade stays on its turn under
+// credit last and none; one of a turn the rollout lacks is an error.
+func TestAddTurn(t *testing.T) {
+	r := turnsRollout(t, `[{"index":0,"text":"hi"},{"index":1,"text":"bye"}]`)
+	for _, credit := range []string{CreditLast, CreditNone, ""} {
+		v := &Verifier{ID: "v", Turns: true, Credit: credit, Grade: func(r *Rollout, c *Checks) error {
+			c.Require("done", true, "")
+			c.AddTurn(0, Check{ID: "t", Required: true, Status: Pass})
+			return nil
+		}}
+		var c Checks
+		if verdict := Run(v, r, &c); verdict.Outcome != Passed {
+			t.Fatalf("credit %q: %+v", credit, verdict)
+		}
+		if tc := c.List()[1]; !tc.OnTurn || tc.Turn != 0 {
+			t.Errorf("credit %q: the turn check is on turn %d (%v), want 0", credit, tc.Turn, tc.OnTurn)
+		}
+		if d := c.List()[0]; credit == CreditLast != (d.OnTurn && d.Turn == 1) {
+			t.Errorf("credit %q: the trajectory check on turn %d (%v)", credit, d.Turn, d.OnTurn)
+		}
+	}
+	v := &Verifier{ID: "v", Turns: true, Grade: func(r *Rollout, c *Checks) error {
+		c.Require("done", true, "")
+		c.AddTurn(2, Check{ID: "t", Required: true, Status: Pass})
+		return nil
+	}}
+	var c Checks
+	if verdict := Run(v, r, &c); verdict.Outcome != Errored || !strings.Contains(verdict.Error, "turn check \"t\" is of turn 2") {
+		t.Errorf("out of range: %+v", verdict)
+	}
+}

@@ -218,6 +218,10 @@ type Checks struct {
 	// turn is 1 + the index of the turn GradeTurn is grading, to which
 	// Add credits its checks (0: none).
 	turn int
+	// turnChecks are the indexes in list of the turn checks (AddTurn, or
+	// Add inside GradeTurn), in order: they stay on their own turns
+	// whatever the verifier's Credit.
+	turnChecks []int
 }
 
 // Require adds a required check that passes when ok.
@@ -273,7 +277,21 @@ func (c *Checks) Add(ch Check) {
 	}
 	if c.turn > 0 {
 		ch.Turn, ch.OnTurn = c.turn-1, true
+		c.turnChecks = append(c.turnChecks, len(c.list))
 	}
+	c.list = append(c.list, ch)
+}
+
+// AddTurn adds a turn check of the agent turn with index turn, as Add
+// does: it is credited to that turn whatever the verifier's Credit. A
+// verifier that grades its turns itself, inside Grade, adds their checks
+// so; GradeTurn's checks are added so by Add.
+func (c *Checks) AddTurn(turn int, ch Check) {
+	if ch.ID == "" {
+		ch.ID = ch.Label
+	}
+	ch.Turn, ch.OnTurn = turn, true
+	c.turnChecks = append(c.turnChecks, len(c.list))
 	c.list = append(c.list, ch)
 }
 
@@ -295,6 +313,7 @@ func (c *Checks) Reset() {
 	clear(c.list)
 	c.list = c.list[:0]
 	c.turn = 0
+	c.turnChecks = c.turnChecks[:0]
 }
 
 func passFail(ok bool) Status {
@@ -505,10 +524,23 @@ func (c *Checks) turns(v *Verifier, r *Rollout) error {
 	if v.Turns {
 		n = r.Turns.Len()
 	}
+	own := c.turnChecks // the turn checks' indexes, ascending
 	for i := range c.list {
 		ch := &c.list[i]
+		turnCheck := len(own) > 0 && own[0] == i
+		if turnCheck {
+			own = own[1:]
+		}
 		switch {
-		case !v.Turns || ch.Flag || v.Credit == CreditNone:
+		case !ch.OnTurn && (!v.Turns || v.Credit != CreditLast):
+			// Nothing to credit or move.
+		case !v.Turns || ch.Flag:
+			ch.Turn, ch.OnTurn = 0, false
+		case turnCheck:
+			if ch.Turn < 0 || ch.Turn >= n {
+				return fmt.Errorf("verifier %s: turn check %q is of turn %d, but the rollout has %d agent turns", v.ID, ch.ID, ch.Turn, n)
+			}
+		case v.Credit == CreditNone:
 			ch.Turn, ch.OnTurn = 0, false
 		case v.Credit == CreditLast:
 			ch.Turn, ch.OnTurn = n-1, n > 0

@@ -233,14 +233,7 @@ var chatTurnsPool = sync.Pool{New: func() any {
 // "turns": one turn per assistant message. msgs that is not an array
 // gives []. It is safe for concurrent use.
 func ChatTurns(dst []byte, msgs jsonview.Value) []byte {
-	c := chatTurnsPool.Get().(*chatTurns)
-	chatEvents(&c.log, &c.turns, msgs)
-	dst = c.turns.appendTo(dst)
-	// Keep nothing of msgs in the pool.
-	c.log.reset()
-	c.log.argDoc.Reset()
-	chatTurnsPool.Put(c)
-	return dst
+	return pooledTurns(dst, msgs, false)
 }
 
 // ResponseTurns appends to dst the JSON array of the agent's turns of a
@@ -249,9 +242,20 @@ func ChatTurns(dst []byte, msgs jsonview.Value) []byte {
 // one turn (responseEvents). A response whose output is not an array
 // gives []. It is safe for concurrent use.
 func ResponseTurns(dst []byte, resp jsonview.Value) []byte {
+	return pooledTurns(dst, resp.Get("output"), true)
+}
+
+// pooledTurns appends to dst the turns of list, chat messages or (when
+// response) a response's output items, with a pooled state.
+func pooledTurns(dst []byte, list jsonview.Value, response bool) []byte {
 	c := chatTurnsPool.Get().(*chatTurns)
-	responseEvents(&c.log, &c.turns, resp.Get("output"))
+	if response {
+		responseEvents(&c.log, &c.turns, list)
+	} else {
+		chatEvents(&c.log, &c.turns, list)
+	}
 	dst = c.turns.appendTo(dst)
+	// Keep nothing of the input in the pool.
 	c.log.reset()
 	c.log.argDoc.Reset()
 	chatTurnsPool.Put(c)

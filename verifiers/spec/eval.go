@@ -35,9 +35,11 @@ type scratch struct {
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // newGrader returns the Grade function of a verifier with these checks
-// (flags among them): the checks in order, each credited to the turn its
-// turn: names.
-func newGrader(checks []*check, lets *letSet) func(*verifiers.Rollout, *verifiers.Checks) error {
+// (flags among them) and turn checks: the checks in order, each credited
+// to the turn its turn: names, then, turn by turn, the turn checks whose
+// when: holds on the turn (Checks.AddTurn). The let values are computed
+// once for the rollout, its turns included.
+func newGrader(checks, turnChecks []*check, lets *letSet) func(*verifiers.Rollout, *verifiers.Checks) error {
 	return func(r *verifiers.Rollout, out *verifiers.Checks) error {
 		s := scratchPool.Get().(*scratch)
 		defer scratchPool.Put(s)
@@ -53,39 +55,35 @@ func newGrader(checks []*check, lets *letSet) func(*verifiers.Rollout, *verifier
 			}
 			out.Add(ch)
 		}
+		if len(turnChecks) == 0 {
+			return nil
+		}
+		defer func() { s.cel.turn = jsonview.Value{} }()
+		i := 0
+		for t := r.Turns.First(); t.Exists(); t = t.Next() {
+			s.cel.turn, s.turnIndex = t, i
+			gradeTurn(turnChecks, r, s, i, out)
+			i++
+		}
 		return nil
 	}
 }
 
-// newTurnGrader returns the GradeTurn function of a verifier with these
-// turn checks: those whose when: holds on the turn, in order. verifiers.Run
-// calls it on each agent turn after Grade, and credits the checks it adds
-// to the turn.
-func newTurnGrader(turnChecks []*check, lets *letSet) func(*verifiers.Rollout, jsonview.Value, *verifiers.Checks) error {
-	return func(r *verifiers.Rollout, turn jsonview.Value, out *verifiers.Checks) error {
-		s := scratchPool.Get().(*scratch)
-		defer scratchPool.Put(s)
-		if lets != nil {
-			s.cel.lets = lets.values(r, s)
-			defer func() { s.cel.lets = nil }()
-		}
-		index, _ := turn.Get("index").Int()
-		s.cel.turn, s.turnIndex = turn, int(index)
-		defer func() { s.cel.turn = jsonview.Value{} }()
-		for _, c := range turnChecks {
-			if c.when != nil {
-				applies, err := c.when.evalBool(r, s)
-				if err != nil {
-					out.Add(verifiers.Check{ID: c.id, Label: c.label, Required: c.required, Status: verifiers.Error, Detail: "when: " + err.Error()})
-					continue
-				}
-				if !applies {
-					continue
-				}
+// gradeTurn adds the checks of turn i, s.cel.turn: the turn checks whose
+// when: holds on it.
+func gradeTurn(turnChecks []*check, r *verifiers.Rollout, s *scratch, i int, out *verifiers.Checks) {
+	for _, c := range turnChecks {
+		if c.when != nil {
+			applies, err := c.when.evalBool(r, s)
+			if err != nil {
+				out.AddTurn(i, verifiers.Check{ID: c.id, Label: c.label, Required: c.required, Status: verifiers.Error, Detail: "when: " + err.Error()})
+				continue
 			}
-			out.Add(c.grade(r, s))
+			if !applies {
+				continue
+			}
 		}
-		return nil
+		out.AddTurn(i, c.grade(r, s))
 	}
 }
 

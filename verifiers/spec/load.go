@@ -356,13 +356,9 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		// The template file's content is part of the verifier's behaviour.
 		def = append(def, "\njudge template sha256:"+templateSum...)
 	}
-	grade := newGrader(append(checks, flags...), lets)
+	grade := newGrader(append(checks, flags...), turnChecks, lets)
 	if rs != nil {
 		grade = remoteGrade
-	}
-	var gradeTurn func(*verifiers.Rollout, jsonview.Value, *verifiers.Checks) error
-	if len(turnChecks) > 0 {
-		gradeTurn = newTurnGrader(turnChecks, lets)
 	}
 	return &verifiers.Verifier{
 		Remote:     rs,
@@ -377,7 +373,6 @@ func (l *loader) verifier(n *yaml.Node) *verifiers.Verifier {
 		Judge:      js,
 		Reward:     reward,
 		Turns:      turns,
-		GradeTurn:  gradeTurn,
 		TurnReward: turnReward,
 		Credit:     credit,
 	}
